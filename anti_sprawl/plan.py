@@ -1,0 +1,140 @@
+"""The plan: a DAG of scoped subtasks (``TaskNode``) and its file formats (YAML or JSON)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import tempfile
+from pathlib import Path
+from typing import Annotated, Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+
+from .errors import UsageError
+
+__all__ = [
+    "DEFAULT_MAX_TOOL_CALLS",
+    "DEFAULT_TOKEN_BUDGET",
+    "Plan",
+    "TaskId",
+    "TaskNode",
+    "command_argv",
+    "load_plan_data",
+    "save_plan",
+]
+
+TaskId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]
+DEFAULT_TOKEN_BUDGET = 60_000
+DEFAULT_MAX_TOOL_CALLS = 30
+TestCommand = str | list[str] | None
+
+
+class TaskNode(BaseModel):
+    """One subtask: what to do, what it may read and write, and its hard caps."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    task_id: TaskId = Field(description="Unique id; used in branch trailers and file names.")
+    name: str = Field(min_length=1, description="Short human title; the commit subject.")
+    goal: str = Field(min_length=1, description="Instructions for the worker.")
+    dependencies: list[str] = Field(default_factory=list, description="task_ids that run first.")
+    read_scope: list[str] = Field(
+        default_factory=list,
+        description="Repo-relative files, directories (trailing '/') or globs the worker may read.",
+    )
+    write_scope: list[str] = Field(
+        default_factory=list,
+        description="Repo-relative files, directories or globs the worker may create or change.",
+    )
+    token_budget: int = Field(
+        default=DEFAULT_TOKEN_BUDGET,
+        description="Input+output tokens over all of this node's model calls.",
+    )
+    max_tool_calls: int = Field(default=DEFAULT_MAX_TOOL_CALLS, description="Tool-call cap.")
+    test_command: TestCommand = Field(
+        default=None,
+        description="What run_tests executes (argv list or a string split like a shell would).",
+    )
+
+
+class Plan(BaseModel):
+    """A requirement broken into a DAG of TaskNodes."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    plan_id: TaskId = Field(description="Identifier; names the default run branch.")
+    requirement: str = Field(min_length=1)
+    base: str | None = Field(default=None, description="Commit the plan was made against.")
+    test_command: TestCommand = Field(default=None, description="Default test command for nodes.")
+    tasks: list[TaskNode] = Field(min_length=1)
+
+    def task(self, task_id: str) -> TaskNode:
+        for node in self.tasks:
+            if node.task_id == task_id:
+                return node
+        raise KeyError(task_id)
+
+    def test_command_for(self, node: TaskNode) -> list[str] | None:
+        return command_argv(node.test_command if node.test_command is not None else self.test_command)
+
+
+def command_argv(command: TestCommand) -> list[str] | None:
+    """An argument list for ``command``; strings are split like a POSIX shell, never run by one."""
+    if command is None:
+        return None
+    if isinstance(command, list):
+        return list(command) or None
+    try:
+        return shlex.split(command) or None
+    except ValueError as exc:
+        raise UsageError(f"cannot split test command {command!r}: {exc}") from exc
+
+
+def load_plan_data(path: Path) -> dict[str, Any]:
+    """Read a plan file as a mapping; any unreadable or unparseable file is a UsageError."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"plan file not found: {path}") from None
+    except IsADirectoryError:
+        raise UsageError(f"plan path is a directory: {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read plan file {path}: {exc}") from exc
+    try:
+        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise UsageError(f"cannot parse plan file {path}: {first}") from exc
+    if not isinstance(data, dict):
+        raise UsageError(f"plan file {path} must contain a mapping with 'plan_id' and 'tasks'")
+    return data
+
+
+def dump_plan(plan: Plan, fmt: str = "yaml") -> str:
+    data = plan.model_dump(mode="json", exclude_none=True)
+    if fmt == "json":
+        return json.dumps(data, indent=2) + "\n"
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+
+
+def save_plan(plan: Plan, path: Path) -> None:
+    """Write ``plan`` atomically; JSON when the suffix is .json, YAML otherwise."""
+    text = dump_plan(plan, "json" if path.suffix.lower() == ".json" else "yaml")
+    atomic_write_text(path, text)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write via a temp file in the same directory plus rename, so readers never see half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
