@@ -1,0 +1,83 @@
+"""Offline token counting.
+
+We ship OpenAI's ``cl100k_base`` BPE ranks (``data/cl100k_base.tiktoken``, checked against
+its published SHA-256) and build the ``tiktoken`` encoding from that file, so nothing is
+fetched at run time. Other models tokenize differently; ``TokenCounter`` keeps a per-run
+calibration factor learned from the usage the provider reports for each call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+__all__ = ["TokenCounter", "count_tokens"]
+
+_BPE_FILE = Path(__file__).with_name("data") / "cl100k_base.tiktoken"
+_BPE_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
+_PAT_STR = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+    r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+
+
+@lru_cache(maxsize=1)
+def _encoding() -> Any:
+    import base64
+
+    import tiktoken
+
+    raw = _BPE_FILE.read_bytes()
+    if hashlib.sha256(raw).hexdigest() != _BPE_SHA256:
+        raise RuntimeError(f"{_BPE_FILE} is corrupted (sha256 mismatch)")
+    ranks = {
+        base64.b64decode(token): int(rank)
+        for token, rank in (line.split() for line in raw.splitlines() if line)
+    }
+    return tiktoken.Encoding(
+        name="cl100k_base_bundled",
+        pat_str=_PAT_STR,
+        mergeable_ranks=ranks,
+        special_tokens={"<|endoftext|>": 100257},
+    )
+
+
+def count_tokens(text: str) -> int:
+    """Tokens in ``text`` under cl100k_base (special-token text is counted as plain text)."""
+    if not text:
+        return 0
+    return len(_encoding().encode(text, disallowed_special=()))
+
+
+class TokenCounter:
+    """Estimates a provider's token counts offline, calibrated by the usage it reports.
+
+    ``estimate`` scales the cl100k count by the observed ratio (provider tokens / our tokens),
+    kept as an exponential moving average and never below 1.0 before the first observation,
+    so budget checks err on the side of stopping early rather than overrunning.
+    """
+
+    def __init__(self, ratio: float = 1.0):
+        self._ratio = ratio
+        self._observed = False
+        self._lock = threading.Lock()
+
+    @property
+    def ratio(self) -> float:
+        return self._ratio
+
+    def estimate(self, text: str) -> int:
+        base = count_tokens(text)
+        return int(base * self._ratio + 0.999) if base else 0
+
+    def observe(self, estimated_raw: int, reported: int) -> None:
+        """Feed back one call: ``estimated_raw`` is our unscaled count, ``reported`` the provider's."""
+        if estimated_raw <= 0 or reported <= 0:
+            return
+        sample = reported / estimated_raw
+        with self._lock:
+            self._ratio = sample if not self._observed else 0.7 * self._ratio + 0.3 * sample
+            self._observed = True
