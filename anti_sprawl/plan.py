@@ -77,7 +77,9 @@ class Plan(BaseModel):
         raise KeyError(task_id)
 
     def test_command_for(self, node: TaskNode) -> list[str] | None:
-        return command_argv(node.test_command if node.test_command is not None else self.test_command)
+        return command_argv(
+            node.test_command if node.test_command is not None else self.test_command
+        )
 
 
 def command_argv(command: TestCommand) -> list[str] | None:

@@ -1,0 +1,158 @@
+"""Views of plans and runs for people: layered DAG trees, mermaid, dot, validation reports."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from rich.console import Console
+from rich.markup import escape
+from rich.tree import Tree
+
+from .plan import Plan, TaskNode
+from .validate import Report
+
+__all__ = [
+    "plan_dot",
+    "plan_json",
+    "plan_layers",
+    "plan_mermaid",
+    "render_plan_tree",
+    "render_report",
+]
+
+
+def plan_layers(plan: Plan) -> list[list[TaskNode]]:
+    """Topological layers: every node in layer k depends only on nodes in layers < k.
+
+    Nodes in one layer never depend on each other, so they may run at the same time.
+    Assumes a validated (acyclic, known dependencies) plan.
+    """
+    by_id = {t.task_id: t for t in plan.tasks}
+    depth: dict[str, int] = {}
+    order = {t.task_id: i for i, t in enumerate(plan.tasks)}
+
+    remaining = {t.task_id: {d for d in t.dependencies if d in by_id} for t in plan.tasks}
+    dependents: dict[str, list[str]] = {tid: [] for tid in by_id}
+    for tid, deps in remaining.items():
+        for d in deps:
+            dependents[d].append(tid)
+    frontier = [tid for tid, deps in remaining.items() if not deps]
+    for tid in frontier:
+        depth[tid] = 0
+    while frontier:
+        nxt: list[str] = []
+        for tid in frontier:
+            for child in dependents[tid]:
+                remaining[child].discard(tid)
+                depth[child] = max(depth.get(child, 0), depth[tid] + 1)
+                if not remaining[child]:
+                    nxt.append(child)
+        frontier = nxt
+    layers: list[list[TaskNode]] = []
+    for tid in sorted(depth, key=lambda t: (depth[t], order[t])):
+        while len(layers) <= depth[tid]:
+            layers.append([])
+        layers[depth[tid]].append(by_id[tid])
+    return layers
+
+
+def _scope_text(entries: list[str]) -> str:
+    return ", ".join(entries) if entries else "(none)"
+
+
+def render_plan_tree(plan: Plan, console: Console) -> None:
+    """The DAG in layers, each node with its scopes and budgets."""
+    root = Tree(
+        f"[bold]{escape(plan.plan_id)}[/]: {escape(plan.requirement.strip().splitlines()[0])}"
+    )
+    for i, layer in enumerate(plan_layers(plan)):
+        note = "parallel" if len(layer) > 1 else "single"
+        branch = root.add(f"[cyan]layer {i}[/] ({len(layer)} {note})")
+        for t in layer:
+            deps = f" [dim]after {', '.join(t.dependencies)}[/]" if t.dependencies else ""
+            node = branch.add(f"[bold]{escape(t.task_id)}[/] {escape(t.name)}{deps}")
+            node.add(f"write: {escape(_scope_text(t.write_scope))}")
+            node.add(f"read:  {escape(_scope_text(t.read_scope))}")
+            cmd = t.test_command if t.test_command is not None else plan.test_command
+            tests = (
+                f"; tests: {escape(cmd if isinstance(cmd, str) else ' '.join(cmd))}" if cmd else ""
+            )
+            node.add(f"budget: {t.token_budget:,} tokens, {t.max_tool_calls} tool calls{tests}")
+    console.print(root)
+
+
+_MERMAID_ID = re.compile(r"[^A-Za-z0-9_]")
+
+
+def _mermaid_id(task_id: str) -> str:
+    return "n_" + _MERMAID_ID.sub("_", task_id)
+
+
+def _mermaid_label(text: str) -> str:
+    # GitHub's mermaid: quotes and angle brackets must be entities inside "..." labels.
+    return (
+        text.replace("&", "#amp;").replace('"', "#quot;").replace("<", "#lt;").replace(">", "#gt;")
+    )
+
+
+def plan_mermaid(plan: Plan, statuses: dict[str, str] | None = None) -> str:
+    """A ``flowchart TD`` that renders on GitHub; optional per-node status styling."""
+    lines = ["flowchart TD"]
+    for t in plan.tasks:
+        write = _mermaid_label(_scope_text(t.write_scope))
+        label = (
+            f"<b>{_mermaid_label(t.task_id)}</b><br/>{_mermaid_label(t.name)}<br/>write: {write}"
+        )
+        if statuses and t.task_id in statuses:
+            label += f"<br/>{_mermaid_label(statuses[t.task_id])}"
+        lines.append(f'  {_mermaid_id(t.task_id)}["{label}"]')
+    for t in plan.tasks:
+        for dep in t.dependencies:
+            lines.append(f"  {_mermaid_id(dep)} --> {_mermaid_id(t.task_id)}")
+    if statuses:
+        colours = {"succeeded": "#d4f7d4", "failed": "#f7d4d4", "skipped": "#eeeeee"}
+        for status, colour in colours.items():
+            lines.append(f"  classDef {status} fill:{colour}")
+        for tid, status in statuses.items():
+            if status in colours:
+                lines.append(f"  class {_mermaid_id(tid)} {status}")
+    return "\n".join(lines) + "\n"
+
+
+def _dot_quote(*lines: str) -> str:
+    return '"' + "\\n".join(x.replace("\\", "\\\\").replace('"', '\\"') for x in lines) + '"'
+
+
+def plan_dot(plan: Plan) -> str:
+    """Graphviz dot, one box per node labelled with id, name and write scope."""
+    lines = ["digraph plan {", "  rankdir=TB;", "  node [shape=box];"]
+    for t in plan.tasks:
+        label = _dot_quote(t.task_id, t.name, f"write: {_scope_text(t.write_scope)}")
+        lines.append(f"  {_dot_quote(t.task_id)} [label={label}];")
+    for t in plan.tasks:
+        for dep in t.dependencies:
+            lines.append(f"  {_dot_quote(dep)} -> {_dot_quote(t.task_id)};")
+    lines.append("}")
+    return "\n".join(lines) + "\n"
+
+
+def plan_json(plan: Plan) -> str:
+    """The plan plus its layers, as one JSON document."""
+    data = plan.model_dump(mode="json")
+    data["layers"] = [[t.task_id for t in layer] for layer in plan_layers(plan)]
+    return json.dumps(data, indent=2) + "\n"
+
+
+def render_report(report: Report, console: Console, *, source: str) -> None:
+    """Human view of a validation report."""
+    if report.valid:
+        n = len(report.plan.tasks) if report.plan else 0
+        layers = len(plan_layers(report.plan)) if report.plan else 0
+        console.print(f"[green]valid[/]: {escape(source)}: {n} tasks in {layers} layers")
+    else:
+        console.print(f"[red]invalid[/]: {escape(source)}: {len(report.errors)} error(s)")
+    for p in report.errors:
+        console.print(f"  [red]error[/] \\[{escape(p.code)}] {escape(p.message)}")
+    for p in report.warnings:
+        console.print(f"  [yellow]warning[/] \\[{escape(p.code)}] {escape(p.message)}")
