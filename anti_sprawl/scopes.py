@@ -5,7 +5,7 @@ A scope entry is a repo-relative POSIX path: a file (``orders/service.py``), a d
 whole ``**`` component crosses any number of them. Entries are matched component-wise, so
 ``src/app`` never admits ``src/app2`` (the string-prefix bug in SECURITY.md, P1).
 
-Matching uses ``pathspec`` (gitwildmatch, every entry anchored at the repo root); the
+Matching uses ``pathspec`` (gitignore-style wildmatch, every entry anchored at the repo root); the
 pattern/pattern overlap test used by plan validation is a small product-automaton search
 over components, which is sound with respect to that matcher (tested with hypothesis).
 """
@@ -183,7 +183,7 @@ class Scope:
             problem = entry_problem(raw)
             if problem:
                 raise ValueError(f"bad scope entry {raw!r}: {problem}")
-        self._spec = pathspec.PathSpec.from_lines("gitwildmatch", ["/" + e for e in self.entries])
+        self._spec = pathspec.PathSpec.from_lines("gitignore", ["/" + e for e in self.entries])
 
     def __repr__(self) -> str:
         return f"Scope({list(self.entries)!r})"
