@@ -1,0 +1,184 @@
+"""Context manifests: a typed record of every item that went into one model call.
+
+Saved per call as ``runs/<run_id>/manifests/<task_id>/<n>.json`` so ``anti-sprawl inspect``
+can show exactly what a worker saw, with token counts, trust labels and what the budget left
+out and why.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from .errors import UsageError
+from .plan import TaskId, atomic_write_text
+
+__all__ = [
+    "ContextItem",
+    "ContextManifest",
+    "DropReason",
+    "DroppedItem",
+    "ItemKind",
+    "Trust",
+    "load_manifests",
+    "manifest_path",
+    "render_manifests",
+    "save_manifest",
+]
+
+ItemKind = Literal[
+    "instruction",
+    "task",
+    "upstream_summary",
+    "stub",
+    "file",
+    "memory",
+    "tool_schema",
+    "observation",
+]
+Trust = Literal["trusted", "untrusted"]
+DropReason = Literal[
+    "negative_utility",  # packing scored it at or below zero
+    "over_budget",  # it did not fit in what was left of the context budget
+    "denied",  # the firewall refused to read it (secret, symlink out, not a regular file...)
+    "unreadable",  # not text (binary, bad encoding) or too large to read
+    "expired",  # a memory past its expiry
+    "out_of_scope",  # a memory whose scope globs miss the node's scopes
+    "unknown_source",  # a memory without an accepted provenance label
+]
+
+
+class ContextItem(BaseModel):
+    """One item of one model call: where it came from, whether it is trusted, what it cost."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    item_id: str
+    kind: ItemKind
+    source: str
+    trust: Trust
+    tokens: int = Field(ge=0)
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    hidden_chars: int = Field(default=0, ge=0, description="Zero-width/bidi/tag characters seen.")
+
+
+class DroppedItem(BaseModel):
+    """A candidate that was left out of the call, and why."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    item_id: str
+    kind: ItemKind
+    source: str
+    tokens: int = Field(ge=0)
+    reason: DropReason
+
+
+class ContextManifest(BaseModel):
+    """Everything one model call saw: its items in prompt order, the drops, and the totals."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    call_id: str
+    task_id: TaskId
+    n: int = Field(ge=0, description="Index of this call within the task (0 = first).")
+    items: list[ContextItem]
+    dropped: list[DroppedItem] = Field(default_factory=list)
+    total_tokens: int = Field(ge=0, description="Sum of the items' tokens.")
+    stable_prefix_bytes: int = Field(ge=0)
+    stable_prefix_sha256: str
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+
+
+def manifest_path(run_dir: Path, task_id: str, n: int) -> Path:
+    """Where the manifest of call ``n`` of ``task_id`` lives under ``run_dir``."""
+    return run_dir / "manifests" / task_id / f"{n}.json"
+
+
+def save_manifest(run_dir: Path, manifest: ContextManifest) -> Path:
+    """Write ``manifest`` atomically to ``manifests/<task_id>/<n>.json``; returns the path."""
+    path = manifest_path(run_dir, manifest.task_id, manifest.n)
+    atomic_write_text(path, manifest.model_dump_json(indent=2) + "\n")
+    return path
+
+
+def _call_index(path: Path) -> int | None:
+    return int(path.stem) if path.stem.isdigit() else None
+
+
+def load_manifests(run_dir: Path, task_id: str | None = None) -> list[ContextManifest]:
+    """All saved manifests (of one task if given), ordered by task id then call index."""
+    root = run_dir / "manifests"
+    task_dirs = [root / task_id] if task_id is not None else sorted(root.glob("*"))
+    out: list[ContextManifest] = []
+    for task_dir in task_dirs:
+        if not task_dir.is_dir():
+            continue
+        files = [(i, p) for p in task_dir.glob("*.json") if (i := _call_index(p)) is not None]
+        for _, path in sorted(files):
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
+                out.append(ContextManifest.model_validate(data))
+            except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValidationError) as exc:
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                raise UsageError(f"cannot read manifest {path}: {first}") from exc
+    return out
+
+
+def _item_table(m: ContextManifest) -> Table:
+    title = f"{m.task_id} · call {m.n} · {m.call_id}"
+    table = Table(title=title, title_justify="left", show_lines=False)
+    table.add_column("#", justify="right")
+    table.add_column("kind")
+    table.add_column("source", overflow="fold")
+    table.add_column("trust")
+    table.add_column("tokens", justify="right")
+    table.add_column("note")
+    for i, item in enumerate(m.items):
+        note = f"{item.hidden_chars} hidden chars" if item.hidden_chars else ""
+        trust = Text(item.trust, style="yellow" if item.trust == "untrusted" else "green")
+        table.add_row(
+            str(i), item.kind, item.source, trust, f"{item.tokens:,}", Text(note, style="red")
+        )
+    for d in m.dropped:
+        table.add_row(
+            "-", d.kind, d.source, "", f"{d.tokens:,}", f"dropped: {d.reason}", style="dim"
+        )
+    return table
+
+
+def render_manifests(manifests: Sequence[ContextManifest], console: Console) -> None:
+    """Print one table per call (items, tokens, drops) and a per-task token summary."""
+    if not manifests:
+        console.print("no manifests recorded")
+        return
+    for m in manifests:
+        console.print(_item_table(m))
+        console.print(
+            f"{len(m.items)} items · {m.total_tokens:,} tokens · {len(m.dropped)} dropped · "
+            f"stable prefix {m.stable_prefix_bytes:,} bytes sha256 {m.stable_prefix_sha256[:12]}",
+            soft_wrap=True,
+        )
+    summary = Table(title="tokens per task", title_justify="left")
+    summary.add_column("task")
+    summary.add_column("calls", justify="right")
+    summary.add_column("input tokens", justify="right")
+    summary.add_column("untrusted", justify="right")
+    summary.add_column("hidden chars", justify="right")
+    by_task: dict[str, list[ContextManifest]] = {}
+    for m in manifests:
+        by_task.setdefault(m.task_id, []).append(m)
+    for task_id, ms in by_task.items():
+        untrusted = sum(i.tokens for m in ms for i in m.items if i.trust == "untrusted")
+        hidden = sum(i.hidden_chars for m in ms for i in m.items)
+        total = sum(m.total_tokens for m in ms)
+        summary.add_row(task_id, str(len(ms)), f"{total:,}", f"{untrusted:,}", str(hidden))
+    console.print(summary)
