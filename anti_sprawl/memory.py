@@ -1,0 +1,81 @@
+"""Memory facts for worker prompts, and the four checks they pass before loading.
+
+A memory is retrievable data with a lifecycle risk (seed: context engineering, memory). Before
+a fact reaches a prompt: its source must be a known label, it must not have expired, its scope
+globs must overlap the node's scopes, and a ``model_inferred`` fact is shown as a hypothesis,
+never as a fact. Loading memories from disk is a separate concern; this module only screens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .scopes import may_overlap
+
+__all__ = ["KNOWN_SOURCES", "MemoryFact", "MemoryScreen", "screen_memory"]
+
+KNOWN_SOURCES = ("user_stated", "system_record", "model_inferred")
+MemoryDrop = Literal["unknown_source", "expired", "out_of_scope"]
+
+
+class MemoryFact(BaseModel):
+    """One remembered fact: its text, provenance label, the paths it is about, and its expiry.
+
+    ``source`` is kept as a plain string so records with an unknown label can be screened
+    (and dropped) instead of failing to load; accepted labels are ``KNOWN_SOURCES``.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    text: str = Field(min_length=1)
+    source: str = Field(description="user_stated | system_record | model_inferred")
+    scope: list[str] = Field(
+        default_factory=list,
+        description="Repo-relative globs the fact is about; an empty scope matches nothing.",
+    )
+    expires: datetime = Field(description="After this instant the fact is not loaded.")
+
+
+class MemoryScreen(BaseModel):
+    """The outcome of screening: facts, hypotheses, and what was refused and why."""
+
+    model_config = ConfigDict(frozen=True)
+
+    facts: list[MemoryFact] = Field(default_factory=list)
+    hypotheses: list[MemoryFact] = Field(default_factory=list)
+    dropped: list[tuple[MemoryFact, MemoryDrop]] = Field(default_factory=list)
+
+
+def _aware(moment: datetime) -> datetime:
+    # A naive timestamp is taken as UTC rather than local time, so screening is host-independent.
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def _in_scope(fact: MemoryFact, node_scope: Sequence[str]) -> bool:
+    return any(may_overlap(mine, theirs) for mine in fact.scope for theirs in node_scope)
+
+
+def screen_memory(
+    facts: Iterable[MemoryFact], *, node_scope: Sequence[str], now: datetime
+) -> MemoryScreen:
+    """Apply the four checks in order (source, expiry, scope, inferred-as-hypothesis)."""
+    facts_out: list[MemoryFact] = []
+    hypotheses: list[MemoryFact] = []
+    dropped: list[tuple[MemoryFact, MemoryDrop]] = []
+    moment = _aware(now)
+    for fact in facts:
+        if fact.source not in KNOWN_SOURCES:
+            dropped.append((fact, "unknown_source"))
+        elif _aware(fact.expires) <= moment:
+            dropped.append((fact, "expired"))
+        elif not _in_scope(fact, node_scope):
+            dropped.append((fact, "out_of_scope"))
+        elif fact.source == "model_inferred":
+            hypotheses.append(fact)
+        else:
+            facts_out.append(fact)
+    return MemoryScreen(facts=facts_out, hypotheses=hypotheses, dropped=dropped)
