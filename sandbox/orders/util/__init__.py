@@ -1,0 +1,1 @@
+"""Small shared helpers (formatting, and what is left of the first storefront's helpers)."""
