@@ -1,0 +1,151 @@
+"""Model providers behind one small protocol: Anthropic, OpenAI(-compatible) and scripted.
+
+Importing this package never imports the ``anthropic`` or ``openai`` SDKs; each provider
+imports its SDK when it is constructed. Keys and base URLs come only from the ``env`` mapping
+the CLI passes in (the process environment), never from files in the target repository.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from ..errors import UsageError
+from .anthropic import DEFAULT_ANTHROPIC_MODEL, AnthropicProvider
+from .base import (
+    INVALID_ARGUMENTS_KEY,
+    AssistantMessage,
+    AuthenticationFailed,
+    BadRequest,
+    MalformedResponse,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    Overloaded,
+    Provider,
+    ProviderConnectionError,
+    ProviderTimeout,
+    RateLimited,
+    ScriptExhausted,
+    StopReason,
+    SystemBlock,
+    ToolCall,
+    ToolResult,
+    ToolResultMessage,
+    ToolSpec,
+    Usage,
+    UserMessage,
+    estimate_request_tokens,
+    observe_usage,
+    raw_request_tokens,
+    request_text,
+    with_retries,
+)
+from .openai import DEFAULT_OPENAI_MODEL, OpenAIProvider
+from .scripted import PLANNER_TASK_ID, SUBMIT_PLAN_TOOL, Script, ScriptedProvider
+
+__all__ = [
+    "DEFAULT_ANTHROPIC_MODEL",
+    "DEFAULT_OPENAI_MODEL",
+    "INVALID_ARGUMENTS_KEY",
+    "NO_PROVIDER_MESSAGE",
+    "PLANNER_TASK_ID",
+    "PROVIDER_NAMES",
+    "SUBMIT_PLAN_TOOL",
+    "AnthropicProvider",
+    "AssistantMessage",
+    "AuthenticationFailed",
+    "BadRequest",
+    "MalformedResponse",
+    "Message",
+    "ModelRequest",
+    "ModelResponse",
+    "OpenAIProvider",
+    "Overloaded",
+    "Provider",
+    "ProviderConnectionError",
+    "ProviderTimeout",
+    "RateLimited",
+    "Script",
+    "ScriptExhausted",
+    "ScriptedProvider",
+    "StopReason",
+    "SystemBlock",
+    "ToolCall",
+    "ToolResult",
+    "ToolResultMessage",
+    "ToolSpec",
+    "Usage",
+    "UserMessage",
+    "estimate_request_tokens",
+    "observe_usage",
+    "raw_request_tokens",
+    "request_text",
+    "select_provider",
+    "with_retries",
+]
+
+PROVIDER_NAMES = ("anthropic", "openai", "scripted")
+NO_PROVIDER_MESSAGE = (
+    "no model provider: set ANTHROPIC_API_KEY or OPENAI_API_KEY, pass --provider/--base-url, "
+    "or use --provider scripted --script FILE to run offline"
+)
+
+
+def _env(env: Mapping[str, str], key: str) -> str | None:
+    return env.get(key) or None  # an empty variable counts as unset
+
+
+def select_provider(
+    *,
+    provider: str | None,
+    model: str | None,
+    base_url: str | None,
+    script: Path | None,
+    env: Mapping[str, str],
+) -> Provider:
+    """Pick and build the provider from the CLI flags and the environment.
+
+    Without ``provider``: ``--script`` means scripted, ``--base-url`` means openai, then
+    ``ANTHROPIC_API_KEY`` means anthropic, then ``OPENAI_API_KEY``/``OPENAI_BASE_URL`` openai.
+    """
+    name = provider.strip().lower() if provider else None
+    if name is None:
+        if script is not None:
+            name = "scripted"
+        elif base_url:
+            name = "openai"
+        elif _env(env, "ANTHROPIC_API_KEY"):
+            name = "anthropic"
+        elif _env(env, "OPENAI_API_KEY") or _env(env, "OPENAI_BASE_URL"):
+            name = "openai"
+        else:
+            raise UsageError(NO_PROVIDER_MESSAGE)
+    if name not in PROVIDER_NAMES:
+        raise UsageError(f"unknown provider {provider!r} (choose {', '.join(PROVIDER_NAMES)})")
+    if name != "scripted" and script is not None:
+        raise UsageError("--script is only used with --provider scripted")
+    if name == "scripted":
+        if script is None:
+            raise UsageError("--provider scripted requires --script FILE")
+        if base_url:
+            raise UsageError("--base-url does not apply to --provider scripted")
+        return ScriptedProvider(Script.load(script), model=model or "scripted")
+    if name == "anthropic":
+        key = _env(env, "ANTHROPIC_API_KEY")
+        if key is None:
+            raise UsageError("--provider anthropic needs ANTHROPIC_API_KEY in the environment")
+        return AnthropicProvider(
+            model or DEFAULT_ANTHROPIC_MODEL,
+            api_key=key,
+            base_url=base_url or _env(env, "ANTHROPIC_BASE_URL"),
+        )
+    url = base_url or _env(env, "OPENAI_BASE_URL")
+    key = _env(env, "OPENAI_API_KEY")
+    if key is None and url is None:
+        raise UsageError("--provider openai needs OPENAI_API_KEY, or --base-url for a local server")
+    if url is not None and model is None:
+        raise UsageError(
+            "--model is required with an OpenAI-compatible --base-url / OPENAI_BASE_URL"
+        )
+    return OpenAIProvider(model or DEFAULT_OPENAI_MODEL, api_key=key, base_url=url)

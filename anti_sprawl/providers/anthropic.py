@@ -1,0 +1,205 @@
+"""Claude through the official ``anthropic`` SDK (Messages API, tool use, prompt caching).
+
+The SDK is imported inside the constructor so ``anti-sprawl --help`` never loads it.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..errors import UsageError
+from .base import (
+    INVALID_ARGUMENTS_KEY,
+    AssistantMessage,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    StopReason,
+    ToolCall,
+    Usage,
+    UserMessage,
+    estimated_usage,
+)
+from .errors import MalformedResponse, translate_sdk_error
+from .retry import with_retries
+
+if TYPE_CHECKING:
+    import anthropic
+
+__all__ = ["DEFAULT_ANTHROPIC_MODEL", "AnthropicProvider", "to_anthropic_params"]
+
+DEFAULT_ANTHROPIC_MODEL = "claude-sonnet-5-5"
+_EPHEMERAL = {"type": "ephemeral"}
+_STOP_REASONS: dict[str, StopReason] = {
+    "end_turn": "end_turn",
+    "stop_sequence": "end_turn",
+    "tool_use": "tool_use",
+    "max_tokens": "max_tokens",
+}
+
+
+class AnthropicProvider:
+    """Claude via the Messages API; system + tool schemas form the cached prefix."""
+
+    name = "anthropic"
+
+    def __init__(
+        self,
+        model: str = DEFAULT_ANTHROPIC_MODEL,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float = 120.0,
+        attempts: int = 4,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        import anthropic
+
+        self.model = model
+        self._sdk = anthropic
+        self._base_url = base_url
+        self._attempts = attempts
+        self._sleep = sleep
+        try:
+            # max_retries=0: our with_retries is the only retry layer, so it is the tested one.
+            self._client: anthropic.Anthropic = anthropic.Anthropic(
+                api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
+            )
+        except anthropic.AnthropicError as exc:
+            raise UsageError(f"cannot set up the Anthropic client: {type(exc).__name__}") from exc
+        self._secrets = tuple(
+            s for s in (api_key, self._client.api_key, self._client.auth_token) if s
+        )
+
+    def __repr__(self) -> str:
+        return f"AnthropicProvider(model={self.model!r}, base_url={self._base_url!r})"
+
+    def close(self) -> None:
+        """Release the HTTP connection pool."""
+        self._client.close()
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        """One Messages API call, retried on rate limits, overload, timeouts and resets."""
+        params = to_anthropic_params(request, self.model)
+        message = with_retries(
+            lambda: self._create(params), attempts=self._attempts, sleep=self._sleep
+        )
+        return self._response(request, message)
+
+    def _create(self, params: dict[str, Any]) -> Any:
+        try:
+            return self._client.messages.create(**params)
+        except self._sdk.AnthropicError as exc:
+            raise translate_sdk_error(
+                exc, sdk=self._sdk, provider=self.name, secrets=self._secrets
+            ) from exc
+
+    def _response(self, request: ModelRequest, message: Any) -> ModelResponse:
+        content = getattr(message, "content", None)
+        if not isinstance(content, list):
+            raise MalformedResponse(f"{self.name}: response has no content list")
+        texts: list[str] = []
+        calls: list[ToolCall] = []
+        for block in content:
+            kind = getattr(block, "type", None)
+            if kind == "text":
+                texts.append(str(block.text))
+            elif kind == "tool_use":
+                raw = block.input
+                arguments = (
+                    raw if isinstance(raw, dict) else {INVALID_ARGUMENTS_KEY: json.dumps(raw)}
+                )
+                calls.append(ToolCall(id=str(block.id), name=str(block.name), arguments=arguments))
+        text = "\n".join(t for t in texts if t)
+        return ModelResponse(
+            text=text,
+            tool_calls=calls,
+            stop_reason=_STOP_REASONS.get(str(getattr(message, "stop_reason", "")), "other"),
+            usage=_usage(getattr(message, "usage", None)) or estimated_usage(request, text, calls),
+            model=str(getattr(message, "model", None) or self.model),
+            raw_id=getattr(message, "id", None),
+        )
+
+
+def _usage(usage: Any) -> Usage | None:
+    if usage is None or getattr(usage, "input_tokens", None) is None:
+        return None
+    cache_read = getattr(usage, "cache_read_input_tokens", None) or 0
+    cache_write = getattr(usage, "cache_creation_input_tokens", None) or 0
+    # Anthropic's input_tokens excludes cached tokens; our convention includes them.
+    return Usage(
+        input_tokens=int(usage.input_tokens) + cache_read + cache_write,
+        output_tokens=int(getattr(usage, "output_tokens", None) or 0),
+        cache_read_tokens=cache_read,
+        cache_write_tokens=cache_write,
+    )
+
+
+def to_anthropic_params(request: ModelRequest, model: str) -> dict[str, Any]:
+    """The ``messages.create`` keyword arguments for ``request``, with cache breakpoints."""
+    params: dict[str, Any] = {
+        "model": model,
+        "max_tokens": request.max_output_tokens,
+        "messages": _messages(request.messages),
+    }
+    blocks = [b for b in request.system if b.text]
+    if blocks:
+        last_cached = max((i for i, b in enumerate(blocks) if b.cache), default=None)
+        params["system"] = [
+            {
+                "type": "text",
+                "text": b.text,
+                **({"cache_control": _EPHEMERAL} if i == last_cached else {}),
+            }
+            for i, b in enumerate(blocks)
+        ]
+    if request.tools:
+        tools = [
+            {"name": t.name, "description": t.description, "input_schema": t.parameters}
+            for t in request.tools
+        ]
+        # The prefix order is tools, system, messages: a breakpoint on the last tool caches the
+        # schemas even when no system block asks for caching.
+        tools[-1]["cache_control"] = _EPHEMERAL
+        params["tools"] = tools
+    return params
+
+
+def _blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
+    if isinstance(message, UserMessage):
+        return "user", ([{"type": "text", "text": message.content}] if message.content else [])
+    if isinstance(message, AssistantMessage):
+        blocks: list[dict[str, Any]] = []
+        if message.text:
+            blocks.append({"type": "text", "text": message.text})
+        blocks += [
+            {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments}
+            for c in message.tool_calls
+        ]
+        return "assistant", blocks
+    return "user", [
+        {
+            "type": "tool_result",
+            "tool_use_id": r.call_id,
+            "content": r.content,
+            "is_error": r.is_error,
+        }
+        for r in message.results
+    ]
+
+
+def _messages(messages: list[Message]) -> list[dict[str, Any]]:
+    """Anthropic wants alternating roles: merge neighbours that map to the same role."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        role, blocks = _blocks(message)
+        if not blocks:
+            continue
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].extend(blocks)
+        else:
+            out.append({"role": role, "content": blocks})
+    return out

@@ -1,0 +1,239 @@
+"""OpenAI chat completions through the official ``openai`` SDK, also for compatible servers.
+
+With ``base_url`` it talks to OpenAI-compatible servers (Ollama, vLLM, llama.cpp, LM Studio),
+which often omit optional fields; we tolerate a missing ``usage`` (counted offline and marked
+``estimated``), ``id``, ``finish_reason`` and tool-call ids. Tool-call arguments that are not a
+JSON object become ``{INVALID_ARGUMENTS_KEY: raw_text}`` so the worker can answer with an error
+observation. The SDK is imported inside the constructor.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..errors import UsageError
+from .base import (
+    INVALID_ARGUMENTS_KEY,
+    AssistantMessage,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    StopReason,
+    ToolCall,
+    Usage,
+    UserMessage,
+    estimated_usage,
+)
+from .errors import MalformedResponse, translate_sdk_error
+from .retry import with_retries
+
+if TYPE_CHECKING:
+    import openai
+
+__all__ = [
+    "DEFAULT_OPENAI_MODEL",
+    "LOCAL_API_KEY_PLACEHOLDER",
+    "OpenAIProvider",
+    "parse_arguments",
+    "to_openai_params",
+]
+
+DEFAULT_OPENAI_MODEL = "gpt-5.5"
+# Local servers ignore the key, but the SDK refuses to start without one.
+LOCAL_API_KEY_PLACEHOLDER = "not-needed"
+_STOP_REASONS: dict[str, StopReason] = {
+    "stop": "end_turn",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "length": "max_tokens",
+}
+
+
+class OpenAIProvider:
+    """Chat completions with function tools; ``base_url`` selects a compatible server."""
+
+    name = "openai"
+
+    def __init__(
+        self,
+        model: str = DEFAULT_OPENAI_MODEL,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        timeout: float = 120.0,
+        attempts: int = 4,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        import openai
+
+        self.model = model
+        self._sdk = openai
+        self._base_url = base_url
+        self._attempts = attempts
+        self._sleep = sleep
+        if not api_key and base_url:
+            api_key = LOCAL_API_KEY_PLACEHOLDER
+        try:
+            # max_retries=0: our with_retries is the only retry layer, so it is the tested one.
+            self._client: openai.OpenAI = openai.OpenAI(
+                api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
+            )
+        except openai.OpenAIError as exc:
+            raise UsageError(
+                "no OpenAI API key: set OPENAI_API_KEY, or pass --base-url for a local server"
+            ) from exc
+        key = self._client.api_key
+        self._secrets = tuple(s for s in (api_key, key) if s and s != LOCAL_API_KEY_PLACEHOLDER)
+
+    def __repr__(self) -> str:
+        return f"OpenAIProvider(model={self.model!r}, base_url={self._base_url!r})"
+
+    def close(self) -> None:
+        """Release the HTTP connection pool."""
+        self._client.close()
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        """One chat completion, retried on rate limits, overload, timeouts and resets."""
+        # OpenAI's newer models accept only max_completion_tokens; compatible servers
+        # generally know only max_tokens.
+        limit_key = "max_tokens" if self._base_url else "max_completion_tokens"
+        params = to_openai_params(request, self.model, limit_key=limit_key)
+        completion = with_retries(
+            lambda: self._create(params), attempts=self._attempts, sleep=self._sleep
+        )
+        return self._response(request, completion)
+
+    def _create(self, params: dict[str, Any]) -> Any:
+        try:
+            return self._client.chat.completions.create(**params)
+        except self._sdk.OpenAIError as exc:
+            raise translate_sdk_error(
+                exc, sdk=self._sdk, provider=self.name, secrets=self._secrets
+            ) from exc
+
+    def _response(self, request: ModelRequest, completion: Any) -> ModelResponse:
+        choices = getattr(completion, "choices", None)
+        if not isinstance(choices, list) or not choices:
+            raise MalformedResponse(f"{self.name}: response has no choices")
+        message = getattr(choices[0], "message", None)
+        text = str(getattr(message, "content", None) or "")
+        calls = [_tool_call(raw) for raw in getattr(message, "tool_calls", None) or []]
+        finish = getattr(choices[0], "finish_reason", None)
+        if finish is None:
+            stop: StopReason = "tool_use" if calls else "end_turn"
+        else:
+            stop = _STOP_REASONS.get(str(finish), "other")
+        return ModelResponse(
+            text=text,
+            tool_calls=calls,
+            stop_reason=stop,
+            usage=_usage(getattr(completion, "usage", None))
+            or estimated_usage(request, text, calls),
+            model=str(getattr(completion, "model", None) or self.model),
+            raw_id=getattr(completion, "id", None),
+        )
+
+
+def parse_arguments(raw: Any) -> dict[str, Any]:
+    """Tool-call arguments as a dict; anything but a JSON object is kept raw for the worker."""
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return {}
+    if isinstance(raw, dict):
+        return raw
+    if not isinstance(raw, str):
+        return {INVALID_ARGUMENTS_KEY: json.dumps(raw)}
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        return {INVALID_ARGUMENTS_KEY: raw}
+    return value if isinstance(value, dict) else {INVALID_ARGUMENTS_KEY: raw}
+
+
+def _tool_call(raw: Any) -> ToolCall:
+    function = getattr(raw, "function", None)
+    return ToolCall(
+        id=str(getattr(raw, "id", None) or f"call_{uuid.uuid4().hex[:16]}"),
+        name=str(getattr(function, "name", None) or ""),
+        arguments=parse_arguments(getattr(function, "arguments", None)),
+    )
+
+
+def _usage(usage: Any) -> Usage | None:
+    if usage is None or getattr(usage, "prompt_tokens", None) is None:
+        return None
+    details = getattr(usage, "prompt_tokens_details", None)
+    # prompt_tokens already includes cached_tokens, as our convention wants.
+    return Usage(
+        input_tokens=int(usage.prompt_tokens),
+        output_tokens=int(getattr(usage, "completion_tokens", None) or 0),
+        cache_read_tokens=int(getattr(details, "cached_tokens", None) or 0),
+        cache_write_tokens=int(getattr(details, "cache_write_tokens", None) or 0),
+    )
+
+
+def to_openai_params(
+    request: ModelRequest, model: str, *, limit_key: str = "max_completion_tokens"
+) -> dict[str, Any]:
+    """The ``chat.completions.create`` keyword arguments for ``request``."""
+    messages: list[dict[str, Any]] = []
+    system = "\n\n".join(b.text for b in request.system if b.text)
+    if system:
+        messages.append({"role": "system", "content": system})
+    for message in request.messages:
+        messages += _messages(message)
+    params: dict[str, Any] = {
+        "model": model,
+        "messages": messages,
+        limit_key: request.max_output_tokens,
+    }
+    if request.tools:
+        params["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.parameters,
+                },
+            }
+            for t in request.tools
+        ]
+    return params
+
+
+def _arguments_text(arguments: dict[str, Any]) -> str:
+    if set(arguments) == {INVALID_ARGUMENTS_KEY}:
+        return str(arguments[INVALID_ARGUMENTS_KEY])
+    return json.dumps(arguments, ensure_ascii=False)
+
+
+def _messages(message: Message) -> list[dict[str, Any]]:
+    if isinstance(message, UserMessage):
+        return [{"role": "user", "content": message.content}]
+    if isinstance(message, AssistantMessage):
+        out: dict[str, Any] = {"role": "assistant", "content": message.text or None}
+        if message.tool_calls:
+            out["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": _arguments_text(c.arguments)},
+                }
+                for c in message.tool_calls
+            ]
+        else:
+            out["content"] = message.text
+        return [out]
+    # Chat completions has no error flag on tool messages; say it in the content.
+    return [
+        {
+            "role": "tool",
+            "tool_call_id": r.call_id,
+            "content": f"ERROR: {r.content}" if r.is_error else r.content,
+        }
+        for r in message.results
+    ]

@@ -1,0 +1,181 @@
+"""A tiny HTTP server on 127.0.0.1 that speaks the Anthropic and OpenAI wire formats.
+
+Tests point the real SDKs at it with ``base_url``: it serves a queue of canned responses
+(status, JSON body, headers, optional delay) and records every request's path, headers and body.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+
+@dataclass
+class Canned:
+    """One response to serve."""
+
+    status: int = 200
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+
+
+@dataclass
+class Recorded:
+    """One request the server received."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+class FakeLLMServer:
+    """Threaded server with a FIFO of canned responses; use as a context manager."""
+
+    def __init__(self) -> None:
+        self.requests: list[Recorded] = []
+        self._queue: list[Canned] = []
+        self._lock = threading.Lock()
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._httpd.daemon_threads = True
+        # A short poll interval keeps shutdown (each test's teardown) fast.
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
+
+    @property
+    def url(self) -> str:
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def enqueue(
+        self,
+        body: Any = None,
+        *,
+        status: int = 200,
+        headers: dict[str, str] | None = None,
+        delay: float = 0.0,
+    ) -> None:
+        with self._lock:
+            self._queue.append(Canned(status, body, dict(headers or {}), delay))
+
+    def __enter__(self) -> FakeLLMServer:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(timeout=5)
+
+    def _next(self, recorded: Recorded) -> Canned:
+        with self._lock:
+            self.requests.append(recorded)
+            if self._queue:
+                return self._queue.pop(0)
+        return Canned(500, {"error": {"type": "fake", "message": "no canned response left"}})
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length)
+                try:
+                    body: Any = json.loads(raw) if raw else None
+                except json.JSONDecodeError:
+                    body = raw.decode("utf-8", "replace")
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                canned = server._next(Recorded("POST", self.path, headers, body))
+                if canned.delay:
+                    time.sleep(canned.delay)
+                payload = b"" if canned.body is None else json.dumps(canned.body).encode()
+                try:
+                    self.send_response(canned.status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    for key, value in canned.headers.items():
+                        self.send_header(key, value)
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a timeout test)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        return Handler
+
+
+def anthropic_message(
+    content: list[dict[str, Any]],
+    *,
+    stop_reason: str = "end_turn",
+    usage: dict[str, int] | None = None,
+    model: str = "claude-test",
+    msg_id: str = "msg_01",
+) -> dict[str, Any]:
+    """A Messages API response body."""
+    return {
+        "id": msg_id,
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": content,
+        "stop_reason": stop_reason,
+        "stop_sequence": None,
+        "usage": usage or {"input_tokens": 10, "output_tokens": 5},
+    }
+
+
+def anthropic_error(kind: str, message: str) -> dict[str, Any]:
+    """A Messages API error body."""
+    return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+def openai_completion(
+    *,
+    content: str | None = None,
+    tool_calls: list[dict[str, Any]] | None = None,
+    finish_reason: str | None = "stop",
+    usage: dict[str, Any] | None = None,
+    model: str = "gpt-test",
+    completion_id: str | None = "chatcmpl-1",
+) -> dict[str, Any]:
+    """A chat completions response body; ``None`` fields are left out, as lax servers do."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls is not None:
+        message["tool_calls"] = tool_calls
+    choice: dict[str, Any] = {"index": 0, "message": message}
+    if finish_reason is not None:
+        choice["finish_reason"] = finish_reason
+    body: dict[str, Any] = {
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [choice],
+    }
+    if completion_id is not None:
+        body["id"] = completion_id
+    if usage is not None:
+        body["usage"] = usage
+    return body
+
+
+def openai_tool_call(call_id: str | None, name: str, arguments: str) -> dict[str, Any]:
+    call: dict[str, Any] = {"type": "function", "function": {"name": name, "arguments": arguments}}
+    if call_id is not None:
+        call["id"] = call_id
+    return call
