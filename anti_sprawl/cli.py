@@ -37,7 +37,7 @@ R = TypeVar("R")
 
 
 def _stdout() -> Console:
-    return Console(soft_wrap=True, highlight=False)
+    return Console(highlight=False)
 
 
 def _stderr() -> Console:

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from .plan import Plan
+from .plan import Plan, TaskNode
 from .scopes import Scope, entry_problem, is_glob, literal_prefix, may_overlap, normalize_entry
 
 __all__ = ["MAX_TOKEN_BUDGET", "MAX_TOOL_CALLS", "Problem", "Report", "find_cycle", "validate"]
@@ -210,9 +210,27 @@ def _repo_problems(plan: Plan, repo: Path) -> tuple[list[Problem], list[Problem]
         scope = Scope([entry])
         return any(scope.matches(f) for f in files)
 
+    by_id = {t.task_id: t for t in plan.tasks}
+
+    def written_upstream(task: TaskNode, entry: str) -> bool:
+        """A read of a file that does not exist yet is fine when an ancestor creates it."""
+        seen: set[str] = set()
+        stack = list(task.dependencies)
+        while stack:
+            tid = stack.pop()
+            if tid in seen or tid not in by_id:
+                continue
+            seen.add(tid)
+            if any(may_overlap(entry, w) for w in by_id[tid].write_scope if not entry_problem(w)):
+                return True
+            stack.extend(by_id[tid].dependencies)
+        return False
+
     for t in plan.tasks:
         for entry in t.read_scope:
-            if not entry_problem(entry) and not exists(entry):
+            if entry_problem(entry) or exists(entry):
+                continue
+            if not written_upstream(t, entry):
                 msg = f"task '{t.task_id}' read_scope entry {entry!r} matches no file in the repository"
                 errors.append(_p("read_scope_missing", msg, [t.task_id], [entry]))
         for entry in t.write_scope:

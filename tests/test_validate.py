@@ -209,3 +209,15 @@ def test_cycle_detection_matches_networkx(graph: tuple[int, list[tuple[int, int]
         *(node(tid, dependencies=deps, write_scope=[f"w/{tid}.py"]) for tid, deps in edges.items())
     )
     assert ("cycle" in codes(data)) == (not nx.is_directed_acyclic_graph(g))
+
+
+def test_read_of_a_file_an_ancestor_creates(make_repo: Callable[..., Path]) -> None:
+    repo = make_repo({"src/a.py": "a = 1\n"})
+    data = plan_data(
+        node("make", write_scope=["src/new.py"]),
+        node("mid", write_scope=["src/mid.py"], dependencies=["make"]),
+        node("use", read_scope=["src/new.py"], write_scope=["src/b.py"], dependencies=["mid"]),
+        node("other", read_scope=["src/ghost.py"], write_scope=["src/c.py"]),
+    )
+    report = validate(data, repo)
+    assert [(p.code, p.tasks) for p in report.errors] == [("read_scope_missing", ["other"])]
