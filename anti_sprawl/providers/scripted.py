@@ -149,10 +149,20 @@ class ScriptedProvider:
             )
             for k, c in enumerate(turn.calls, start=1)
         ]
-        usage = Usage(
-            input_tokens=raw_request_tokens(request),
-            output_tokens=count_tokens(turn_text(turn.text, calls)),
-        )
+        output = count_tokens(turn_text(turn.text, calls))
+        if output > request.max_output_tokens:
+            # A real model stops at max_tokens: the turn is cut off and its tool calls lost.
+            return ModelResponse(
+                text=turn.text[: request.max_output_tokens],
+                stop_reason="max_tokens",
+                usage=Usage(
+                    input_tokens=raw_request_tokens(request),
+                    output_tokens=request.max_output_tokens,
+                ),
+                model=self.model,
+                raw_id=f"scripted_{task}_{index + 1}",
+            )
+        usage = Usage(input_tokens=raw_request_tokens(request), output_tokens=output)
         return ModelResponse(
             text=turn.text,
             tool_calls=calls,

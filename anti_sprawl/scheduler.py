@@ -1,0 +1,119 @@
+"""The scheduler: a ready/done loop over the DAG that runs up to ``jobs`` nodes at once.
+
+``DagScheduler`` follows graphlib's protocol (``get_ready`` / ``done`` / ``is_active``) and
+adds failure propagation: when a node fails, all its descendants are ``skipped`` with the
+failed dependency named, while independent branches go on. ``run_dag`` drives it with a thread
+pool (workers spend their time waiting on models and subprocesses, not on the GIL).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import Literal
+
+__all__ = ["DagScheduler", "NodeOutcome", "run_dag"]
+
+NodeOutcome = Literal["succeeded", "failed"]
+
+
+class DagScheduler:
+    """Ready/done bookkeeping for a validated (acyclic) DAG given as ``task -> dependencies``."""
+
+    def __init__(self, deps: Mapping[str, Sequence[str]], order: Sequence[str] | None = None):
+        self._order = list(order) if order is not None else list(deps)
+        self._rank = {t: i for i, t in enumerate(self._order)}
+        self._waiting = {t: set(ds) for t, ds in deps.items()}
+        self._dependents: dict[str, list[str]] = {t: [] for t in deps}
+        for t, ds in deps.items():
+            for d in ds:
+                self._dependents[d].append(t)
+        self.status: dict[str, str] = dict.fromkeys(deps, "pending")
+        self.skipped_because: dict[str, str] = {}
+        self._handed_out: set[str] = set()
+
+    def mark(self, task: str, outcome: str) -> None:
+        """Record an outcome known before running (e.g. from a resumed journal)."""
+        if outcome == "succeeded":
+            self._handed_out.add(task)
+            self.done(task, "succeeded")
+
+    def get_ready(self) -> list[str]:
+        """Pending nodes whose dependencies all succeeded, in plan order; each returned once."""
+        ready = [
+            t
+            for t in self._order
+            if self.status[t] == "pending" and not self._waiting[t] and t not in self._handed_out
+        ]
+        for t in ready:
+            self._handed_out.add(t)
+            self.status[t] = "running"
+        return ready
+
+    def done(self, task: str, outcome: NodeOutcome) -> list[str]:
+        """Mark ``task`` finished; returns the nodes newly skipped because it failed."""
+        self.status[task] = outcome
+        if outcome == "succeeded":
+            for child in self._dependents[task]:
+                self._waiting[child].discard(task)
+            return []
+        skipped: list[str] = []
+        stack = list(self._dependents[task])
+        while stack:
+            child = stack.pop()
+            if self.status[child] in ("pending",):
+                self.status[child] = "skipped"
+                self.skipped_because[child] = task
+                skipped.append(child)
+                stack.extend(self._dependents[child])
+        return sorted(skipped, key=self._rank.__getitem__)
+
+    def is_active(self) -> bool:
+        """True while some node is running or could still become ready."""
+        return any(s in ("pending", "running") for s in self.status.values())
+
+
+def run_dag(
+    deps: Mapping[str, Sequence[str]],
+    run_node: Callable[[str], NodeOutcome],
+    *,
+    jobs: int = 1,
+    order: Sequence[str] | None = None,
+    already_succeeded: Sequence[str] = (),
+    on_skip: Callable[[str, str], None] | None = None,
+    stop: threading.Event | None = None,
+) -> DagScheduler:
+    """Run every node through ``run_node`` respecting dependencies, ``jobs`` at a time.
+
+    ``run_node`` must not raise for an ordinary failure (return "failed"); an exception is
+    treated as a failure of that node and re-raised after the running nodes have finished.
+    When ``stop`` is set, no new node starts; running ones are left to finish (they watch the
+    same event) and the remaining nodes stay ``pending``.
+    """
+    sched = DagScheduler(deps, order)
+    for task in already_succeeded:
+        sched.mark(task, "succeeded")
+    stop = stop or threading.Event()
+    errors: list[BaseException] = []
+    with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="node") as pool:
+        running: dict[Future[NodeOutcome], str] = {}
+        while True:
+            if not stop.is_set() and not errors:
+                for task in sched.get_ready():
+                    running[pool.submit(run_node, task)] = task
+            if not running:
+                break
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                task = running.pop(fut)
+                exc = fut.exception()
+                if exc is not None:
+                    errors.append(exc)
+                outcome: NodeOutcome = "failed" if exc is not None else fut.result()
+                for child in sched.done(task, outcome):
+                    if on_skip:
+                        on_skip(child, task)
+    if errors:
+        raise errors[0]
+    return sched

@@ -1,0 +1,101 @@
+"""The ready/done loop: order, parallelism, failure propagation."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from anti_sprawl.scheduler import DagScheduler, NodeOutcome, run_dag
+
+DIAMOND = {"a": [], "b": ["a"], "c": ["a"], "d": ["b", "c"], "e": []}
+
+
+def test_get_ready_follows_dependencies() -> None:
+    s = DagScheduler(DIAMOND)
+    assert s.get_ready() == ["a", "e"]
+    assert s.get_ready() == []  # each node handed out once
+    s.done("a", "succeeded")
+    assert s.get_ready() == ["b", "c"]
+    s.done("b", "succeeded")
+    assert s.get_ready() == []
+    s.done("c", "succeeded")
+    assert s.get_ready() == ["d"]
+
+
+def test_failure_skips_descendants_only() -> None:
+    s = DagScheduler(DIAMOND)
+    s.get_ready()
+    s.done("a", "failed")
+    assert s.status["b"] == s.status["c"] == s.status["d"] == "skipped"
+    assert s.skipped_because == {"b": "a", "c": "a", "d": "a"}
+    assert s.status["e"] == "running"
+    s.done("e", "succeeded")
+    assert not s.is_active()
+
+
+def test_run_dag_overlaps_independent_nodes() -> None:
+    """With two jobs, two independent nodes are inside run_node at the same time."""
+    barrier = threading.Barrier(2, timeout=10)
+    seen: list[str] = []
+
+    def run_node(task: str) -> NodeOutcome:
+        if task in ("x", "y"):
+            barrier.wait()  # deadlocks (BrokenBarrierError) unless both run at once
+        seen.append(task)
+        return "succeeded"
+
+    sched = run_dag({"x": [], "y": [], "z": ["x", "y"]}, run_node, jobs=2)
+    assert seen[-1] == "z"
+    assert set(sched.status.values()) == {"succeeded"}
+
+
+def test_run_dag_propagates_failure_and_continues_elsewhere() -> None:
+    skipped: list[tuple[str, str]] = []
+
+    def run_node(task: str) -> NodeOutcome:
+        return "failed" if task == "b" else "succeeded"
+
+    sched = run_dag(DIAMOND, run_node, jobs=2, on_skip=lambda t, why: skipped.append((t, why)))
+    assert sched.status == {
+        "a": "succeeded",
+        "b": "failed",
+        "c": "succeeded",
+        "d": "skipped",
+        "e": "succeeded",
+    }
+    assert skipped == [("d", "b")]
+
+
+def test_already_succeeded_nodes_are_not_rerun() -> None:
+    ran: list[str] = []
+
+    def run_node(task: str) -> NodeOutcome:
+        ran.append(task)
+        return "succeeded"
+
+    run_dag(DIAMOND, run_node, already_succeeded=["a", "b"])
+    assert sorted(ran) == ["c", "d", "e"]
+
+
+def test_stop_prevents_new_starts() -> None:
+    stop = threading.Event()
+
+    def run_node(task: str) -> NodeOutcome:
+        stop.set()
+        time.sleep(0.01)
+        return "succeeded"
+
+    sched = run_dag({"a": [], "b": ["a"]}, run_node, stop=stop)
+    assert sched.status == {"a": "succeeded", "b": "pending"}
+
+
+def test_exception_in_a_node_is_raised_after_running_nodes_finish() -> None:
+    def run_node(task: str) -> NodeOutcome:
+        if task == "a":
+            raise RuntimeError("boom")
+        return "succeeded"
+
+    with pytest.raises(RuntimeError, match="boom"):
+        run_dag({"a": [], "b": []}, run_node, jobs=1)
