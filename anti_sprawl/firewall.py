@@ -1,0 +1,256 @@
+"""The path firewall: a worker's file operations, confined to its node's scopes.
+
+Reads are allowed in ``read_scope ∪ write_scope``, writes only in ``write_scope``; secrets,
+``.git/`` and ``.anti-sprawl/`` never. Decisions are made on what the kernel opened, not on
+the string asked for (``confinement``); writes go through ``scoped_write``. Scopes come only
+from the constructor: no tool argument can move the boundary (SECURITY.md P5, F39). Every
+refusal raises ``FirewallError`` and is appended to ``violations``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from . import safe_fs
+from .confinement import Confinement, join, refusal_from_os
+from .errors import RunError
+from .path_rules import (
+    DEFAULT_ALLOW,
+    DEFAULT_DENY,
+    DenyRules,
+    DirEntry,
+    EditError,
+    FirewallError,
+    GrepMatch,
+    Op,
+    Refusal,
+    Violation,
+    display_path,
+    split_request,
+)
+from .scoped_write import plan_write, write_file
+from .scopes import Scope
+
+__all__ = [
+    "DEFAULT_ALLOW",
+    "DEFAULT_DENY",
+    "DirEntry",
+    "EditError",
+    "Firewall",
+    "FirewallError",
+    "GrepMatch",
+    "Violation",
+]
+
+_MAX_LINE = 1000
+
+
+class Firewall:
+    """Serves file operations inside ``root`` for one node; refuses and records the rest.
+
+    ``use_openat2`` None probes the kernel; False forces the portable component walk.
+    ``durable`` fsyncs every write before its rename (off only where git is the record).
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        read_scope: Sequence[str],
+        write_scope: Sequence[str],
+        *,
+        deny: Sequence[str] = DEFAULT_DENY,
+        allow: Sequence[str] = DEFAULT_ALLOW,
+        max_read_bytes: int = 1_000_000,
+        use_openat2: bool | None = None,
+        durable: bool = True,
+    ):
+        try:
+            writable = Scope(write_scope)
+            readable = Scope(read_scope).union(writable)
+        except ValueError as exc:
+            raise RunError(f"firewall: {exc}") from exc
+        self._c = Confinement(
+            root,
+            readable,
+            writable,
+            DenyRules(deny, allow),
+            max_read_bytes=max_read_bytes,
+            use_openat2=safe_fs.openat2_available() if use_openat2 is None else use_openat2,
+            durable=durable,
+        )
+        self.root: Path = self._c.root
+        self.read_scope: Scope = readable
+        self.write_scope: Scope = writable
+        self.violations: list[Violation] = []
+        self._lock = threading.Lock()
+
+    @property
+    def backend(self) -> str:
+        """The resolver in use: ``openat2`` or the ``O_NOFOLLOW`` component ``walk``."""
+        return "openat2" if self._c.use_openat2 else "walk"
+
+    def close(self) -> None:
+        """Release the root directory fd (also done when the firewall is collected)."""
+        self._c.close()
+
+    def __enter__(self) -> Firewall:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def check_read(self, path: str) -> str:
+        """The canonical repo-relative path ``read_text`` would serve (content unchecked)."""
+        try:
+            fd, real, _ = self._c.open_file(split_request(path, want_file=True))
+            os.close(fd)
+            return real
+        except Refusal as refusal:
+            raise self._refuse("read", path, refusal) from None
+
+    def check_write(self, path: str) -> str:
+        """The canonical repo-relative path ``write_text`` would write; nothing is changed."""
+        try:
+            return plan_write(self._c, split_request(path, want_file=True))
+        except Refusal as refusal:
+            raise self._refuse("write", path, refusal) from None
+
+    def read_text(self, path: str) -> str:
+        """The UTF-8 text of an in-scope regular file (capped, no binaries)."""
+        try:
+            return self._c.read(split_request(path, want_file=True))
+        except Refusal as refusal:
+            raise self._refuse("read", path, refusal) from None
+
+    def write_text(self, path: str, content: str) -> None:
+        """Create or replace an in-scope file, creating parents inside the write scope."""
+        try:
+            parts = split_request(path, want_file=True)
+            try:
+                data = content.encode("utf-8")
+            except (UnicodeEncodeError, AttributeError):
+                raise Refusal("bad_content", "content is not encodable as UTF-8 text") from None
+            write_file(self._c, parts, data)
+        except Refusal as refusal:
+            raise self._refuse("write", path, refusal) from None
+
+    def edit_text(self, path: str, old: str, new: str) -> None:
+        """Replace the one exact occurrence of ``old`` with ``new``; EditError otherwise."""
+        try:
+            parts = split_request(path, want_file=True)
+            plan_write(self._c, parts)
+            text = self._c.read(parts)
+        except Refusal as refusal:
+            raise self._refuse("write", path, refusal) from None
+        if not old:
+            raise EditError(f"{display_path(path)}: the old text is empty; nothing was changed")
+        count = text.count(old)
+        if count != 1:
+            where = "not found" if count == 0 else f"matches {count} times"
+            raise EditError(f"{display_path(path)}: old text {where}; nothing was changed")
+        self.write_text(path, text.replace(old, new, 1))
+
+    def list_dir(self, path: str = "") -> list[DirEntry]:
+        """Entries of a directory in (or leading into) scope; denied names are hidden."""
+        try:
+            fd, real = self._c.open_dir(split_request(path, want_file=False))
+            try:
+                return self._c.entries(fd, real)
+            finally:
+                os.close(fd)
+        except Refusal as refusal:
+            raise self._refuse("list", path, refusal) from None
+        except OSError as exc:
+            raise self._refuse("list", path, refusal_from_os(exc)) from None
+
+    def grep(self, pattern: str, path: str = "", *, max_matches: int = 200) -> list[GrepMatch]:
+        """Lines matching regex ``pattern`` in readable files at or below ``path``.
+
+        Symlinks met while walking are skipped, never followed; each file is re-validated
+        on its real path; binary, oversize and denied files are silently left out.
+        """
+        try:
+            try:
+                regex = re.compile(pattern)
+            except (re.error, TypeError, RecursionError, OverflowError) as exc:
+                raise Refusal("bad_pattern", f"invalid regular expression: {exc}") from None
+            parts = split_request(path, want_file=False)
+            out: list[GrepMatch] = []
+            if parts and not self._is_dir(parts):
+                fd, real, st = self._c.open_file(parts)
+                try:
+                    _grep_text(self._c.read_fd(fd, st), real, regex, out, max_matches)
+                finally:
+                    os.close(fd)
+                return out
+            fd, real = self._c.open_dir(parts)
+            try:
+                self._grep_dir(fd, real, regex, out, max_matches)
+            finally:
+                os.close(fd)
+            return out
+        except Refusal as refusal:
+            raise self._refuse("search", path, refusal) from None
+        except OSError as exc:
+            raise self._refuse("search", path, refusal_from_os(exc)) from None
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _refuse(self, op: Op, path: object, refusal: Refusal) -> FirewallError:
+        violation = Violation(
+            op=op, path=display_path(path), reason=refusal.reason, detail=refusal.detail
+        )
+        with self._lock:
+            self.violations.append(violation)
+        return FirewallError(violation)
+
+    def _is_dir(self, parts: Sequence[str]) -> bool:
+        fd = self._c.open(parts)
+        try:
+            return stat.S_ISDIR(os.fstat(fd).st_mode)
+        finally:
+            os.close(fd)
+
+    def _grep_dir(
+        self, dir_fd: int, real: str, regex: re.Pattern[str], out: list[GrepMatch], cap: int
+    ) -> None:
+        for entry in self._c.entries(dir_fd, real):
+            if len(out) >= cap:
+                return
+            if entry.kind == "dir":
+                flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+            elif entry.kind == "file":
+                flags = safe_fs.OPEN_PATH | os.O_NOFOLLOW
+            else:
+                continue  # symlinks are never followed while walking (P12)
+            try:
+                fd = os.open(entry.name, flags, dir_fd=dir_fd)
+            except OSError:
+                continue  # vanished, or swapped for a symlink since the listing
+            try:
+                if entry.kind == "dir":
+                    rel = self._c.real(fd)
+                    if rel == join(real, entry.name):
+                        self._c.require_dir(rel, write=False)
+                        self._grep_dir(fd, rel, regex, out, cap)
+                else:
+                    rel, st = self._c.check_file_fd(fd, write=False)
+                    if st.st_size <= self._c.max_read_bytes:
+                        _grep_text(self._c.read_fd(fd, st), rel, regex, out, cap)
+            except (Refusal, OSError):
+                continue  # binaries, oversize, hard links, races: not searched, not shown
+            finally:
+                os.close(fd)
+
+
+def _grep_text(text: str, rel: str, regex: re.Pattern[str], out: list[GrepMatch], cap: int) -> None:
+    for no, line in enumerate(text.splitlines(), 1):
+        if len(out) >= cap:
+            return
+        if regex.search(line):
+            out.append(GrepMatch(path=rel, line_no=no, line=line[:_MAX_LINE]))
