@@ -77,7 +77,11 @@ class Confinement:
         except OSError as exc:
             raise RunError(f"firewall: workspace root {root} is not a directory") from exc
         self._closer = weakref.finalize(self, os.close, self.root_fd)
-        self._root_real = safe_fs.fd_path(self.root_fd)
+        try:
+            self._root_real = safe_fs.fd_path(self.root_fd)
+        except OSError as exc:
+            self.close()
+            raise RunError("firewall: /proc/self/fd is unavailable; refusing to run") from exc
         self._root_prefix = self._root_real.rstrip("/") + "/"
 
     def close(self) -> None:

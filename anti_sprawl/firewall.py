@@ -48,6 +48,7 @@ __all__ = [
 ]
 
 _MAX_LINE = 1000
+_MAX_DEPTH = 64  # directory levels a search descends; bounds recursion and open fds
 
 
 class Firewall:
@@ -172,7 +173,8 @@ class Firewall:
         """Lines matching regex ``pattern`` in readable files at or below ``path``.
 
         Symlinks met while walking are skipped, never followed; each file is re-validated
-        on its real path; binary, oversize and denied files are silently left out.
+        on its real path; binary, oversize and denied files are silently left out, and the
+        walk stops 64 directory levels down.
         """
         try:
             try:
@@ -217,17 +219,23 @@ class Firewall:
             os.close(fd)
 
     def _grep_dir(
-        self, dir_fd: int, real: str, regex: re.Pattern[str], out: list[GrepMatch], cap: int
+        self,
+        dir_fd: int,
+        real: str,
+        regex: re.Pattern[str],
+        out: list[GrepMatch],
+        cap: int,
+        depth: int = 0,
     ) -> None:
         for entry in self._c.entries(dir_fd, real):
             if len(out) >= cap:
                 return
-            if entry.kind == "dir":
+            if entry.kind == "dir" and depth < _MAX_DEPTH:
                 flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
             elif entry.kind == "file":
                 flags = safe_fs.OPEN_PATH | os.O_NOFOLLOW
             else:
-                continue  # symlinks are never followed while walking (P12)
+                continue  # symlinks are never followed while walking (P12); depth capped
             try:
                 fd = os.open(entry.name, flags, dir_fd=dir_fd)
             except OSError:
@@ -237,7 +245,7 @@ class Firewall:
                     rel = self._c.real(fd)
                     if rel == join(real, entry.name):
                         self._c.require_dir(rel, write=False)
-                        self._grep_dir(fd, rel, regex, out, cap)
+                        self._grep_dir(fd, rel, regex, out, cap, depth + 1)
                 else:
                     rel, st = self._c.check_file_fd(fd, write=False)
                     if st.st_size <= self._c.max_read_bytes:

@@ -484,6 +484,12 @@ def test_grep_details(lay: Layout) -> None:
     assert len(fw.grep("hit", "docs", max_matches=7)) == 7
     assert [m.line_no for m in fw.grep("hit", "docs/many.md", max_matches=3)] == [1, 2, 3]
     assert {m.path for m in fw.grep("hit")} == {"docs/many.md"}  # the binary file is skipped
+    deep = lay.repo / "docs" / "/".join(["d"] * 70)
+    deep.mkdir(parents=True)
+    (deep / "deep.md").write_text("hit\n")
+    (lay.repo / "docs" / "/".join(["d"] * 10) / "ten.md").write_text("hit\n")
+    found = {m.path for m in fw.grep("hit", "docs/d")}
+    assert found == {"docs/" + "d/" * 10 + "ten.md"}  # the walk stops 64 levels down
     assert_denied(lay, fw, lambda: fw.grep("(unclosed", "docs"), "bad_pattern")
     assert_denied(lay, fw, lambda: fw.grep("x", "docs/nope"), "not_found")
 
