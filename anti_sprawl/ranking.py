@@ -178,7 +178,8 @@ def relevance(
         path_words[f], symbol_words[f] = (stem, dirs), syms
         for word in stem | dirs | syms:
             df[word] += 1
-    idf = {w: math.log(1 + len(files) / n) for w, n in df.items()}
+    # BM25's idf: a word found in nearly every file weighs nearly nothing
+    idf = {w: math.log(1 + (len(files) - n + 0.5) / (n + 0.5)) for w, n in df.items()}
     directories = [m if m.endswith("/") else m + "/" for m in terms.mentions if "." not in m]
     scores: dict[str, float] = {}
     for f in files:

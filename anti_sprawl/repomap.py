@@ -80,9 +80,11 @@ def build_repo_map(
     terms = requirement_terms(requirement)
     named = explicit_files(terms.mentions, files, index)
     personalization = relevance(files, scan.symbols, terms)
-    top = max(personalization.values(), default=1.0)
-    for path in named:  # a file the user names outweighs any word match
-        personalization[path] = personalization.get(path, 0.0) + 2 * top
+    # Files the user names hold at least half of the restart mass, however many files the
+    # words match, so their import neighbours rank next.
+    mass = max(sum(personalization.values()), 1.0)
+    for path in named:
+        personalization[path] = personalization.get(path, 0.0) + mass / len(named)
     scores = personalized_pagerank(graph, personalization)
     first = set(named)
     rest = sorted((f for f in files if f not in first), key=lambda f: (-scores.get(f, 0.0), f))

@@ -3,8 +3,9 @@
 Layout: a one-line header, a compact file tree (one line per directory), then outlines of the
 highest-ranked files. The tree takes at most ``TREE_SHARE`` of the budget when there is code
 to outline: it collapses each directory to its best-ranked files, then drops the lowest-ranked
-directories behind a "... N more files" line. Outlines fill the rest, best first. Every piece
-is costed with ``count_tokens``; the final string is counted again and trimmed until it fits.
+directories behind a "... N more files" line. Outlines fill the rest, best first, and what they
+leave unused goes back to the tree. Every piece is costed with ``count_tokens``; the final
+string is counted again and trimmed until it fits.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from anti_sprawl.tokens import count_tokens
 __all__ = ["TREE_SHARE", "RenderedMap", "render_map"]
 
 TREE_SHARE = 0.4
-_COLLAPSE_LEVELS: tuple[int | None, ...] = (None, 32, 8, 2)
+_TRUNCATION_LEVEL = 2  # files per directory kept when even collapsing is not enough
 _OUTLINES_TITLE = "## Outlines\n"
 _MIN_PARTIAL = 48  # below this many tokens a cut-off outline says too little to be worth it
 _PLAIN_NAME = re.compile(r"[\w.\-@=,~][\w.\-+@=,~]*")
@@ -59,6 +60,10 @@ def render_map(
     tree, shown = _tree(files, order, int(rest * TREE_SHARE) if has_code else rest)
     left = token_budget - count_tokens(header + tree) - count_tokens(_OUTLINES_TITLE)
     sections, included = _outlines(order, outline_of, left)
+    if len(shown) < len(files) and has_code:
+        # budget the outlines left unused goes back to the collapsed tree
+        used = count_tokens(_OUTLINES_TITLE + "".join(sections)) if sections else 0
+        tree, shown = _tree(files, order, rest - used)
     text = _assemble(header, tree, sections)
     tokens = count_tokens(text)
     while tokens > token_budget:
@@ -90,18 +95,33 @@ def _tree(files: Sequence[str], order: Sequence[str], budget: int) -> tuple[str,
         for d, names in sorted(grouped.items())
     ]
     title = "## Files\n"
-    for level in _COLLAPSE_LEVELS:
+
+    def render(level: int | None) -> tuple[str, set[str]] | None:
         lines = [_dir_line(d, level) for d in dirs]
         text = title + "".join(line for line, _ in lines)
-        if count_tokens(text) <= budget:
-            return text, {
-                _join(d.name, n) for d, (_, names) in zip(dirs, lines, strict=True) for n in names
-            }
-    return _truncated_tree(dirs, title, budget, len(files))
+        if count_tokens(text) > budget:
+            return None
+        return text, {
+            _join(d.name, n) for d, (_, names) in zip(dirs, lines, strict=True) for n in names
+        }
+
+    best = render(None)
+    if best is None:
+        # binary search for the most files per directory that fit (more files, more tokens);
+        # each fitting probe is larger than the last one that fitted
+        low, high = 1, max((len(d.files) for d in dirs), default=0) - 1
+        while low <= high:
+            middle = (low + high) // 2
+            candidate = render(middle)
+            if candidate is None:
+                high = middle - 1
+            else:
+                best, low = candidate, middle + 1
+    return best if best is not None else _truncated_tree(dirs, title, budget, len(files))
 
 
 def _truncated_tree(dirs: list[_Dir], title: str, budget: int, total: int) -> tuple[str, set[str]]:
-    level = _COLLAPSE_LEVELS[-1]
+    level = _TRUNCATION_LEVEL
     marker_cost = count_tokens(f"... {total} more files in {len(dirs)} directories\n")
     room = budget - count_tokens(title) - marker_cost
     if room < 0:
@@ -147,16 +167,18 @@ def _outlines(
         cost = count_tokens(section)
         limit = min(cap, room - used)
         if cost > limit:
-            if limit < _MIN_PARTIAL:
+            cut = _cut(section, limit) if limit >= _MIN_PARTIAL else None
+            if cut is None:
                 break
-            section, cost = _cut(section, limit)
+            section, cost = cut
         sections.append(section)
         included.append(path)
         used += cost
     return sections, included
 
 
-def _cut(section: str, limit: int) -> tuple[str, int]:
+def _cut(section: str, limit: int) -> tuple[str, int] | None:
+    """The section's first lines within ``limit``; None unless its title and a line fit."""
     ending = "... (outline cut to fit the budget)\n"
     room = limit - count_tokens(ending)
     kept: list[str] = []
@@ -167,6 +189,8 @@ def _cut(section: str, limit: int) -> tuple[str, int]:
             break
         kept.append(line)
         used += cost
+    if len(kept) < 2:
+        return None
     text = "".join(kept) + ending
     return text, count_tokens(text)
 

@@ -66,7 +66,7 @@ def git(root: Path, *args: str) -> None:
     )
 
 
-def measure(root: Path, label: str, n_files: int) -> None:
+def measure(root: Path, label: str) -> None:
     for budget in (4_000, 32_000):
         start = time.perf_counter()
         repo_map = build_repo_map(root, REQUIREMENT, token_budget=budget)
@@ -77,7 +77,6 @@ def measure(root: Path, label: str, n_files: int) -> None:
             f"{len(repo_map.included_outlines)} outlines, {repo_map.omitted} files not named, "
             f"top: {repo_map.ranked[0][0]}"
         )
-    del n_files
 
 
 def main() -> None:
@@ -87,11 +86,11 @@ def main() -> None:
         start = time.perf_counter()
         generate(root, n_files)
         print(f"generated {n_files} files in {time.perf_counter() - start:.1f} s")
-        measure(root, "plain", n_files)
+        measure(root, "plain")
         git(root, "init", "-q")
         git(root, "add", "-A")
         git(root, "commit", "-qm", "generated")
-        measure(root, "git", n_files)
+        measure(root, "git")
 
 
 if __name__ == "__main__":

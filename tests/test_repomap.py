@@ -7,6 +7,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from anti_sprawl.errors import UsageError
 from anti_sprawl.ranking import (
@@ -17,7 +19,7 @@ from anti_sprawl.ranking import (
     split_words,
 )
 from anti_sprawl.repofiles import is_secret_path, read_source
-from anti_sprawl.repomap import build_repo_map
+from anti_sprawl.repomap import RepoMap, build_repo_map
 from anti_sprawl.tokens import count_tokens
 
 CANARY = "CANARY-SECRET-7f3a"
@@ -82,6 +84,17 @@ def test_named_file_first_then_its_importer_and_import(tmp_path: Path, use_git: 
     assert repo_map.included_outlines[0] == "orders/service.py"
 
 
+def test_named_file_neighbours_beat_a_common_word(tmp_path: Path) -> None:
+    noise = {f"noise/n{i}.py": f"class Handler{i}: ...\n" for i in range(300)}
+    root = make_repo(tmp_path, {**ORDERS, **noise}, use_git=False)
+    repo_map = build_repo_map(root, "Refactor orders/service.py handler code", token_budget=500)
+    order = names(repo_map.ranked)
+    assert order[0] == "orders/service.py"
+    assert set(order[1:3]) == {"orders/events.py", "api/views.py"}
+    last_noise = max(order.index(f) for f in noise)  # they match "handler"...
+    assert last_noise < order.index("utils/strings.py")  # ...so they beat unrelated files
+
+
 def test_explicit_mention_beats_word_matches(tmp_path: Path) -> None:
     root = make_repo(tmp_path, ORDERS, use_git=True)
     repo_map = build_repo_map(
@@ -98,6 +111,8 @@ def test_symbol_and_word_relevance_without_paths(tmp_path: Path) -> None:
     assert order[0] == "orders/events.py"
     order = names(build_repo_map(root, "compute VAT differently", token_budget=500).ranked)
     assert order[0] == "billing/tax.py"
+    order = names(build_repo_map(root, "tidy up billing/ please", token_budget=500).ranked)
+    assert set(order[:3]) == {"billing/ledger.py", "billing/report.py", "billing/tax.py"}
 
 
 def test_module_mention_and_untracked_files(tmp_path: Path) -> None:
@@ -142,6 +157,42 @@ def test_map_fits_the_budget_exactly(many_files_repo: Path, budget: int) -> None
         assert len(repo_map.included_outlines) == len(python_files) - 1
     for path in repo_map.included_outlines:
         assert f"### {path}\n" in repo_map.text
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    budget=st.integers(min_value=0, max_value=4000), word=st.sampled_from(["Thing3", "ledger", ""])
+)
+def test_map_budget_property(many_files_repo: Path, budget: int, word: str) -> None:
+    repo_map = build_repo_map(many_files_repo, f"change {word}", token_budget=budget)
+    assert repo_map.tokens == count_tokens(repo_map.text) <= budget
+    assert all(f"### {path}\n" in repo_map.text for path in repo_map.included_outlines)
+
+
+def test_an_oversized_outline_is_cut_not_dropped(tmp_path: Path) -> None:
+    huge = "".join(f"def handler_{i}(event: dict[str, int]) -> None: ...\n" for i in range(400))
+    root = make_repo(tmp_path, {**ORDERS, "orders/huge.py": huge}, use_git=True)
+    repo_map = build_repo_map(root, "split orders/huge.py", token_budget=900)
+    assert repo_map.included_outlines[0] == "orders/huge.py"
+    assert "def handler_0(event: dict[str, int]) -> None: ..." in repo_map.text
+    assert "... (outline cut to fit the budget)" in repo_map.text
+    assert "handler_399" not in repo_map.text
+    assert repo_map.tokens <= 900
+    assert RepoMap.model_validate_json(repo_map.model_dump_json()) == repo_map
+
+
+def test_collapsed_directory_keeps_its_best_ranked_files(tmp_path: Path) -> None:
+    files = {f"big/f{i:02}.txt": "x\n" for i in range(60)}
+    files.update({"other/a.txt": "x\n", "other/b.txt": "x\n"})
+    root = make_repo(tmp_path, files, use_git=False)
+    repo_map = build_repo_map(root, "look at big/f42.txt", token_budget=80)
+    big_line = next(line for line in repo_map.text.splitlines() if line.startswith("big/: "))
+    assert "f42.txt" in big_line.split()
+    assert big_line.endswith(" more")
+    assert "other/: a.txt b.txt" in repo_map.text
+    shown = len(big_line.split()) - 3  # label, "+N", "more"
+    assert repo_map.omitted == 60 - shown > 0
+    assert repo_map.tokens <= 80
 
 
 def test_tree_truncation_reports_hidden_files(tmp_path: Path) -> None:
