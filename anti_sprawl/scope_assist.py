@@ -1,0 +1,245 @@
+"""Scope assistance for a valid plan: test coverage warnings, one-hop read scopes, budgets.
+
+Applied by the planner after validation and before saving:
+
+- ``missing_test_warnings``: a module a task changes should have its tests
+  (``tests/…/test_<module>.py`` or a sibling ``<module>_test.py``) in some write scope.
+- ``expand_read_scopes``: add the *direct* in-repo imports of each task's write-scope Python
+  files to its read scope, never the transitive closure (that is the crawl we exist to stop),
+  and never an entry that another, unordered task writes (a stale read).
+- ``default_budgets``: estimate ``token_budget`` / ``max_tool_calls`` for tasks whose
+  submission left them out, from the size of the files in their scopes (see ``budget_for``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import PurePosixPath
+
+from .outline import python_imports
+from .plan import Plan, TaskNode
+from .ranking import module_index
+from .scopes import Scope, is_glob, normalize_entry
+from .tokens import count_tokens
+
+__all__ = [
+    "MAX_DEFAULT_TOKENS",
+    "MAX_DEFAULT_TOOL_CALLS",
+    "MIN_DEFAULT_TOKENS",
+    "MIN_DEFAULT_TOOL_CALLS",
+    "Reader",
+    "budget_for",
+    "default_budgets",
+    "estimated_tokens",
+    "expand_read_scopes",
+    "missing_test_warnings",
+    "tool_calls_for",
+]
+
+Reader = Callable[[str], str | None]
+"""Text of a repo-relative file, or None when it cannot be read (secret, binary, missing)."""
+
+MIN_DEFAULT_TOKENS = 10_000
+MAX_DEFAULT_TOKENS = 400_000
+MIN_DEFAULT_TOOL_CALLS = 8
+MAX_DEFAULT_TOOL_CALLS = 60
+PROMPT_OVERHEAD = 2_000  # rules, brief and tool schemas of a worker's first call
+RESEND_TURNS = 3  # the conversation is re-sent on every call: allow three full sends
+OUTPUT_ALLOWANCE = 8_000  # new code, tool-call arguments and the finish summary
+_AMBIGUOUS = 3  # a module name found in more places than this is not followed
+
+
+def budget_for(context_tokens: int, write_tokens: int) -> int:
+    """Default token budget: ``3 * (context + 2,000) + write + 8,000``, clamped to 10k..400k.
+
+    ``context_tokens`` counts the node's existing read- and write-scope files, which its first
+    prompt carries; ``write_tokens`` (the write-scope part) is the output of rewriting each
+    once. Rounded up to a thousand so plans stay readable.
+    """
+    raw = RESEND_TURNS * (context_tokens + PROMPT_OVERHEAD) + write_tokens + OUTPUT_ALLOWANCE
+    rounded = -(-raw // 1000) * 1000
+    return max(MIN_DEFAULT_TOKENS, min(MAX_DEFAULT_TOKENS, rounded))
+
+
+def tool_calls_for(scoped_files: int) -> int:
+    """Default tool-call cap: a read and a write per scoped file plus six, clamped to 8..60."""
+    return max(MIN_DEFAULT_TOOL_CALLS, min(MAX_DEFAULT_TOOL_CALLS, 2 * scoped_files + 6))
+
+
+def estimated_tokens(plan: Plan) -> int:
+    """The plan's cost ceiling: the sum of its tasks' token budgets."""
+    return sum(t.token_budget for t in plan.tasks)
+
+
+def _literal_files(entries: Sequence[str]) -> list[str]:
+    return [normalize_entry(e) for e in entries if not is_glob(e) and not e.endswith("/")]
+
+
+def _scoped(entries: Sequence[str], files: Sequence[str]) -> list[str]:
+    scope = Scope(entries)
+    return [f for f in files if scope.matches(f)]
+
+
+def _is_test(path: str) -> bool:
+    p = PurePosixPath(path)
+    return (
+        p.name.startswith("test_")
+        or p.stem.endswith("_test")
+        or p.name == "conftest.py"
+        or "tests" in p.parent.parts
+    )
+
+
+def _changed_modules(node: TaskNode, files: Sequence[str]) -> list[str]:
+    """Python modules (not tests, not ``__init__``) the node may change or create."""
+    paths = dict.fromkeys([*_literal_files(node.write_scope), *_scoped(node.write_scope, files)])
+    return [
+        p
+        for p in paths
+        if p.endswith(".py") and not _is_test(p) and PurePosixPath(p).name != "__init__.py"
+    ]
+
+
+def _tests_of(module: str, candidates: Sequence[str]) -> list[str]:
+    p = PurePosixPath(module)
+    sibling = str(p.with_name(f"{p.stem}_test.py"))
+    return [
+        c
+        for c in candidates
+        if c == sibling
+        or (PurePosixPath(c).name == f"test_{p.stem}.py" and "tests" in PurePosixPath(c).parts)
+    ]
+
+
+def missing_test_warnings(plan: Plan, files: Sequence[str]) -> list[str]:
+    """One warning per changed module whose tests are in no task's write scope."""
+    writes = Scope([e for t in plan.tasks for e in t.write_scope])
+    literals = [f for t in plan.tasks for f in _literal_files(t.write_scope)]
+    pool = sorted({*files, *literals})
+    warnings: list[str] = []
+    seen: set[str] = set()
+    for node in plan.tasks:
+        for module in _changed_modules(node, files):
+            if module in seen:
+                continue
+            seen.add(module)
+            found = _tests_of(module, pool)
+            p = PurePosixPath(module)
+            defaults = [f"tests/test_{p.stem}.py", str(p.with_name(f"{p.stem}_test.py"))]
+            if any(writes.matches(c) for c in [*found, *defaults]):
+                continue
+            existing = [c for c in found if c in set(files)]
+            if existing:
+                warnings.append(
+                    f"task '{node.task_id}' changes {module} but its tests "
+                    f"({', '.join(existing)}) are in no task's write scope"
+                )
+            else:
+                warnings.append(
+                    f"task '{node.task_id}' changes {module} but no task writes a test for it "
+                    f"(expected {' or '.join(defaults)})"
+                )
+    return warnings
+
+
+def _ordering(plan: Plan) -> dict[str, set[str]]:
+    """task_id -> its transitive dependencies (the plan is valid, hence acyclic)."""
+    by_id = {t.task_id: t for t in plan.tasks}
+    memo: dict[str, set[str]] = {}
+
+    def ancestors(tid: str) -> set[str]:
+        if tid not in memo:
+            out: set[str] = set()
+            for dep in by_id[tid].dependencies:
+                out |= {dep, *ancestors(dep)}
+            memo[tid] = out
+        return memo[tid]
+
+    return {tid: ancestors(tid) for tid in by_id}
+
+
+def _direct_imports(source: str, path: str, index: Mapping[str, list[str]]) -> list[str]:
+    """In-repo files ``path`` imports directly.
+
+    ``from pkg import mod`` names both ``pkg`` and ``pkg.mod``; the package itself is left out
+    when every name imported from it is a submodule that resolves (then its ``__init__`` is
+    not what the code uses), and kept when one is a name defined in the package.
+    """
+    raw = python_imports(source, path)
+    resolved = {n for n in raw if 0 < len(index.get(n, ())) <= _AMBIGUOUS}
+    out: dict[str, None] = {}
+    for name in raw:
+        if name not in resolved:
+            continue
+        children = [c for c in raw if c.startswith(name + ".") and "." not in c[len(name) + 1 :]]
+        if children and all(c in resolved for c in children):
+            continue
+        out.update(dict.fromkeys(index[name]))
+    return [f for f in out if f != path]
+
+
+def expand_read_scopes(plan: Plan, files: Sequence[str], read: Reader) -> tuple[Plan, list[str]]:
+    """``plan`` with each task's read scope grown by its write files' direct imports."""
+    index = module_index(files)
+    fileset = set(files)
+    anc = _ordering(plan)
+    writers = {t.task_id: Scope(t.write_scope) for t in plan.tasks}
+    warnings: list[str] = []
+    tasks: list[TaskNode] = []
+    for node in plan.tasks:
+        own = Scope([*node.read_scope, *node.write_scope])
+        added: list[str] = []
+        for path in _scoped(node.write_scope, files):
+            source = read(path) if path.endswith(".py") and path in fileset else None
+            if source is None:
+                continue
+            for target in _direct_imports(source, path, index):
+                if target == path or target in added or own.matches(target):
+                    continue
+                clash = [
+                    t.task_id
+                    for t in plan.tasks
+                    if t.task_id != node.task_id
+                    and writers[t.task_id].matches(target)
+                    and t.task_id not in anc[node.task_id]
+                    and node.task_id not in anc[t.task_id]
+                ]
+                if clash:
+                    warnings.append(
+                        f"task '{node.task_id}': not adding import {target} to its read "
+                        f"scope: task '{clash[0]}' writes it and neither depends on the other"
+                    )
+                    continue
+                added.append(target)
+        tasks.append(node.model_copy(update={"read_scope": [*node.read_scope, *added]}))
+    return plan.model_copy(update={"tasks": tasks}), warnings
+
+
+def default_budgets(
+    plan: Plan, missing: Mapping[str, set[str]], files: Sequence[str], read: Reader
+) -> Plan:
+    """Fill the budgets each task left out (``missing[task_id]`` names the fields)."""
+    tasks: list[TaskNode] = []
+    for node in plan.tasks:
+        fields = missing.get(node.task_id, set())
+        if not fields:
+            tasks.append(node)
+            continue
+        write = Scope(node.write_scope)
+        scoped = _scoped([*node.read_scope, *node.write_scope], files)
+        new = [f for f in _literal_files(node.write_scope) if f not in set(files)]
+        context = written = 0
+        for path in scoped:
+            # past the cap more reading changes nothing
+            if budget_for(context, written) >= MAX_DEFAULT_TOKENS:
+                break
+            tokens = count_tokens(read(path) or "")
+            context += tokens
+            written += tokens if write.matches(path) else 0
+        update: dict[str, int] = {}
+        if "token_budget" in fields:
+            update["token_budget"] = budget_for(context, written)
+        if "max_tool_calls" in fields:
+            update["max_tool_calls"] = tool_calls_for(len(scoped) + len(new))
+        tasks.append(node.model_copy(update=update))
+    return plan.model_copy(update={"tasks": tasks})

@@ -1,0 +1,420 @@
+"""The planner on real temporary git repositories, driven by scripted-provider scripts."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from collections.abc import Callable
+from io import StringIO
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from rich.console import Console
+
+from anti_sprawl.errors import UsageError
+from anti_sprawl.plan import load_plan_data
+from anti_sprawl.plan_cmd import run_plan_command
+from anti_sprawl.planner import NUDGE, plan_requirement
+from anti_sprawl.providers import (
+    PLANNER_TASK_ID,
+    Script,
+    ScriptedProvider,
+    ToolResultMessage,
+    UserMessage,
+    request_text,
+)
+
+from .conftest import node, plan_data
+
+CANARY = "CANARY-ENV-7f3a9c"
+FILES = {
+    "README.md": "# demo\n",
+    "app/__init__.py": "",
+    "app/core.py": "from app import util\n\n\ndef run():\n    return util.helper()\n",
+    "app/util.py": "from app import deep\n\n\ndef helper():\n    return deep.VALUE\n",
+    "app/deep.py": "VALUE = 1\n",
+    "app/api.py": "from .core import run\n\n\ndef handle():\n    return run()\n",
+    "tests/test_core.py": "from app.core import run\n\n\ndef test_run():\n    assert run() == 1\n",
+    "tests/test_util.py": "from app.util import helper\n",
+    ".env": f"API_TOKEN={CANARY}\n",
+}
+GOOD = plan_data(
+    node("core", write_scope=["app/core.py", "tests/test_core.py"], read_scope=["app/util.py"]),
+    node(
+        "api",
+        dependencies=["core"],
+        write_scope=["app/api.py", "tests/test_api.py"],
+        read_scope=["app/core.py"],
+    ),
+    plan_id="demo",
+)
+WRITE_TOOLS = {"write_file", "edit_file", "run_tests"}
+
+MakeRepo = Callable[..., Path]
+
+
+@pytest.fixture
+def repo(make_repo: MakeRepo) -> Path:
+    return make_repo(FILES)
+
+
+def scripted(tmp_path: Path, turns: list[Any]) -> ScriptedProvider:
+    """A scripted provider read from a script file, like ``--script`` does."""
+    path = tmp_path / "script.yaml"
+    path.write_text(yaml.safe_dump({"planner": turns}, sort_keys=False))
+    return ScriptedProvider(Script.load(path))
+
+
+def submit(plan: dict[str, Any]) -> dict[str, Any]:
+    return {"tool": "submit_plan", "args": plan}
+
+
+def console() -> tuple[Console, StringIO]:
+    buf = StringIO()
+    return Console(file=buf, width=120, highlight=False), buf
+
+
+def last_results(request: Any) -> ToolResultMessage:
+    message = request.messages[-1]
+    assert isinstance(message, ToolResultMessage)
+    return message
+
+
+def test_good_plan_is_saved_and_shown(tmp_path: Path, repo: Path) -> None:
+    provider = scripted(tmp_path, [submit(GOOD)])
+    out, buf = console()
+    code = run_plan_command(
+        "Add an API handler",
+        repo,
+        None,
+        provider,
+        expand_read_scope=False,
+        max_rounds=3,
+        console=out,
+        as_json=False,
+    )
+    text = buf.getvalue()
+    assert code == 0, text
+    saved = repo / ".anti-sprawl" / "plans" / "demo.yaml"
+    data = load_plan_data(saved)
+    assert [t["task_id"] for t in data["tasks"]] == ["core", "api"]
+    assert data["requirement"] == "Add an API handler"  # the user's words, not the model's
+    head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True)
+    assert data["base"] == head.stdout.decode().strip()
+    assert "layer 1" in text and "api" in text and "app/api.py" in text
+    assert "estimated cost" in text and f"{data['tasks'][0]['token_budget']:,}" in text
+    assert f"plan written to {saved}" in text
+    # run data stays out of git
+    status = subprocess.run(["git", "-C", str(repo), "status", "--porcelain"], capture_output=True)
+    assert status.stdout == b""
+    provider.assert_complete()
+
+
+def test_json_output_and_explicit_output_file(tmp_path: Path, repo: Path) -> None:
+    provider = scripted(tmp_path, [submit(GOOD)])
+    out, buf = console()
+    target = tmp_path / "out" / "plan.json"
+    code = run_plan_command(
+        "Add an API handler",
+        repo,
+        target,
+        provider,
+        expand_read_scope=False,
+        max_rounds=3,
+        console=out,
+        as_json=True,
+    )
+    doc = json.loads(buf.getvalue())
+    assert code == 0
+    assert set(doc) == {"plan_file", "plan", "warnings", "estimated_tokens", "valid", "errors"}
+    assert doc["plan_file"] == str(target) and doc["valid"] is True and doc["errors"] == []
+    assert doc["estimated_tokens"] == sum(t["token_budget"] for t in doc["plan"]["tasks"])
+    assert json.loads(target.read_text())["plan_id"] == "demo"
+
+
+def test_cycle_and_outside_path_are_repaired_in_the_next_round(tmp_path: Path, repo: Path) -> None:
+    bad = plan_data(
+        node("a", dependencies=["b"], write_scope=["../outside.py"]),
+        node("b", dependencies=["a"], write_scope=["app/util.py"]),
+    )
+    provider = scripted(tmp_path, [submit(bad), submit(GOOD)])
+    result = plan_requirement("Add an API handler", repo, provider)
+    assert result.ok and result.plan is not None
+    assert (result.rounds, result.requests) == (2, 2)
+    first, second = provider.requests
+    assert not any(isinstance(m, ToolResultMessage) for m in first.messages)
+    [feedback] = last_results(second).results
+    assert feedback.is_error
+    assert "[cycle] dependency cycle:" in feedback.content
+    assert "../outside.py" in feedback.content and "'..'" in feedback.content
+    provider.assert_complete()
+
+
+def test_a_plan_that_stays_invalid_fails_after_the_limit(tmp_path: Path, repo: Path) -> None:
+    bad = plan_data(
+        node("a", write_scope=["/etc/passwd"]),
+        node("b", dependencies=["ghost"], write_scope=["app/util.py"]),
+    )
+    provider = scripted(tmp_path, [submit(bad)] * 3)
+    out, buf = console()
+    code = run_plan_command(
+        "Add an API handler",
+        repo,
+        None,
+        provider,
+        expand_read_scope=False,
+        max_rounds=2,
+        console=out,
+        as_json=False,
+    )
+    text = buf.getvalue()
+    assert code == 1
+    assert len(provider.requests) == 2  # the limit, not the script's length
+    assert "planning failed" in text and "after 2 submission(s)" in text
+    assert "absolute path" in text and "unknown task 'ghost'" in text
+    assert "2 error(s)" in text
+    assert not (repo / ".anti-sprawl" / "plans").exists()
+
+
+def test_failure_as_json(tmp_path: Path, repo: Path) -> None:
+    bad = plan_data(node("a", write_scope=["/etc/passwd"]))
+    provider = scripted(tmp_path, [submit(bad)])
+    out, buf = console()
+    code = run_plan_command(
+        "X", repo, None, provider, expand_read_scope=False, max_rounds=1, console=out, as_json=True
+    )
+    doc = json.loads(buf.getvalue())
+    assert code == 1
+    assert doc["valid"] is False and doc["plan"] is None and doc["plan_file"] is None
+    assert [e["code"] for e in doc["errors"]] == ["bad_scope"]
+    assert doc["errors"][0]["tasks"] == ["a"]
+
+
+def test_the_planner_never_gets_a_write_tool(tmp_path: Path, repo: Path) -> None:
+    turns = [
+        {"tool": "write_file", "args": {"path": "app/evil.py", "content": "x"}},
+        {"tool": "edit_file", "args": {"path": "app/core.py", "old": "run", "new": "walk"}},
+        submit(GOOD),
+    ]
+    provider = scripted(tmp_path, turns)
+    before = (repo / "app" / "core.py").read_text()
+    result = plan_requirement("Add an API handler", repo, provider)
+    assert result.ok
+    for request in provider.requests:
+        names = {t.name for t in request.tools}
+        assert names == {"grep", "list_dir", "read_file", "submit_plan"}
+        assert not names & WRITE_TOOLS
+    [refusal] = last_results(provider.requests[1]).results
+    assert refusal.is_error and "unknown tool 'write_file'" in refusal.content
+    assert not (repo / "app" / "evil.py").exists()
+    assert (repo / "app" / "core.py").read_text() == before
+
+
+def test_secrets_and_git_internals_are_refused(tmp_path: Path, repo: Path) -> None:
+    turns = [
+        [
+            {"tool": "read_file", "args": {"path": ".env"}},
+            {"tool": "read_file", "args": {"path": ".git/config"}},
+            {"tool": "read_file", "args": {"path": "../outside.txt"}},
+            {"tool": "grep", "args": {"pattern": "CANARY"}},
+            {"tool": "list_dir", "args": {"path": "."}},
+            {"tool": "read_file", "args": {"path": "app/core.py"}},
+        ],
+        submit(GOOD),
+    ]
+    (tmp_path / "outside.txt").write_text("CANARY-OUT\n")
+    provider = scripted(tmp_path, turns)
+    manifests = tmp_path / "manifests"
+    result = plan_requirement("Add an API handler", repo, provider, manifest_dir=manifests)
+    assert result.ok
+    env, git, outside, grep, listing, core = last_results(provider.requests[1]).results
+    assert env.is_error and "denied_secret" in env.content
+    assert git.is_error and "denied_internal" in git.content
+    assert outside.is_error and "escape_root" in outside.content
+    assert not grep.is_error and "app/" not in grep.content and CANARY not in grep.content
+    assert ".env" not in listing.content and "app/" in listing.content
+    assert 'trust="untrusted"' in core.content and "def run()" in core.content
+    assert {v.reason for v in result.violations} >= {"denied_secret", "denied_internal"}
+    for request in provider.requests:
+        assert CANARY not in request_text(request)
+        assert "CANARY-OUT" not in request_text(request)
+    for path in manifests.rglob("*.json"):
+        assert CANARY not in path.read_text()
+
+
+def test_unknown_tools_bad_arguments_and_silence_keep_the_loop_going(
+    tmp_path: Path, repo: Path
+) -> None:
+    turns = [
+        {"tool": "frobnicate", "args": {}},
+        {"tool": "read_file", "args": {"path": "app/core.py", "cwd": "/"}},
+        {"text": "Let me think about the plan."},
+        submit(GOOD),
+    ]
+    provider = scripted(tmp_path, turns)
+    result = plan_requirement("Add an API handler", repo, provider)
+    assert result.ok and result.requests == 4 and result.tool_calls == 2
+    r2, r3, r4 = provider.requests[1:]
+    assert "unknown tool 'frobnicate'" in last_results(r2).results[0].content
+    bad_args = last_results(r3).results[0]
+    assert bad_args.is_error and "cwd" in bad_args.content
+    assert r4.messages[-1] == UserMessage(content=NUDGE)
+
+
+def test_exploration_is_capped(tmp_path: Path, repo: Path) -> None:
+    reads = [{"tool": "read_file", "args": {"path": p}} for p in ("app/core.py", "app/util.py")]
+    provider = scripted(tmp_path, [reads, submit(GOOD)])
+    result = plan_requirement("X", repo, provider, max_tool_calls=1)
+    assert result.ok and result.tool_calls == 1
+    first, second = last_results(provider.requests[1]).results
+    assert not first.is_error
+    assert second.is_error and "cap of 1 exploration calls" in second.content
+
+
+def test_token_budget_is_enforced(tmp_path: Path, repo: Path) -> None:
+    provider = scripted(tmp_path, [submit(GOOD)])
+    result = plan_requirement("X", repo, provider, token_budget=2_000)
+    assert result.outcome == "budget" and result.plan is None
+    assert provider.requests == []  # the first call alone would not fit
+    assert result.report.errors[-1].code == "planner_budget"
+    assert "2,000" in result.message
+
+
+def test_provider_failure_keeps_the_validation_errors(tmp_path: Path, repo: Path) -> None:
+    bad = plan_data(node("a", write_scope=["/abs.py"]))
+    provider = scripted(tmp_path, [submit(bad)])  # runs out before a second submission
+    result = plan_requirement("X", repo, provider)
+    assert result.outcome == "provider" and not result.report.valid
+    assert [p.code for p in result.report.errors] == ["bad_scope", "planner_provider"]
+    assert "ran out" in result.message
+
+
+def test_plan_id_is_forced_and_manifests_are_saved(tmp_path: Path, repo: Path) -> None:
+    bad = plan_data(node("a", write_scope=["/abs.py"]))
+    provider = scripted(tmp_path, [submit(bad), submit(GOOD)])
+    manifests = tmp_path / "m"
+    result = plan_requirement("X", repo, provider, plan_id="chosen", manifest_dir=manifests)
+    assert result.plan is not None and result.plan.plan_id == "chosen"
+    assert '"chosen"' in provider.requests[0].messages[0].content  # type: ignore[union-attr]
+    assert result.manifest_paths == [manifests / PLANNER_TASK_ID / f"{n}.json" for n in (0, 1)]
+    first, second = (json.loads(p.read_text()) for p in result.manifest_paths)
+    assert first["task_id"] == PLANNER_TASK_ID and second["n"] == 1
+    kinds = {(i["item_id"], i["kind"], i["source"], i["trust"]) for i in first["items"]}
+    assert ("repomap", "stub", "repomap", "untrusted") in kinds
+    assert ("requirement", "task", "requirement", "trusted") in kinds
+    assert ("tool:submit_plan", "tool_schema", "submit_plan", "trusted") in kinds
+    observations = [i for i in second["items"] if i["kind"] == "observation"]
+    assert len(observations) == 2  # the model's turn and the validation feedback
+    assert first["total_tokens"] == sum(i["tokens"] for i in first["items"])
+
+
+def test_requirement_from_a_file(tmp_path: Path, repo: Path) -> None:
+    req = tmp_path / "req.md"
+    req.write_text("Add an API handler\nwith details\n")
+    provider = scripted(tmp_path, [submit(GOOD)])
+    out, _ = console()
+    args: dict[str, Any] = {
+        "expand_read_scope": False,
+        "max_rounds": 1,
+        "console": out,
+        "as_json": False,
+    }
+    assert run_plan_command(f"@{req}", repo, None, provider, **args) == 0
+    saved = load_plan_data(repo / ".anti-sprawl" / "plans" / "demo.yaml")
+    assert saved["requirement"] == "Add an API handler\nwith details\n"
+    with pytest.raises(UsageError, match="requirement file not found"):
+        run_plan_command(f"@{tmp_path / 'nope.md'}", repo, None, provider, **args)
+    with pytest.raises(UsageError, match="repository not found"):
+        run_plan_command("X", tmp_path / "no-repo", None, provider, **args)
+
+
+def plan_with(repo: Path, tmp_path: Path, plan: dict[str, Any], **kw: Any) -> Any:
+    result = plan_requirement("X", repo, scripted(tmp_path, [submit(plan)]), **kw)
+    assert result.ok, result.report.errors
+    return result
+
+
+def test_missing_tests_are_warned_about(tmp_path: Path, repo: Path) -> None:
+    plan = plan_data(
+        node("util", write_scope=["app/util.py"]),
+        node("api", write_scope=["app/api.py"]),
+        node("core", write_scope=["app/core.py"]),
+        node("core_tests", dependencies=["core"], write_scope=["tests/test_core.py"]),
+    )
+    result = plan_with(repo, tmp_path, plan)
+    assert sorted(result.warnings) == [
+        "task 'api' changes app/api.py but no task writes a test for it "
+        "(expected tests/test_api.py or app/api_test.py)",
+        "task 'util' changes app/util.py but its tests (tests/test_util.py) are in no "
+        "task's write scope",
+    ]
+    assert plan_with(repo, tmp_path, GOOD).warnings == []
+
+
+def test_read_scope_expansion_is_one_hop(tmp_path: Path, repo: Path) -> None:
+    plan = plan_data(
+        node("core", write_scope=["app/core.py", "tests/test_core.py"]),
+        node("api", dependencies=["core"], write_scope=["app/api.py", "tests/test_api.py"]),
+    )
+    plain = plan_with(repo, tmp_path, plan).plan
+    assert [t.read_scope for t in plain.tasks] == [[], []]
+    expanded = plan_with(repo, tmp_path, plan, expand_read_scope=True).plan
+    core, api = expanded.tasks
+    assert "app/util.py" in core.read_scope  # app/core.py imports app.util
+    assert "app/deep.py" not in core.read_scope  # ...which imports app.deep: two hops
+    assert api.read_scope == ["app/core.py"]  # `from .core import run`, written upstream
+
+
+def test_expansion_never_creates_a_stale_read(tmp_path: Path, repo: Path) -> None:
+    plan = plan_data(
+        node("core", write_scope=["app/core.py", "tests/test_core.py"]),
+        node("util", write_scope=["app/util.py", "tests/test_util.py"]),
+    )
+    result = plan_with(repo, tmp_path, plan, expand_read_scope=True)
+    core, util = result.plan.tasks
+    assert "app/util.py" not in core.read_scope
+    assert util.read_scope == ["app/deep.py"]
+    assert any(
+        "not adding import app/util.py" in w and "'util' writes it" in w for w in result.warnings
+    )
+
+
+def test_default_budgets_when_the_model_leaves_them_out(tmp_path: Path, repo: Path) -> None:
+    from anti_sprawl.scope_assist import budget_for
+    from anti_sprawl.tokens import count_tokens
+
+    plan = plan_data(
+        node("core", write_scope=["app/core.py", "tests/test_core.py"], read_scope=["app/util.py"]),
+        node(
+            "api",
+            dependencies=["core"],
+            write_scope=["app/api.py", "tests/test_api.py"],
+            token_budget=12_345,
+            max_tool_calls=9,
+        ),
+    )
+    result = plan_with(repo, tmp_path, plan)
+    core, api = result.plan.tasks
+    written = count_tokens(FILES["app/core.py"]) + count_tokens(FILES["tests/test_core.py"])
+    context = written + count_tokens(FILES["app/util.py"])
+    assert core.token_budget == budget_for(context, written)
+    assert core.max_tool_calls == 2 * 3 + 6  # three scoped files
+    assert (api.token_budget, api.max_tool_calls) == (12_345, 9)
+    assert result.estimated_tokens == core.token_budget + 12_345
+
+
+def test_silence_ends_as_stalled(tmp_path: Path, repo: Path) -> None:
+    provider = scripted(tmp_path, [{"text": "hmm"}] * 5)
+    result = plan_requirement("X", repo, provider)
+    assert result.outcome == "stalled" and result.requests == 4  # three nudges, then stop
+    assert result.report.errors[-1].code == "planner_stalled"
+
+
+def test_the_planners_own_reads_are_not_violations(tmp_path: Path, make_repo: MakeRepo) -> None:
+    repo = make_repo({**FILES, "assets/logo.bin": "\x00\x01\x02binary"})
+    plan = plan_data(node("assets", write_scope=["assets/"]))
+    result = plan_with(repo, tmp_path, plan)
+    assert result.violations == []  # the budget estimate's refused binary read is not one
+    assert result.plan.tasks[0].max_tool_calls == 2 * 1 + 6

@@ -1,0 +1,99 @@
+"""submit_plan round trips through the real Anthropic and OpenAI SDKs and a local fake server."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from anti_sprawl.planner import plan_requirement
+from anti_sprawl.providers import AnthropicProvider, OpenAIProvider
+
+from .conftest import node, plan_data
+from .fake_llm_server import (
+    FakeLLMServer,
+    anthropic_message,
+    openai_completion,
+    openai_tool_call,
+)
+
+FILES = {"app/core.py": "def run():\n    return 1\n", "tests/test_core.py": "", ".env": "K=1\n"}
+GOOD = plan_data(node("core", write_scope=["app/core.py", "tests/test_core.py"]), plan_id="sdk")
+BAD = plan_data(node("core", write_scope=["../escape.py"]), plan_id="sdk")
+EXPLORE = {"grep", "list_dir", "read_file", "submit_plan"}
+
+
+@pytest.fixture
+def server() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer() as srv:
+        yield srv
+
+
+@pytest.fixture
+def repo(make_repo: Callable[[dict[str, str]], Path]) -> Path:
+    return make_repo(FILES)
+
+
+def no_sleep(seconds: float) -> None:
+    pass
+
+
+def anthropic_submit(plan: dict[str, Any], call_id: str) -> dict[str, Any]:
+    block = {"type": "tool_use", "id": call_id, "name": "submit_plan", "input": plan}
+    return anthropic_message([block], stop_reason="tool_use", msg_id=f"msg_{call_id}")
+
+
+def openai_submit(plan: dict[str, Any], call_id: str) -> dict[str, Any]:
+    return openai_completion(
+        tool_calls=[openai_tool_call(call_id, "submit_plan", json.dumps(plan))],
+        finish_reason="tool_calls",
+        usage={"prompt_tokens": 900, "completion_tokens": 120, "total_tokens": 1020},
+    )
+
+
+def test_anthropic_submit_plan_with_one_repair(server: FakeLLMServer, repo: Path) -> None:
+    server.enqueue(anthropic_submit(BAD, "toolu_1"))
+    server.enqueue(anthropic_submit(GOOD, "toolu_2"))
+    provider = AnthropicProvider(
+        "claude-test", api_key="sk-ant-test", base_url=server.url, sleep=no_sleep
+    )
+    result = plan_requirement("Tidy run()", repo, provider)
+    assert result.ok and result.plan is not None
+    assert result.plan.tasks[0].write_scope == ["app/core.py", "tests/test_core.py"]
+    assert (result.rounds, result.requests) == (2, 2)
+    assert result.usage.input_tokens == 20 and result.usage.output_tokens == 10
+
+    first, second = (r.body for r in server.requests)
+    tools = {t["name"]: t for t in first["tools"]}
+    assert set(tools) == EXPLORE
+    schema = tools["submit_plan"]["input_schema"]
+    assert "$defs" not in json.dumps(schema)  # self-contained for every server
+    assert schema["properties"]["tasks"]["items"]["properties"]["write_scope"]["type"] == "array"
+    # the second request carries the validation errors as the tool's error result
+    [result_block] = second["messages"][-1]["content"]
+    assert result_block["type"] == "tool_result" and result_block["tool_use_id"] == "toolu_1"
+    assert result_block["is_error"] is True
+    assert "'..' segment escapes the repository" in json.dumps(result_block["content"])
+
+
+def test_openai_submit_plan_with_one_repair(server: FakeLLMServer, repo: Path) -> None:
+    server.enqueue(openai_submit(BAD, "call_1"))
+    server.enqueue(openai_submit(GOOD, "call_2"))
+    provider = OpenAIProvider(
+        "gpt-test", api_key="sk-test", base_url=f"{server.url}/v1", sleep=no_sleep
+    )
+    result = plan_requirement("Tidy run()", repo, provider)
+    assert result.ok and result.plan is not None and result.plan.plan_id == "sdk"
+    assert result.usage.input_tokens == 1800
+
+    first, second = (r.body for r in server.requests)
+    names = {t["function"]["name"] for t in first["tools"]}
+    assert names == EXPLORE
+    [submit] = [t for t in first["tools"] if t["function"]["name"] == "submit_plan"]
+    assert "tasks" in submit["function"]["parameters"]["required"]
+    tool_msg = second["messages"][-1]
+    assert tool_msg["role"] == "tool" and tool_msg["tool_call_id"] == "call_1"
+    assert "'..' segment escapes the repository" in json.dumps(tool_msg["content"])
