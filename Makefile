@@ -33,7 +33,7 @@ test: setup lint
 	$(VENV)/bin/pytest -q
 
 demo: setup
-	$(PY) -m anti_sprawl.demo
+	$(PY) tasks/demo.py
 
 bench: setup
 	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

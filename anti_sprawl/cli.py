@@ -149,6 +149,247 @@ def show(
         sys.stdout.write(report.plan_json(plan))
 
 
+# --- providers and runs ------------------------------------------------------------------
+
+ProviderOpt = Annotated[
+    str | None,
+    typer.Option("--provider", help="anthropic | openai | scripted (default: from env)."),
+]
+ModelOpt = Annotated[str | None, typer.Option("--model", help="Model name.")]
+BaseUrlOpt = Annotated[
+    str | None, typer.Option("--base-url", help="OpenAI-compatible server URL (Ollama, vLLM, ...).")
+]
+ScriptOpt = Annotated[
+    Path | None, typer.Option("--script", help="Script file for the scripted (offline) provider.")
+]
+RepoReq = Annotated[Path, typer.Option("--repo", help="The git repository to work on.")]
+JobsOpt = Annotated[int, typer.Option("--jobs", "-j", min=1, max=64, help="Nodes run at once.")]
+UnsafeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-unsandboxed",
+        help="Run test commands without an OS sandbox when none works here (unsafe).",
+    ),
+]
+
+
+def _provider(
+    provider: str | None, model: str | None, base_url: str | None, script: Path | None
+) -> Any:
+    import os
+
+    from .providers import select_provider
+
+    return select_provider(
+        provider=provider, model=model, base_url=base_url, script=script, env=os.environ
+    )
+
+
+def _run_options(
+    provider: Any,
+    jobs: int,
+    allow_unsandboxed: bool,
+    *,
+    branch: str | None = None,
+    base: str | None = None,
+) -> Any:
+    import os
+
+    from .runner import ExecuteOptions
+    from .sandbox import SandboxPolicy
+
+    return ExecuteOptions(
+        provider=provider,
+        jobs=jobs,
+        branch=branch,
+        base=base,
+        sandbox=SandboxPolicy(allow_unsandboxed=allow_unsandboxed),
+        crash_at=os.environ.get("ANTI_SPRAWL_CRASH_AT") or None,
+    )
+
+
+def _run_and_report(start: Callable[[Any], Any], opts: Any, as_json: bool) -> None:
+    from .run_report import Progress, render_verdict
+
+    console = _stdout() if not as_json else Console(stderr=True, highlight=False)
+    progress = Progress(console)
+    opts.on_event = progress.event
+    try:
+        state = start(opts)
+    finally:
+        progress.stop()
+    if as_json:
+        sys.stdout.write(state.model_dump_json(indent=2) + "\n")
+    else:
+        render_verdict(state, console)
+        pr = Path(state.repo) / ".anti-sprawl" / "runs" / state.run_id / "PR.md"
+        if pr.exists():
+            console.print(f"PR body: {pr}")
+        console.print(f"run id: {state.run_id}")
+    if state.status != "succeeded":
+        raise typer.Exit(1)
+
+
+@app.command("plan")
+@handle_errors
+def plan_cmd(
+    requirement: Annotated[
+        str,
+        typer.Argument(metavar="REQUIREMENT", help="The requirement text, or @FILE to read it."),
+    ],
+    repo: RepoReq,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output", "-o", help="Plan file to write (default under .anti-sprawl/plans/)."
+        ),
+    ] = None,
+    expand_read_scope: Annotated[
+        bool,
+        typer.Option(
+            "--expand-read-scope", help="Add write-scope files' direct imports to read scopes."
+        ),
+    ] = False,
+    max_rounds: Annotated[
+        int, typer.Option("--max-rounds", min=1, max=10, help="Repair rounds.")
+    ] = 3,
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    script: ScriptOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Plan a requirement: a read-only planner model proposes a validated DAG of scoped tasks."""
+    from .plan_cmd import run_plan_command
+
+    chosen = _provider(provider, model, base_url, script)
+    console = _stdout() if not as_json else Console(stderr=True, highlight=False)
+    code = run_plan_command(
+        requirement,
+        repo,
+        output,
+        chosen,
+        expand_read_scope=expand_read_scope,
+        max_rounds=max_rounds,
+        console=console,
+        as_json=as_json,
+    )
+    if code:
+        raise typer.Exit(code)
+
+
+@app.command()
+@handle_errors
+def execute(
+    plan_file: Annotated[Path, typer.Argument(metavar="PLAN", help="Plan file (YAML or JSON).")],
+    repo: RepoReq,
+    branch: Annotated[str | None, typer.Option("--branch", help="Result branch name.")] = None,
+    base: Annotated[
+        str | None, typer.Option("--base", help="Start from this revision (default HEAD).")
+    ] = None,
+    jobs: JobsOpt = 2,
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    script: ScriptOpt = None,
+    allow_unsandboxed: UnsafeOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run a plan: one worktree, firewall and commit per node; leaves a branch and a PR body."""
+    from .plan import load_plan_data
+    from .runner import execute as run_execute
+    from .validate import validate as run_validation
+
+    report = run_validation(load_plan_data(plan_file), _existing_dir(repo))
+    if report.plan is None or not report.valid:
+        first = report.errors[0].message if report.errors else "invalid plan"
+        raise UsageError(f"{plan_file} is not a valid plan: {first} (see 'anti-sprawl validate')")
+    plan = report.plan
+    chosen = _provider(provider, model, base_url, script)
+    opts = _run_options(chosen, jobs, allow_unsandboxed, branch=branch, base=base)
+    _run_and_report(lambda o: run_execute(plan, repo, o), opts, as_json)
+
+
+@app.command()
+@handle_errors
+def resume(
+    run_id: Annotated[str, typer.Argument(metavar="RUN_ID")],
+    repo: RepoReq,
+    jobs: JobsOpt = 2,
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    script: ScriptOpt = None,
+    allow_unsandboxed: UnsafeOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Continue an interrupted run; nodes already on the branch are never redone."""
+    from .runner import resume as run_resume
+
+    chosen = _provider(provider, model, base_url, script)
+    opts = _run_options(chosen, jobs, allow_unsandboxed)
+    _run_and_report(lambda o: run_resume(run_id, repo, o), opts, as_json)
+
+
+@app.command()
+@handle_errors
+def status(
+    run_id: Annotated[str | None, typer.Argument(metavar="[RUN_ID]")] = None,
+    repo: RepoReq = Path("."),
+    as_json: JsonOpt = False,
+) -> None:
+    """List runs, or show one run's nodes."""
+    from .journal import Journal, list_runs
+    from .run_report import render_runs, render_verdict
+
+    _existing_dir(repo)
+    if run_id is None:
+        runs = list_runs(repo)
+        if as_json:
+            _print_json(
+                [
+                    {
+                        "run_id": s.run_id,
+                        "plan_id": s.plan_id,
+                        "status": s.status,
+                        "branch": s.branch,
+                        "created_at": s.created_at,
+                    }
+                    for s in runs
+                ]
+            )
+        else:
+            render_runs(runs, _stdout())
+        return
+    state = Journal.load(repo, run_id).state
+    if as_json:
+        sys.stdout.write(state.model_dump_json(indent=2) + "\n")
+    else:
+        render_verdict(state, _stdout())
+
+
+@app.command()
+@handle_errors
+def inspect(
+    run_id: Annotated[str, typer.Argument(metavar="RUN_ID")],
+    repo: RepoReq = Path("."),
+    task: Annotated[str | None, typer.Option("--task", help="Only this task's calls.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show the context manifests: what each model call saw, from where, how many tokens."""
+    from .journal import Journal
+    from .manifest import load_manifests, render_manifests
+
+    journal = Journal.load(_existing_dir(repo) or Path("."), run_id)
+    if task is not None and task not in journal.state.tasks:
+        raise UsageError(f"run {run_id} has no task {task!r}")
+    manifests = load_manifests(journal.run_dir, task)
+    if as_json:
+        _print_json([m.model_dump(mode="json") for m in manifests])
+    else:
+        render_manifests(manifests, _stdout())
+
+
 def main() -> None:
     """Console-script entry point."""
     app()

@@ -1,0 +1,98 @@
+"""The State Reducer: a finished node's worktree and finish call become a ``TaskResult``.
+
+Only the ``TaskResult`` flows downstream (summary, interfaces, files changed, test outcome);
+the transcript and raw tool outputs stay in the run's artifacts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from .firewall import Violation
+from .sections import UpstreamSummary
+from .tools import FinishArgs
+from .worker import TestOutcome, TokenUsage, WorkerResult
+from .workspace import DiffStat, Workspace, diff, diffstat
+
+__all__ = ["Status", "TaskResult", "now", "reduce", "upstream_summary"]
+
+Status = Literal["pending", "running", "succeeded", "failed", "skipped"]
+MAX_DIFF_CHARS = 200_000
+
+
+def now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class TaskResult(BaseModel):
+    """What the run keeps of one node (ARCHITECTURE.md "TaskResult"), also its journal record."""
+
+    task_id: str
+    name: str = ""
+    status: Status = "pending"
+    reason: str | None = None
+    message: str = ""
+    summary: FinishArgs | None = None
+    files_changed: list[str] = Field(default_factory=list)
+    diffstat: DiffStat | None = None
+    diff: str = ""
+    commit: str | None = None
+    tokens: TokenUsage = Field(default_factory=TokenUsage)
+    token_budget: int = 0
+    tool_calls: int = 0
+    max_tool_calls: int = 0
+    calls: int = 0
+    violations: list[Violation] = Field(default_factory=list)
+    tests: TestOutcome | None = None
+    skipped_because: str | None = None
+    transcript: str | None = None
+    attempts: int = 0
+    started_at: str | None = None
+    finished_at: str | None = None
+
+
+def upstream_summary(result: TaskResult) -> UpstreamSummary:
+    """The slice of a dependency's result a downstream prompt gets: never its transcript."""
+    finish = result.summary
+    return UpstreamSummary(
+        task_id=result.task_id,
+        name=result.name,
+        summary=finish.summary if finish else "",
+        interfaces=finish.interfaces if finish else "",
+        notes=finish.notes if finish else "",
+        files_changed=result.files_changed,
+        tests_passed=result.tests.passed if result.tests else None,
+    )
+
+
+def reduce(
+    record: TaskResult,
+    worker: WorkerResult,
+    ws: Workspace,
+    base: str,
+    commit: str | None,
+    audit_violations: Sequence[Violation],
+    tests: TestOutcome | None,
+) -> TaskResult:
+    """Fill ``record`` from the worker's outcome and the committed worktree."""
+    record.summary = worker.finish
+    record.tokens = worker.usage
+    record.tool_calls = worker.tool_calls
+    record.calls = worker.calls
+    record.violations = [*worker.violations, *audit_violations]
+    record.tests = tests or worker.tests
+    record.transcript = worker.transcript
+    record.commit = commit
+    if commit:
+        stat = diffstat(ws, base, commit)
+        record.diffstat = stat
+        record.files_changed = [f.path for f in stat.files]
+        text = diff(ws, base, commit, record.files_changed)
+        record.diff = (
+            text if len(text) <= MAX_DIFF_CHARS else text[:MAX_DIFF_CHARS] + "\n[diff truncated]\n"
+        )
+    return record

@@ -1,0 +1,192 @@
+"""Views of a run: live progress, the end-of-run verdict, the status list and the PR body."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from rich.console import Console
+from rich.live import Live
+from rich.markup import escape
+from rich.table import Table
+
+from .journal import RunState
+from .plan import atomic_write_text
+from .reducer import TaskResult
+from .report import plan_mermaid
+
+__all__ = ["Progress", "pr_body", "render_runs", "render_verdict", "write_pr_body"]
+
+_STYLE = {
+    "succeeded": "green",
+    "failed": "red",
+    "skipped": "yellow",
+    "running": "cyan",
+    "pending": "dim",
+}
+
+
+def _verdict_text(r: TaskResult) -> str:
+    if r.status == "failed":
+        return f"failed ({r.reason or 'error'}): {r.message}".strip()
+    if r.status == "skipped":
+        return f"skipped: {r.skipped_because} failed"
+    return r.status
+
+
+def _table(state: RunState, *, title: str) -> Table:
+    table = Table(title=title, expand=False)
+    for col in ("task", "status", "tokens / budget", "tool calls", "violations", "tests"):
+        table.add_column(col, no_wrap=col != "status")
+    for task in state.plan.tasks:
+        r = state.tasks[task.task_id]
+        style = _STYLE.get(r.status, "")
+        tests = "-" if r.tests is None else ("passed" if r.tests.passed else "failed")
+        table.add_row(
+            escape(r.task_id),
+            f"[{style}]{escape(_verdict_text(r))}[/]",
+            f"{r.tokens.total:,} / {r.token_budget:,}",
+            f"{r.tool_calls} / {r.max_tool_calls}",
+            str(len(r.violations)),
+            tests,
+        )
+    return table
+
+
+def _totals(state: RunState) -> str:
+    tasks = list(state.tasks.values())
+    counts = {s: sum(1 for t in tasks if t.status == s) for s in ("succeeded", "failed", "skipped")}
+    tokens = sum(t.tokens.total for t in tasks)
+    cached = sum(t.tokens.cache_read for t in tasks)
+    violations = sum(len(t.violations) for t in tasks)
+    return (
+        f"{counts['succeeded']} succeeded, {counts['failed']} failed, {counts['skipped']} skipped; "
+        f"{tokens:,} tokens ({cached:,} cache reads); {violations} violations blocked"
+    )
+
+
+def render_verdict(state: RunState, console: Console) -> None:
+    """The end-of-run table: per node succeeded / failed (why) / skipped (because of which)."""
+    console.print(_table(state, title=f"run {state.run_id}: {state.status}"))
+    console.print(_totals(state))
+    console.print(f"branch: {state.branch}")
+    for r in state.tasks.values():
+        for v in r.violations:
+            console.print(
+                f"  [yellow]blocked[/] {escape(r.task_id)}: {v.op} {escape(v.path)} ({escape(v.reason)})"
+            )
+
+
+class Progress:
+    """Live node table on a terminal; one plain line per state change otherwise."""
+
+    def __init__(self, console: Console):
+        self.console = console
+        self._lock = threading.Lock()
+        self._live: Live | None = None
+        self._state: RunState | None = None
+
+    def start(self, state: RunState) -> None:
+        self._state = state
+        if self.console.is_terminal:
+            self._live = Live(
+                _table(state, title="anti-sprawl"), console=self.console, refresh_per_second=4
+            )
+            self._live.start()
+
+    def event(self, record: TaskResult) -> None:
+        with self._lock:
+            if self._live is not None and self._state is not None:
+                self._live.update(_table(self._state, title="anti-sprawl"))
+                return
+            line = f"{record.task_id}: {_verdict_text(record)}"
+            if record.status in ("succeeded", "failed"):
+                line += f" [{record.tokens.total:,}/{record.token_budget:,} tokens, {record.tool_calls} tool calls]"
+            self.console.print(escape(line), highlight=False)
+
+    def stop(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+
+def render_runs(runs: list[RunState], console: Console) -> None:
+    table = Table(title="runs")
+    for col in ("run", "plan", "status", "branch", "tasks", "created"):
+        table.add_column(col)
+    for s in runs:
+        done = sum(1 for t in s.tasks.values() if t.status == "succeeded")
+        table.add_row(
+            s.run_id, s.plan_id, s.status, s.branch, f"{done}/{len(s.tasks)}", s.created_at
+        )
+    console.print(table)
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def pr_body(state: RunState) -> str:
+    """Markdown for the pull request: requirement, DAG, per-node table, summaries."""
+    plan = state.plan
+    statuses: dict[str, str] = {tid: str(r.status) for tid, r in state.tasks.items()}
+    lines = [
+        f"# {plan.plan_id}",
+        "",
+        plan.requirement.strip(),
+        "",
+        f"Run `{state.run_id}` on `{state.branch}` (base `{state.base[:12]}`): **{state.status}**. "
+        f"{_totals(state)}. Sandbox: {state.sandbox or 'n/a'}.",
+        "",
+        "## DAG",
+        "",
+        "```mermaid",
+        plan_mermaid(plan, statuses).rstrip(),
+        "```",
+        "",
+        "## Nodes",
+        "",
+        "| task | status | write scope | read scope | files changed | tokens / budget | tool calls | violations blocked | tests |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for task in plan.tasks:
+        r = state.tasks[task.task_id]
+        tests = (
+            "-"
+            if r.tests is None
+            else ("passed" if r.tests.passed else f"failed ({r.tests.exit_code})")
+        )
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    f"`{task.task_id}`",
+                    _md(_verdict_text(r)),
+                    _md(", ".join(f"`{e}`" for e in task.write_scope)),
+                    _md(", ".join(f"`{e}`" for e in task.read_scope) or "-"),
+                    _md(", ".join(f"`{f}`" for f in r.files_changed) or "-"),
+                    f"{r.tokens.total:,} / {r.token_budget:,}",
+                    f"{r.tool_calls} / {r.max_tool_calls}",
+                    str(len(r.violations)),
+                    tests,
+                ]
+            )
+            + " |"
+        )
+    lines += ["", "## Summaries", ""]
+    for task in plan.tasks:
+        r = state.tasks[task.task_id]
+        lines.append(f"### {task.task_id}: {task.name}")
+        lines.append("")
+        lines.append(r.summary.summary if r.summary else f"_{_verdict_text(r)}_")
+        if r.summary and r.summary.interfaces:
+            lines += ["", "Interfaces:", "", "```", r.summary.interfaces.strip(), "```"]
+        if r.violations:
+            lines += ["", "Blocked:"]
+            lines += [f"- `{v.op}` `{v.path}`: {v.reason}" for v in r.violations]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def write_pr_body(state: RunState, path: Path) -> None:
+    atomic_write_text(path, pr_body(state))

@@ -1,0 +1,172 @@
+"""Crash safety: SIGKILL at named points and at random times, then resume.
+
+After resume the branch tree equals an uninterrupted run's, each task trailer appears exactly
+once, ``git fsck`` is clean and no ``*.lock`` file is left in the git directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from . import e2e_fixture as fx
+
+CLI = [sys.executable, "-m", "anti_sprawl.cli"]
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PATH"] = f"{os.path.dirname(sys.executable)}:{env.get('PATH', '/usr/bin:/bin')}"
+    env.pop("ANTI_SPRAWL_CRASH_AT", None)
+    env.update(extra)
+    return env
+
+
+def _setup(tmp_path: Path) -> tuple[Path, Path, Path]:
+    repo = fx.make_repo(tmp_path)
+    plan_path, script_path = fx.write_inputs(tmp_path, fx.plan(), fx.script())
+    return repo, plan_path, script_path
+
+
+def _execute(repo: Path, plan: Path, script: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    args = [*CLI, "execute", str(plan), "--repo", str(repo), "--script", str(script), "--jobs", "2"]
+    return subprocess.run(args, env=_env(**env), capture_output=True, text=True, timeout=300)
+
+
+def _run_ids(repo: Path) -> list[str]:
+    runs = repo / ".anti-sprawl" / "runs"
+    return sorted(p.name for p in runs.iterdir()) if runs.is_dir() else []
+
+
+def _resume(repo: Path, script: Path, run_id: str) -> subprocess.CompletedProcess[str]:
+    args = [*CLI, "resume", run_id, "--repo", str(repo), "--script", str(script)]
+    return subprocess.run(args, env=_env(), capture_output=True, text=True, timeout=300)
+
+
+def _assert_clean(repo: Path, golden: dict[str, str]) -> None:
+    assert fx.branch_tree(repo) == golden
+    trailers = fx.task_trailers(repo)
+    assert sorted(trailers) == ["a", "b", "c"], trailers
+    fsck = subprocess.run(
+        ["git", "fsck", "--no-progress"], cwd=repo, capture_output=True, text=True
+    )
+    assert fsck.returncode == 0, fsck.stderr
+    assert not [p for p in (repo / ".git").rglob("*.lock")]
+    assert not list((repo / ".anti-sprawl" / "worktrees").glob("*"))
+    assert fx.git(repo, "status", "--porcelain") == ""
+
+
+@pytest.fixture(scope="module")
+def golden(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    repo, plan, script = _setup(tmp_path_factory.mktemp("golden"))
+    done = _execute(repo, plan, script)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return fx.branch_tree(repo)
+
+
+@pytest.mark.parametrize(
+    "point",
+    [
+        "after_llm_response:a",
+        "mid_write:b",
+        "before_audit:c",
+        "before_commit:a",
+        "after_commit_before_journal:c",
+        "after_commit_before_journal:a",
+    ],
+)
+def test_kill_at_point_then_resume(tmp_path: Path, golden: dict[str, str], point: str) -> None:
+    repo, plan, script = _setup(tmp_path)
+    crashed = _execute(repo, plan, script, ANTI_SPRAWL_CRASH_AT=point)
+    assert crashed.returncode == -signal.SIGKILL, crashed.stdout + crashed.stderr
+    (run_id,) = _run_ids(repo)
+    resumed = _resume(repo, script, run_id)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    _assert_clean(repo, golden)
+    again = _resume(repo, script, run_id)  # a finished run resumes as a no-op
+    assert again.returncode == 0
+    assert sorted(fx.task_trailers(repo)) == ["a", "b", "c"]
+
+
+def test_chaos_kills_of_the_whole_process_group(tmp_path: Path, golden: dict[str, str]) -> None:
+    rng = random.Random(20261130)
+    repo, plan, script = _setup(tmp_path)
+    for _ in range(4):
+        run_ids = _run_ids(repo)
+        if run_ids:
+            args = [*CLI, "resume", run_ids[0], "--repo", str(repo), "--script", str(script)]
+        else:
+            args = [*CLI, "execute", str(plan), "--repo", str(repo), "--script", str(script)]
+        proc = subprocess.Popen(
+            args,
+            env=_env(),
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        time.sleep(rng.uniform(0.2, 2.5))
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        deadline = time.monotonic() + 10
+        while _group_alive(proc.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    run_ids = _run_ids(repo)
+    final = _execute(repo, plan, script) if not run_ids else _resume(repo, script, run_ids[0])
+    assert final.returncode == 0, final.stdout + final.stderr
+    _assert_clean(repo, golden)
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def test_concurrent_resume_only_one_proceeds(tmp_path: Path) -> None:
+    repo = fx.make_repo(tmp_path)
+    slow = fx.plan()
+    # node c's tests take a while, so the first resume surely still holds the lock
+    slow["tasks"][2]["test_command"] = [sys.executable, "-c", "import time; time.sleep(2)"]
+    plan, script = fx.write_inputs(tmp_path, slow, fx.script())
+    crashed = _execute(repo, plan, script, ANTI_SPRAWL_CRASH_AT="before_commit:c")
+    assert crashed.returncode == -signal.SIGKILL
+    (run_id,) = _run_ids(repo)
+    args = [*CLI, "resume", run_id, "--repo", str(repo), "--script", str(script)]
+
+    def start() -> subprocess.Popen[str]:
+        return subprocess.Popen(
+            args, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+
+    first = start()
+    lock = repo / ".anti-sprawl" / "run.lock"
+    deadline = time.monotonic() + 60
+    # start the second only once the first holds the lock (it records its pid there)
+    while f'"pid": {first.pid}' not in (lock.read_text() if lock.exists() else ""):
+        assert time.monotonic() < deadline and first.poll() is None, "first resume never locked"
+        time.sleep(0.01)
+    second = start()
+    results = [(*p.communicate(timeout=300), p.returncode) for p in (first, second)]
+    codes = sorted(r[2] for r in results)
+    assert codes == [0, 2], results
+    refused = next(r for r in results if r[2] == 2)
+    assert "another anti-sprawl run is active" in refused[1]
+    assert sorted(fx.task_trailers(repo)) == ["a", "b", "c"]
+
+
+def test_resume_unknown_run_is_a_usage_error(tmp_path: Path) -> None:
+    repo, _, script = _setup(tmp_path)
+    done = _resume(repo, script, "no-such-run")
+    assert done.returncode == 2
+    assert "no run 'no-such-run'" in done.stderr

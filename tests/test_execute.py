@@ -1,0 +1,154 @@
+"""execute end to end through the real CLI, on real temporary git repositories."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from anti_sprawl.cli import app
+from anti_sprawl.journal import RepoLock
+
+from . import e2e_fixture as fx
+
+runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def _python_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    # test commands resolve their interpreter through PATH inside the sandbox
+    bindir = os.path.dirname(sys.executable)
+    monkeypatch.setenv("PATH", f"{bindir}:{os.environ.get('PATH', '/usr/bin:/bin')}")
+
+
+def execute(tmp_path: Path, plan: dict, script: dict, *extra: str) -> tuple[Path, object]:
+    repo = fx.make_repo(tmp_path)
+    plan_path, script_path = fx.write_inputs(tmp_path, plan, script)
+    args = ["execute", str(plan_path), "--repo", str(repo), "--script", str(script_path), *extra]
+    return repo, runner.invoke(app, args)
+
+
+def test_execute_lands_one_commit_per_node(tmp_path: Path) -> None:
+    repo = fx.make_repo(tmp_path / "x")
+    before = fx.checkout_fingerprint(repo)
+    plan_path, script_path = fx.write_inputs(tmp_path, fx.plan(), fx.script())
+    args = ["execute", str(plan_path), "--repo", str(repo), "--script", str(script_path), "--json"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    state = json.loads(result.stdout)
+    assert state["status"] == "succeeded"
+    assert sorted(fx.task_trailers(repo)) == ["a", "b", "c"]
+    tree = fx.branch_tree(repo)
+    assert {"pkg/a.py", "pkg/b.py", "pkg/c.py"} <= set(tree)
+    # the user's checkout is byte-identical
+    assert fx.checkout_fingerprint(repo) == before
+    # trailers: run and tokens on every node commit
+    log = fx.git(repo, "log", "--format=%B%x00", "anti-sprawl/demo", "-3")
+    for message in filter(str.strip, log.split("\x00")):
+        assert f"Anti-Sprawl-Run: {state['run_id']}" in message
+        assert "Anti-Sprawl-Tokens: " in message
+    # no worktree is left behind
+    assert not list((repo / ".anti-sprawl" / "worktrees").glob("*"))
+    assert ".anti-sprawl" in (repo / ".git" / "info" / "exclude").read_text()
+    pr = (repo / ".anti-sprawl" / "runs" / state["run_id"] / "PR.md").read_text()
+    assert "```mermaid" in pr and "| `c` |" in pr
+
+
+def test_parallel_siblings_overlap(tmp_path: Path) -> None:
+    repo, result = execute(tmp_path, fx.plan(), fx.script(), "--jobs", "2", "--json")
+    assert result.exit_code == 0, result.output
+    run_dir = next((repo / ".anti-sprawl" / "runs").iterdir())
+
+    # manifests are written at each model call; their files' mtimes interleave when nodes overlap
+    def span(task: str) -> tuple[float, float]:
+        times = [p.stat().st_mtime_ns for p in (run_dir / "manifests" / task).glob("*.json")]
+        return min(times), max(times)
+
+    (a0, a1), (b0, b1) = span("a"), span("b")
+    assert max(a0, b0) < min(a1, b1), "a and b did not run at the same time"
+
+
+def test_failure_skips_dependents_and_independent_branch_completes(tmp_path: Path) -> None:
+    plan = fx.plan()
+    plan["tasks"].append(fx.node("d", [], "pkg/d.py", "D = 4\n"))
+    script = fx.script(a=[{"tool": "read_file", "args": {"path": "pkg/base.py"}}])
+    script["workers"]["d"] = fx.worker_turns("pkg/d.py", "D = 4\n")
+    repo, result = execute(tmp_path, plan, script, "--jobs", "2")
+    assert result.exit_code == 1
+    assert "skipped: a failed" in result.output
+    assert "failed (script)" in result.output
+    assert sorted(fx.task_trailers(repo)) == ["b", "d"]
+
+
+def test_out_of_scope_write_is_blocked_and_reported(tmp_path: Path) -> None:
+    turns = fx.worker_turns("pkg/a.py", "A = 1\n")
+    turns.insert(1, {"tool": "edit_file", "args": {"path": "pkg/util.py", "old": "2", "new": "3"}})
+    repo, result = execute(tmp_path, fx.plan(), fx.script(a=turns), "--json")
+    assert result.exit_code == 0, result.output
+    state = json.loads(result.stdout)
+    assert [v["path"] for v in state["tasks"]["a"]["violations"]] == ["pkg/util.py"]
+    assert (
+        fx.git(repo, "show", "anti-sprawl/demo:pkg/util.py") == "def helper() -> int:\n    return 2"
+    )
+
+
+def test_failing_tests_fail_the_node(tmp_path: Path) -> None:
+    plan = fx.plan()
+    plan["tasks"][0]["test_command"] = [sys.executable, "-c", "raise SystemExit(3)"]
+    _, result = execute(tmp_path, plan, fx.script(), "--json")
+    assert result.exit_code == 1
+    state = json.loads(result.stdout)
+    assert state["tasks"]["a"]["reason"] == "tests"
+    assert state["tasks"]["c"]["status"] == "skipped"
+
+
+def test_second_execute_is_refused_while_one_holds_the_lock(tmp_path: Path) -> None:
+    repo = fx.make_repo(tmp_path)
+    plan_path, script_path = fx.write_inputs(tmp_path, fx.plan(), fx.script())
+    lock = RepoLock(repo)
+    lock.acquire("other-run-123")
+    try:
+        args = ["execute", str(plan_path), "--repo", str(repo), "--script", str(script_path)]
+        result = runner.invoke(app, args)
+    finally:
+        lock.release()
+    assert result.exit_code == 2
+    assert "other-run-123" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_execute_usage_errors(tmp_path: Path) -> None:
+    plan_path, script_path = fx.write_inputs(tmp_path, fx.plan(), fx.script())
+    not_git = tmp_path / "plain"
+    not_git.mkdir()
+    for name, rel in fx.FILES.items():
+        (not_git / name).parent.mkdir(parents=True, exist_ok=True)
+        (not_git / name).write_text(rel)
+    result = runner.invoke(
+        app, ["execute", str(plan_path), "--repo", str(not_git), "--script", str(script_path)]
+    )
+    assert result.exit_code == 2
+    assert "not a git repository" in result.output
+    result = runner.invoke(app, ["execute", str(plan_path), "--repo", str(not_git)])
+    assert result.exit_code == 2
+
+
+def test_status_and_inspect(tmp_path: Path) -> None:
+    repo, result = execute(tmp_path, fx.plan(), fx.script(), "--json")
+    run_id = json.loads(result.stdout)["run_id"]
+    listing = runner.invoke(app, ["status", "--repo", str(repo), "--json"])
+    assert [r["run_id"] for r in json.loads(listing.stdout)] == [run_id]
+    one = runner.invoke(app, ["status", run_id, "--repo", str(repo)])
+    assert one.exit_code == 0 and "succeeded" in one.output
+    manifests = json.loads(
+        runner.invoke(app, ["inspect", run_id, "--repo", str(repo), "--task", "c", "--json"]).stdout
+    )
+    assert manifests and all(m["task_id"] == "c" for m in manifests)
+    kinds = {i["kind"] for i in manifests[0]["items"]}
+    assert {"instruction", "task", "upstream_summary", "tool_schema"} <= kinds
+    bad = runner.invoke(app, ["inspect", "nope", "--repo", str(repo)])
+    assert bad.exit_code == 2
