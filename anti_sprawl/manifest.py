@@ -88,7 +88,7 @@ class ContextManifest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     call_id: str
-    task_id: TaskId
+    task_id: TaskId | Literal["__planner__"]  # the planner's calls are filed under __planner__
     n: int = Field(ge=0, description="Index of this call within the task (0 = first).")
     items: list[ContextItem]
     dropped: list[DroppedItem] = Field(default_factory=list)

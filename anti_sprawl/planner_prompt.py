@@ -238,15 +238,12 @@ def planner_manifest(request: ModelRequest, parts: list[PromptPart], *, n: int) 
                     _item(f"obs:{r.call_id}", "observation", source, "untrusted", r.content)
                 )
     stable = "\n".join([*(b.text for b in request.system), *tool_texts]).encode("utf-8")
-    manifest = ContextManifest(
+    return ContextManifest(
         call_id=request.call_id or f"{PLANNER_TASK_ID}-{n}",
-        task_id="planner",
+        task_id=PLANNER_TASK_ID,
         n=n,
         items=items,
         total_tokens=sum(i.tokens for i in items),
         stable_prefix_bytes=len(stable),
         stable_prefix_sha256=hashlib.sha256(stable).hexdigest(),
     )
-    # ContextManifest's TaskId pattern does not admit the planner's reserved id; everything
-    # else is validated above, and only the id is swapped in.
-    return manifest.model_copy(update={"task_id": PLANNER_TASK_ID})

@@ -161,13 +161,16 @@ class _Run:
             if "scoping" in ablate:
                 budget = self.opts.context_window
                 prompt_node = node.model_copy(update={"read_scope": read_scope})
-            prompt = assemble_worker_prompt(
-                plan=self.plan,
-                node=prompt_node,
-                upstream=upstream,
-                firewall=firewall,
-                context_budget=budget,
-            )
+            # A firewall of its own: refusals while building the prompt (a binary file in
+            # a read-scope directory) are not the worker's violations.
+            with Firewall(ws.path, read_scope, write_scope) as prompt_firewall:
+                prompt = assemble_worker_prompt(
+                    plan=self.plan,
+                    node=prompt_node,
+                    upstream=upstream,
+                    firewall=prompt_firewall,
+                    context_budget=budget,
+                )
             if "clean-slate" in ablate:
                 prompt = self._with_foreign_transcripts(prompt, node.task_id)
             argv = self.plan.test_command_for(node)

@@ -39,6 +39,7 @@ from .providers.base import (
 )
 from .tokens import TokenCounter
 from .tools import WORKER_TOOLS, FinishArgs, tool_args_model
+from .trust import wrap_data
 
 __all__ = [
     "TestOutcome",
@@ -340,10 +341,13 @@ def _execute(ctx: WorkerContext, state: _State, name: str, args: Any) -> tuple[s
 def _observe(ctx: WorkerContext, state: _State, call: ToolCall, status: str, text: str) -> str:
     """The text the model sees; long outputs are kept in full as an artifact."""
     kept = state.kept[call.id] = _Kept(status, text)
-    if len(text) <= ctx.limits.observation_chars:
-        return text
-    kept.ref = ctx.artifacts.save(ctx.task_id, f"{call.name}-output", text)
-    return Observation.compact(status, text, kept.ref)
+    path = call.arguments.get("path")
+    source = f"{call.name} {path}" if isinstance(path, str) and path else call.name
+    if len(text) > ctx.limits.observation_chars:
+        kept.ref = ctx.artifacts.save(ctx.task_id, f"{call.name}-output", text)
+        text = Observation.compact(status, text, kept.ref)
+    # Tool output is data, never instructions: delimited, with delimiter look-alikes escaped.
+    return wrap_data("observation", source, text)
 
 
 def _log(ctx: WorkerContext, state: _State, event: dict[str, Any]) -> None:
