@@ -301,8 +301,13 @@ def _recover(saved: Path, record: TaskResult) -> TaskResult:
 def _finish(run: _Run, lock: RepoLock) -> RunState:
     state = run.journal.state
     statuses = {t.status for t in state.tasks.values()}
-    if run.opts.stop.is_set() and statuses & {"pending", "running"}:
+    if run.opts.stop.is_set() and statuses != {"succeeded"}:
+        # Interrupted: whatever did not land is left for `resume`, not reported as failed.
         state.status = "interrupted"
+        for record in state.tasks.values():
+            if record.status != "succeeded":
+                record.status, record.skipped_because = "pending", None
+                record.reason, record.message = None, "interrupted"
     else:
         state.status = "succeeded" if statuses == {"succeeded"} else "failed"
     run.journal.save()
@@ -325,18 +330,8 @@ def _drive(run: _Run, lock: RepoLock, already: list[str]) -> RunState:
             on_skip=run.skip,
             stop=run.opts.stop,
         )
-    except KeyboardInterrupt:
-        run.opts.stop.set()
-        for record in run.journal.state.tasks.values():
-            if record.status == "running":
-                record.status = "pending"
-        raise
     finally:
         remove_stale_worktrees(run.repo, run.worktrees)
-        if run.opts.stop.is_set():
-            for record in run.journal.state.tasks.values():
-                if record.status == "running":
-                    record.status = "pending"
         state = _finish(run, lock)
         lock.release()
     return state

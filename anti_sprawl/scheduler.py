@@ -98,22 +98,39 @@ def run_dag(
     errors: list[BaseException] = []
     with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="node") as pool:
         running: dict[Future[NodeOutcome], str] = {}
-        while True:
-            if not stop.is_set() and not errors:
-                for task in sched.get_ready():
-                    running[pool.submit(run_node, task)] = task
-            if not running:
-                break
-            finished, _ = wait(running, return_when=FIRST_COMPLETED)
-            for fut in finished:
-                task = running.pop(fut)
-                exc = fut.exception()
-                if exc is not None:
-                    errors.append(exc)
-                outcome: NodeOutcome = "failed" if exc is not None else fut.result()
-                for child in sched.done(task, outcome):
-                    if on_skip:
-                        on_skip(child, task)
+        try:
+            _loop(sched, pool, running, run_node, stop, errors, on_skip)
+        except BaseException:
+            # Ctrl-C: running nodes watch ``stop`` and wind down; the pool waits for them.
+            stop.set()
+            raise
     if errors:
         raise errors[0]
     return sched
+
+
+def _loop(
+    sched: DagScheduler,
+    pool: ThreadPoolExecutor,
+    running: dict[Future[NodeOutcome], str],
+    run_node: Callable[[str], NodeOutcome],
+    stop: threading.Event,
+    errors: list[BaseException],
+    on_skip: Callable[[str, str], None] | None,
+) -> None:
+    while True:
+        if not stop.is_set() and not errors:
+            for task in sched.get_ready():
+                running[pool.submit(run_node, task)] = task
+        if not running:
+            return
+        finished, _ = wait(running, return_when=FIRST_COMPLETED)
+        for fut in finished:
+            task = running.pop(fut)
+            exc = fut.exception()
+            if exc is not None:
+                errors.append(exc)
+            outcome: NodeOutcome = "failed" if exc is not None else fut.result()
+            for child in sched.done(task, outcome):
+                if on_skip:
+                    on_skip(child, task)

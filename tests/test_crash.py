@@ -7,6 +7,7 @@ once, ``git fsck`` is clean and no ``*.lock`` file is left in the git directory.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import random
 import signal
@@ -170,3 +171,32 @@ def test_resume_unknown_run_is_a_usage_error(tmp_path: Path) -> None:
     done = _resume(repo, script, "no-such-run")
     assert done.returncode == 2
     assert "no run 'no-such-run'" in done.stderr
+
+
+def test_ctrl_c_stops_cleanly_and_resume_finishes(tmp_path: Path, golden: dict[str, str]) -> None:
+    repo = fx.make_repo(tmp_path)
+    slow = fx.plan()
+    slow["tasks"][0]["test_command"] = [sys.executable, "-c", "import time; time.sleep(1)"]
+    plan, script = fx.write_inputs(tmp_path, slow, fx.script())
+    args = [*CLI, "execute", str(plan), "--repo", str(repo), "--script", str(script), "--jobs", "1"]
+    proc = subprocess.Popen(
+        args, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    runs = repo / ".anti-sprawl" / "runs"
+    deadline = time.monotonic() + 60
+    while not list(runs.glob("*/manifests/a/*.json")):
+        assert time.monotonic() < deadline and proc.poll() is None, "node a never started"
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "interrupted" in err
+    assert "Traceback" not in err
+    (run_id,) = _run_ids(repo)
+    state = json.loads((runs / run_id / "run.json").read_text())
+    assert state["status"] == "interrupted"
+    assert {t["status"] for t in state["tasks"].values()} <= {"succeeded", "pending"}
+    assert not list((repo / ".anti-sprawl" / "worktrees").glob("*"))
+    resumed = _resume(repo, script, run_id)
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    _assert_clean(repo, golden)
