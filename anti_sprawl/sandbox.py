@@ -173,8 +173,9 @@ def _bwrap_argv(
     out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
     for p in hidden_paths():
         out += ["--tmpfs", str(p)] if p.is_dir() else ["--ro-bind", "/dev/null", str(p)]
-    # /tmp is now empty: bring back the trees the command needs (tests keep repos in /tmp).
-    for p in dict.fromkeys([cwd, *readable]):
+    # /tmp is now empty: bring back the trees the command needs (tests keep repos in /tmp,
+    # and a fresh clone's virtualenv may live there too).
+    for p in dict.fromkeys([cwd, *readable, *_toolchain_under_tmp(env)]):
         out += ["--ro-bind", str(p), str(p)]
     for p in writable:
         out += ["--bind", str(p), str(p)]
@@ -182,6 +183,21 @@ def _bwrap_argv(
     for key, value in env.items():
         out += ["--setenv", key, value]
     return [*out, "--", *argv]
+
+
+def _toolchain_under_tmp(env: Mapping[str, str]) -> list[Path]:
+    """Interpreter prefixes and PATH entries that live under /tmp, which bwrap hides."""
+    tmp = Path("/tmp")
+    candidates = [sys.prefix, sys.base_prefix, env.get("VIRTUAL_ENV", "")]
+    candidates += env.get("PATH", "").split(os.pathsep)
+    out: list[Path] = []
+    for raw in candidates:
+        if not raw or not os.path.isabs(raw):
+            continue
+        path = Path(os.path.realpath(raw))
+        if path.is_dir() and path.is_relative_to(tmp) and path != tmp:
+            out.append(path)
+    return out
 
 
 _PROBE_SCRIPT = r"""
