@@ -3,20 +3,23 @@
 A memory is retrievable data with a lifecycle risk (seed: context engineering, memory). Before
 a fact reaches a prompt: its source must be a known label, it must not have expired, its scope
 globs must overlap the node's scopes, and a ``model_inferred`` fact is shown as a hypothesis,
-never as a fact. Loading memories from disk is a separate concern; this module only screens.
+never as a fact. ``load_memory`` reads the facts a user keeps in ``.anti-sprawl/memory.yaml``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from .errors import UsageError
 from .scopes import may_overlap
 
-__all__ = ["KNOWN_SOURCES", "MemoryFact", "MemoryScreen", "screen_memory"]
+__all__ = ["KNOWN_SOURCES", "MemoryFact", "MemoryScreen", "load_memory", "screen_memory"]
 
 KNOWN_SOURCES = ("user_stated", "system_record", "model_inferred")
 MemoryDrop = Literal["unknown_source", "expired", "out_of_scope"]
@@ -79,3 +82,24 @@ def screen_memory(
         else:
             facts_out.append(fact)
     return MemoryScreen(facts=facts_out, hypotheses=hypotheses, dropped=dropped)
+
+
+def load_memory(path: Path) -> list[MemoryFact]:
+    """Facts from a YAML file (``facts: [...]`` or a bare list); none when it does not exist."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return []
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise UsageError(f"cannot read memory file {path}: {exc}") from exc
+    items = data.get("facts") if isinstance(data, dict) else data
+    if items is None:
+        return []
+    if not isinstance(items, list):
+        raise UsageError(f"memory file {path}: expected a list of facts")
+    try:
+        return [MemoryFact.model_validate(item) for item in items]
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(x) for x in first["loc"])
+        raise UsageError(f"memory file {path}: {where}: {first['msg']}") from exc

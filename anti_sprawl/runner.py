@@ -24,6 +24,7 @@ from .gitcmd import GitError, run_git
 from .gitlocks import clean_stale_locks
 from .journal import Journal, RepoLock, RunState, new_run_id, state_dir
 from .manifest import save_manifest
+from .memory import load_memory
 from .plan import Plan, TaskNode
 from .providers.base import ModelRequest, Provider
 from .reducer import TaskResult, now, reduce, upstream_summary
@@ -110,6 +111,7 @@ class _Run:
 
         self.artifacts = ArtifactStore(journal.run_dir / "artifacts")
         self.worktrees = state_dir(repo) / "worktrees"
+        self.memory = load_memory(state_dir(repo) / "memory.yaml")
 
     def _emit(self, record: TaskResult) -> None:
         self.journal.update(record)
@@ -170,6 +172,7 @@ class _Run:
                     upstream=upstream,
                     firewall=prompt_firewall,
                     context_budget=budget,
+                    memory=self.memory,
                 )
             if "clean-slate" in ablate:
                 prompt = self._with_foreign_transcripts(prompt, node.task_id)

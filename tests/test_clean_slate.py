@@ -81,3 +81,30 @@ def test_requests_within_a_node_only_append(tmp_path: Path) -> None:
             assert later.system == earlier.system and later.tools == earlier.tools
             assert later.messages[: len(earlier.messages)] == earlier.messages
             assert request_text(later).startswith(request_text(earlier))
+
+
+def test_memory_facts_reach_only_matching_nodes(tmp_path: Path) -> None:
+    repo = fx.make_repo(tmp_path)
+    (repo / ".anti-sprawl").mkdir()
+    (repo / ".anti-sprawl" / "memory.yaml").write_text(
+        "facts:\n"
+        "  - {text: 'MEM-A: pkg.a must stay dependency-free', source: user_stated,"
+        " scope: [pkg/a.py], expires: 2099-01-01T00:00:00Z}\n"
+        "  - {text: 'MEM-OLD: expired fact', source: user_stated, scope: ['**'],"
+        " expires: 2000-01-01T00:00:00Z}\n"
+        "  - {text: 'MEM-GUESS: b is probably slow', source: model_inferred,"
+        " scope: [pkg/b.py], expires: 2099-01-01T00:00:00Z}\n"
+        "  - {text: 'MEM-RUMOUR: from nowhere', source: forum, scope: ['**'],"
+        " expires: 2099-01-01T00:00:00Z}\n"
+    )
+    provider = ScriptedProvider(Script.from_data(fx.script()))
+    env = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin"}
+    state = execute(
+        Plan.model_validate(fx.plan()), repo, ExecuteOptions(provider=provider, command_env=env)
+    )
+    assert state.status == "succeeded"
+    a, b = request_text(_first(provider, "a")), request_text(_first(provider, "b"))
+    assert "MEM-A" in a and "MEM-A" not in b
+    assert "MEM-GUESS" in b and "hypothes" in b.lower()
+    for text in (a, b):
+        assert "MEM-OLD" not in text and "MEM-RUMOUR" not in text
