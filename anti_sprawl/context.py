@@ -11,7 +11,6 @@ count and SHA-256, so the manifest accounts for the whole prompt.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -20,16 +19,14 @@ from pydantic import BaseModel, ConfigDict
 
 from .errors import RunError
 from .firewall import Firewall
-from .manifest import ContextItem, ContextManifest, DroppedItem
+from .manifest import ContextItem, ContextManifest, DroppedItem, conversation_items, tool_json
 from .memory import MemoryFact, screen_memory
 from .plan import Plan, TaskNode
 from .providers.base import (
-    AssistantMessage,
     ModelRequest,
     SystemBlock,
     ToolSpec,
     UserMessage,
-    turn_text,
 )
 from .scoped_context import (
     SECTIONS,
@@ -37,7 +34,6 @@ from .scoped_context import (
     Section,
     drop,
     header,
-    make_item,
     memory_id,
     pack_optional,
     part,
@@ -80,11 +76,6 @@ class AssembledPrompt(BaseModel):
     @property
     def total_tokens(self) -> int:
         return sum(i.tokens for i in self.manifest_items)
-
-
-def tool_json(spec: ToolSpec) -> str:
-    """Canonical JSON of a tool schema, the form ``providers.base.request_text`` counts."""
-    return json.dumps(spec.model_dump(), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
 @lru_cache(maxsize=1)
@@ -180,27 +171,7 @@ def manifest_for_request(
     first = request.messages[0] if request.messages else None
     if not isinstance(first, UserMessage) or first.content != prompt.first_user_message:
         raise ValueError(f"request {request.call_id} does not start with the assembled prompt")
-    items = list(prompt.manifest_items)
-    tool_names: dict[str, str] = {}
-    for i, message in enumerate(request.messages[1:], 1):
-        if isinstance(message, UserMessage):
-            items.append(
-                make_item(f"message:{i}", "instruction", "anti-sprawl", "trusted", message.content)
-            )
-        elif isinstance(message, AssistantMessage):
-            text = turn_text(message.text, message.tool_calls)
-            items.append(make_item(f"turn:{i}", "observation", "assistant", "untrusted", text))
-            for call in message.tool_calls:
-                path = call.arguments.get("path")
-                tool_names[call.id] = f"{call.name} {path}" if isinstance(path, str) else call.name
-        else:
-            for result in message.results:
-                source = tool_names.get(result.call_id, "tool")
-                items.append(
-                    make_item(
-                        f"obs:{result.call_id}", "observation", source, "untrusted", result.content
-                    )
-                )
+    items = [*prompt.manifest_items, *conversation_items(request.messages)]
     stable = prompt.stable_prefix.encode("utf-8")
     return ContextManifest(
         call_id=request.call_id,

@@ -7,6 +7,7 @@ out and why.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -20,6 +21,9 @@ from rich.text import Text
 
 from .errors import UsageError
 from .plan import TaskId, atomic_write_text
+from .providers.base import AssistantMessage, Message, ToolSpec, UserMessage, turn_text
+from .tokens import count_tokens
+from .trust import count_hidden_chars
 
 __all__ = [
     "ContextItem",
@@ -182,3 +186,50 @@ def render_manifests(manifests: Sequence[ContextManifest], console: Console) -> 
         total = sum(m.total_tokens for m in ms)
         summary.add_row(task_id, str(len(ms)), f"{total:,}", f"{untrusted:,}", str(hidden))
     console.print(summary)
+
+
+def make_item(item_id: str, kind: ItemKind, source: str, trust: Trust, text: str) -> ContextItem:
+    """The manifest record of ``text``: exact token count, SHA-256, hidden characters."""
+    return ContextItem(
+        item_id=item_id,
+        kind=kind,
+        source=source,
+        trust=trust,
+        tokens=count_tokens(text),
+        sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        hidden_chars=count_hidden_chars(text),
+    )
+
+
+def tool_json(spec: ToolSpec) -> str:
+    """Canonical JSON of a tool schema, the form ``providers.base.request_text`` counts."""
+    return json.dumps(spec.model_dump(), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def conversation_items(messages: Sequence[Message]) -> list[ContextItem]:
+    """Items for what a conversation added after its first message.
+
+    The model's own turns and tool results are untrusted ``observation`` items (a result's
+    source is the tool name plus its path argument); orchestrator messages are trusted
+    ``instruction`` items.
+    """
+    items: list[ContextItem] = []
+    names: dict[str, str] = {}
+    for i, message in enumerate(messages[1:], 1):
+        if isinstance(message, UserMessage):
+            items.append(
+                make_item(f"message:{i}", "instruction", "anti-sprawl", "trusted", message.content)
+            )
+        elif isinstance(message, AssistantMessage):
+            text = turn_text(message.text, message.tool_calls)
+            items.append(make_item(f"turn:{i}", "observation", "assistant", "untrusted", text))
+            for call in message.tool_calls:
+                path = call.arguments.get("path")
+                names[call.id] = f"{call.name} {path}" if isinstance(path, str) else call.name
+        else:
+            for r in message.results:
+                source = names.get(r.call_id, "tool")
+                items.append(
+                    make_item(f"obs:{r.call_id}", "observation", source, "untrusted", r.content)
+                )
+    return items

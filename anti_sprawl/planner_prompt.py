@@ -12,20 +12,16 @@ import hashlib
 import json
 from typing import Any, NamedTuple
 
-from .manifest import ContextItem, ContextManifest, ItemKind, Trust
+from .manifest import ContextManifest, ItemKind, Trust, conversation_items, make_item, tool_json
 from .plan import Plan
 from .providers.base import (
-    AssistantMessage,
     ModelRequest,
     SystemBlock,
     ToolSpec,
-    UserMessage,
-    turn_text,
 )
 from .providers.scripted import PLANNER_TASK_ID, SUBMIT_PLAN_TOOL
-from .tokens import count_tokens
 from .tools import PLANNER_TOOLS
-from .trust import count_hidden_chars, wrap_data
+from .trust import wrap_data
 
 __all__ = [
     "PLANNER_RULES",
@@ -190,53 +186,19 @@ def first_message_parts(
     return parts
 
 
-def _tool_json(spec: ToolSpec) -> str:
-    # the form providers.base.request_text serializes (and counts) a tool in
-    return json.dumps(spec.model_dump(), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-
-
-def _item(item_id: str, kind: ItemKind, source: str, trust: Trust, text: str) -> ContextItem:
-    return ContextItem(
-        item_id=item_id,
-        kind=kind,
-        source=source,
-        trust=trust,
-        tokens=count_tokens(text),
-        sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
-        hidden_chars=count_hidden_chars(text),
-    )
-
-
 def planner_manifest(request: ModelRequest, parts: list[PromptPart], *, n: int) -> ContextManifest:
     """The record of one planner call: instructions, tool schemas, requirement, map, turns."""
     items = [
-        _item(f"system:{b.name}", "instruction", "anti-sprawl", "trusted", b.text)
+        make_item(f"system:{b.name}", "instruction", "anti-sprawl", "trusted", b.text)
         for b in request.system
     ]
-    tool_texts = [_tool_json(t) for t in request.tools]
+    tool_texts = [tool_json(t) for t in request.tools]
     items += [
-        _item(f"tool:{t.name}", "tool_schema", t.name, "trusted", x)
+        make_item(f"tool:{t.name}", "tool_schema", t.name, "trusted", x)
         for t, x in zip(request.tools, tool_texts, strict=True)
     ]
-    items += [_item(p.item_id, p.kind, p.source, p.trust, p.text) for p in parts]
-    names: dict[str, str] = {}
-    for i, message in enumerate(request.messages[1:], 1):
-        if isinstance(message, UserMessage):
-            items.append(
-                _item(f"message:{i}", "instruction", "anti-sprawl", "trusted", message.content)
-            )
-        elif isinstance(message, AssistantMessage):
-            text = turn_text(message.text, message.tool_calls)
-            items.append(_item(f"turn:{i}", "observation", "assistant", "untrusted", text))
-            for call in message.tool_calls:
-                path = call.arguments.get("path")
-                names[call.id] = f"{call.name} {path}" if isinstance(path, str) else call.name
-        else:
-            for r in message.results:
-                source = names.get(r.call_id, "tool")
-                items.append(
-                    _item(f"obs:{r.call_id}", "observation", source, "untrusted", r.content)
-                )
+    items += [make_item(p.item_id, p.kind, p.source, p.trust, p.text) for p in parts]
+    items += conversation_items(request.messages)
     stable = "\n".join([*(b.text for b in request.system), *tool_texts]).encode("utf-8")
     return ContextManifest(
         call_id=request.call_id or f"{PLANNER_TASK_ID}-{n}",

@@ -17,7 +17,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from .firewall import Firewall, FirewallError
-from .manifest import ContextItem, DroppedItem, ItemKind, Trust
+from .manifest import ContextItem, DroppedItem, ItemKind, Trust, make_item
 from .memory import MemoryFact
 from .outline import outline_file
 from .packing import ContextCandidate, PackResult, pack_context
@@ -25,7 +25,7 @@ from .plan import TaskNode
 from .scopes import Scope
 from .sections import SECTION_HEADERS, render_memory
 from .tokens import count_tokens
-from .trust import count_hidden_chars, wrap_data
+from .trust import wrap_data
 
 __all__ = [
     "MAX_SCOPED_FILES",
@@ -57,19 +57,6 @@ class Part(BaseModel):
     section: Section
     item: ContextItem
     text: str
-
-
-def make_item(item_id: str, kind: ItemKind, source: str, trust: Trust, text: str) -> ContextItem:
-    """The manifest record of ``text``: exact token count, SHA-256, hidden characters."""
-    return ContextItem(
-        item_id=item_id,
-        kind=kind,
-        source=source,
-        trust=trust,
-        tokens=count_tokens(text),
-        sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
-        hidden_chars=count_hidden_chars(text),
-    )
 
 
 def part(
