@@ -390,6 +390,48 @@ def inspect(
         render_manifests(manifests, _stdout())
 
 
+@app.command("pr")
+@handle_errors
+def pr_cmd(
+    run_id: Annotated[str, typer.Argument(metavar="RUN_ID")],
+    repo: RepoReq,
+    remote: Annotated[
+        str, typer.Option("--remote", help="Remote to push the run branch to.")
+    ] = "origin",
+    base_branch: Annotated[
+        str | None,
+        typer.Option(
+            "--base-branch", help="Branch the PR merges into (default: where the run started)."
+        ),
+    ] = None,
+    open_pr: Annotated[
+        bool, typer.Option("--open", help="Open the PR with gh when installed and logged in.")
+    ] = False,
+    allow_partial: Annotated[
+        bool,
+        typer.Option("--allow-partial", help="Push a run that did not succeed (body says why)."),
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Push a run's branch, then open its pull request with gh or print how to."""
+    import os
+
+    from .pr import PrOptions, publish, render_outcome
+
+    opts = PrOptions(
+        env=dict(os.environ),
+        remote=remote,
+        base_branch=base_branch,
+        open=open_pr,
+        allow_partial=allow_partial,
+    )
+    outcome = publish(_existing_dir(repo) or repo, run_id, opts)
+    if as_json:
+        _print_json(outcome.model_dump(mode="json"))
+    else:
+        render_outcome(outcome, _stdout())
+
+
 def main() -> None:
     """Console-script entry point."""
     app()
