@@ -27,6 +27,7 @@ from .manifest import save_manifest
 from .memory import load_memory
 from .plan import Plan, TaskNode
 from .providers.base import ModelRequest, Provider
+from .redact import Redactor
 from .reducer import TaskResult, now, reduce, upstream_summary
 from .sandbox import SandboxPolicy, probe_sandbox, run_command
 from .scheduler import NodeOutcome, run_dag
@@ -67,6 +68,7 @@ class ExecuteOptions:
     #   clean-slate: each worker also gets the transcripts of the nodes that ran before it
     #   scoping:     read scope = the whole repository, packed to the context window
     ablate: frozenset[str] = frozenset()
+    redactor: Redactor = field(default_factory=Redactor)
     context_window: int = 200_000
 
 
@@ -195,6 +197,7 @@ class _Run:
                     self.opts, "mid_write" if name == "write_file" else "", node.task_id
                 ),
                 stop=self.opts.stop,
+                redact=self.opts.redactor,
             )
             result = run_worker(ctx)
             _maybe_crash(self.opts, "before_audit", node.task_id)

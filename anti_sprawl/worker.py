@@ -37,6 +37,7 @@ from .providers.base import (
     estimate_request_tokens,
     observe_usage,
 )
+from .redact import PLACEHOLDER
 from .tokens import TokenCounter
 from .tools import WORKER_TOOLS, FinishArgs, tool_args_model
 from .trust import wrap_data
@@ -126,6 +127,7 @@ class WorkerContext:
     tools: tuple[ToolSpec, ...] = WORKER_TOOLS
     on_request: Callable[[ModelRequest, int], None] | None = None
     on_tool: Callable[[str], None] | None = None  # after each executed tool call (crash tests)
+    redact: Callable[[str], str] = str  # scrubs secrets from observations (see redact.py)
     stop: threading.Event = field(default_factory=threading.Event)
 
 
@@ -321,6 +323,14 @@ def _execute(ctx: WorkerContext, state: _State, name: str, args: Any) -> tuple[s
     if name == "grep":
         matches = fw.grep(args.pattern, args.path)
         return "ok", "\n".join(f"{m.path}:{m.line_no}: {m.line}" for m in matches) or "(no matches)"
+    if name in ("write_file", "edit_file"):
+        text = args.content if name == "write_file" else args.new
+        if PLACEHOLDER in text:
+            # The model saw a redacted secret; writing the placeholder back would destroy it.
+            raise EditError(
+                "the new text contains a [REDACTED:...] placeholder; edit around the secret "
+                "with edit_file instead of rewriting it"
+            )
     if name == "write_file":
         fw.write_text(args.path, args.content)
         return "ok", f"wrote {args.path} ({len(args.content)} chars)"
@@ -340,6 +350,7 @@ def _execute(ctx: WorkerContext, state: _State, name: str, args: Any) -> tuple[s
 
 def _observe(ctx: WorkerContext, state: _State, call: ToolCall, status: str, text: str) -> str:
     """The text the model sees; long outputs are kept in full as an artifact."""
+    text = ctx.redact(text)  # before it is kept, logged, stored or shown to the model
     kept = state.kept[call.id] = _Kept(status, text)
     path = call.arguments.get("path")
     source = f"{call.name} {path}" if isinstance(path, str) and path else call.name
