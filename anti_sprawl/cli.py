@@ -179,10 +179,13 @@ def _provider(
     import os
 
     from .providers import select_provider
+    from .redact import RedactingProvider, Redactor, env_secrets
 
-    return select_provider(
+    chosen = select_provider(
         provider=provider, model=model, base_url=base_url, script=script, env=os.environ
     )
+    # Every request is scrubbed of the secret values this process can see before it leaves.
+    return RedactingProvider(chosen, Redactor(env_secrets(os.environ)))
 
 
 def _run_options(
@@ -195,11 +198,13 @@ def _run_options(
 ) -> Any:
     import os
 
+    from .redact import Redactor, env_secrets
     from .runner import ExecuteOptions
     from .sandbox import SandboxPolicy
 
     return ExecuteOptions(
         provider=provider,
+        redactor=Redactor(env_secrets(os.environ)),
         jobs=jobs,
         branch=branch,
         base=base,

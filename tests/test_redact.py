@@ -1,0 +1,122 @@
+"""Secrets inside ordinary files never reach a model request, a transcript or the branch."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from anti_sprawl.artifacts import ArtifactStore
+from anti_sprawl.firewall import Firewall
+from anti_sprawl.providers.base import SystemBlock, request_text
+from anti_sprawl.providers.scripted import Script, ScriptedProvider
+from anti_sprawl.redact import RedactingProvider, Redactor, env_secrets
+from anti_sprawl.worker import WorkerContext, WorkerLimits, run_worker
+
+from . import e2e_fixture as fx
+
+KEY = "CANARY-KEY-5d1e9a77b2"
+SAMPLES = {
+    "aws-access-key": "AKIAIOSFODNN7EXAMPLE",
+    "github-token": "ghp_" + "a1B2" * 9,
+    "private-key": "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA\n-----END RSA PRIVATE KEY-----",
+    "url-password": "postgres://admin:hunter2hunter2@db.internal/app",
+    "slack-token": "xoxb-123456789012-abcdefghij",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(SAMPLES))
+def test_known_shapes_are_redacted(kind: str) -> None:
+    out = Redactor()(f"config = {SAMPLES[kind]!r}\n")
+    assert f"[REDACTED:{kind}]" in out
+    secret = (
+        SAMPLES[kind].split("://")[-1].split("@")[0] if kind == "url-password" else SAMPLES[kind]
+    )
+    assert secret not in out
+
+
+def test_benign_code_is_untouched() -> None:
+    text = (
+        "def task_handler(key: str) -> None:\n"
+        "    sha = '3f786850e387550fdab836ed7e6dc881de23001b'\n"
+        "    url = 'https://example.com/path'\n"
+        "    token_count = 12\n"
+    )
+    assert Redactor([])(text) == text
+
+
+def test_env_secrets_pick_secret_names_only() -> None:
+    env = {
+        "ANTHROPIC_API_KEY": KEY,
+        "GITHUB_TOKEN": "t0ken-value-long",
+        "PATH": "/usr/bin:/bin",
+        "X_KEY": "short",
+    }
+    assert env_secrets(env) == sorted([KEY, "t0ken-value-long"], key=len, reverse=True)
+
+
+def test_worker_never_shows_or_writes_back_secrets(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    (repo / "src").mkdir(parents=True)
+    original = f"API = '{KEY}'\nAWS = '{SAMPLES['aws-access-key']}'\n"
+    (repo / "src" / "config.py").write_text(original)
+    turns = [
+        {"tool": "read_file", "args": {"path": "src/config.py"}},
+        {
+            "tool": "write_file",
+            "args": {"path": "src/config.py", "content": "API = '[REDACTED:env]'\n"},
+        },
+        {"tool": "finish", "args": {"summary": "looked"}},
+    ]
+    provider = ScriptedProvider(Script.from_data({"workers": {"t": turns}}))
+    redactor = Redactor([KEY])
+    artifacts = ArtifactStore(tmp_path / "artifacts")
+    with Firewall(repo, [], ["src/config.py"]) as fw:
+        ctx = WorkerContext(
+            task_id="t",
+            provider=RedactingProvider(provider, redactor),
+            firewall=fw,
+            system=[SystemBlock(text=f"rules (the key is {KEY})")],
+            first_message="Check the config.",
+            limits=WorkerLimits(token_budget=20_000, max_tool_calls=5),
+            artifacts=artifacts,
+            redact=redactor,
+        )
+        result = run_worker(ctx)
+    assert result.status == "succeeded"
+    sent = "\n".join(request_text(r) for r in provider.requests)
+    assert KEY not in sent and SAMPLES["aws-access-key"] not in sent
+    assert "[REDACTED:env]" in sent and "[REDACTED:aws-access-key]" in sent
+    assert (repo / "src" / "config.py").read_text() == original  # placeholder never written back
+    assert any("placeholder" in e for e in result.tool_errors)
+    for path in (tmp_path / "artifacts").rglob("*"):
+        if path.is_file():
+            assert KEY not in path.read_text()
+
+
+def test_cli_run_keeps_env_key_out_of_every_artifact_and_commit(tmp_path: Path) -> None:
+    repo = fx.make_repo(tmp_path)
+    (repo / "pkg" / "settings.py").write_text(f"KEY = '{KEY}'\n")
+    fx.git(repo, "add", "-A")
+    fx.git(repo, "-c", "user.name=t", "-c", "user.email=t@l", "commit", "-qm", "settings")
+    plan = fx.plan()
+    plan["tasks"][0]["read_scope"] = ["pkg/base.py", "pkg/settings.py"]
+    script = fx.script()
+    script["workers"]["a"].insert(0, {"tool": "read_file", "args": {"path": "pkg/settings.py"}})
+    plan_path, script_path = fx.write_inputs(tmp_path, plan, script)
+    env = dict(
+        os.environ, ANTHROPIC_API_KEY=KEY, PATH=f"{os.path.dirname(sys.executable)}:/usr/bin:/bin"
+    )
+    args = [sys.executable, "-m", "anti_sprawl.cli", "execute", str(plan_path), "--repo", str(repo)]
+    done = subprocess.run(
+        [*args, "--script", str(script_path)], env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert KEY not in done.stdout + done.stderr
+    for path in (repo / ".anti-sprawl").rglob("*"):
+        if path.is_file() and path.name != "run.lock":
+            assert KEY not in path.read_text(errors="replace"), path
+    assert KEY not in fx.git(repo, "log", "-p", "main..anti-sprawl/demo")
