@@ -54,6 +54,7 @@ class RunState(BaseModel):
     plan_id: str
     repo: str
     base: str
+    base_branch: str | None = None  # the branch `base` was taken from, for the PR
     branch: str
     status: RunStatus = "running"
     created_at: str = Field(default_factory=now)

@@ -251,7 +251,7 @@ def publish(repo: Path, run_id: str, opts: PrOptions) -> PrOutcome:
     body_path = journal.run_dir / "PR.md"
     atomic_write_text(body_path, pr_markdown(state))
     push_branch(repo, opts.remote, state.branch, opts.env)
-    base = opts.base_branch or base_branch_of(repo, state.base, state.branch)
+    base = opts.base_branch or state.base_branch or base_branch_of(repo, state.base, state.branch)
     argv = gh_command(
         state.branch, base, pr_title(state.plan.requirement, state.plan_id), body_path
     )

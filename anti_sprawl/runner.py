@@ -359,6 +359,14 @@ def execute(plan: Plan, repo: Path, opts: ExecuteOptions) -> RunState:
         raise UsageError(f"unknown base revision: {base_ref}") from None
     if probe_sandbox(opts.sandbox).layer is None:
         raise UsageError("no sandbox layer works here for test commands (install bubblewrap)")
+    if base_ref == "HEAD":
+        head = run_git(["symbolic-ref", "--quiet", "--short", "HEAD"], repo, check=False)
+        base_branch = head.stdout.decode("utf-8", "replace").strip() or None
+    else:
+        is_branch = run_git(
+            ["show-ref", "--verify", "--quiet", f"refs/heads/{base_ref}"], repo, check=False
+        )
+        base_branch = base_ref if is_branch.returncode == 0 else None
     run_id = new_run_id(plan.plan_id)
     lock = RepoLock(repo)
     lock.acquire(run_id)
@@ -374,6 +382,7 @@ def execute(plan: Plan, repo: Path, opts: ExecuteOptions) -> RunState:
             plan_id=plan.plan_id,
             repo=str(repo),
             base=base,
+            base_branch=base_branch,
             branch=branch.name,
             jobs=opts.jobs,
             provider=opts.provider.name,
