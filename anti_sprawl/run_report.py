@@ -102,7 +102,7 @@ class Progress:
             line = f"{record.task_id}: {_verdict_text(record)}"
             if record.status in ("succeeded", "failed"):
                 line += f" [{record.tokens.total:,}/{record.token_budget:,} tokens, {record.tool_calls} tool calls]"
-            self.console.print(escape(line), highlight=False)
+            self.console.print(escape(line), highlight=False, soft_wrap=True)
 
     def stop(self) -> None:
         if self._live is not None:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .artifacts import ArtifactStore
 from .audit import audit
 from .branch import TRAILER_RUN, TRAILER_TASK, TRAILER_TOKENS, RunBranch
 from .context import AssembledPrompt, assemble_worker_prompt, manifest_for_request
@@ -109,8 +110,6 @@ class _Run:
         self.opts = opts
         self.plan = journal.state.plan
         self.counter = TokenCounter()
-        from .artifacts import ArtifactStore
-
         self.artifacts = ArtifactStore(journal.run_dir / "artifacts")
         self.worktrees = state_dir(repo) / "worktrees"
         self.memory = load_memory(state_dir(repo) / "memory.yaml")
@@ -209,8 +208,17 @@ class _Run:
                 if result.status != "succeeded":
                     record.reason, record.message = result.reason, result.message
                 else:
+                    code = final_tests.exit_code if final_tests else None
                     record.reason = "tests"
-                    record.message = f"tests failed after the audit (exit {final_tests.exit_code if final_tests else '?'})"
+                    record.message = f"tests failed after the audit (exit code {code})"
+                return "failed"
+            leaked = _added_secrets(ws, self.opts.redactor)
+            if leaked:
+                reduce(record, result, ws, tip, None, checked.violations, final_tests)
+                record.status, record.reason = "failed", "secret"
+                record.message = (
+                    f"the change adds what looks like a secret ({leaked}); not committed"
+                )
                 return "failed"
             _maybe_crash(self.opts, "before_commit", node.task_id)
             summary = result.finish.summary if result.finish else ""
@@ -280,6 +288,20 @@ class _Run:
             save_manifest(self.journal.run_dir, manifest_for_request(prompt, request, n=n))
 
         return hook
+
+
+def _added_secrets(ws: Workspace, redactor: Redactor) -> str:
+    """Orchestrator-side pre-commit scan (never repo hooks): secrets in the lines a node adds."""
+    ws.git(["add", "-A", *(["--sparse"] if ws.sparse is not None else [])])
+    diff = ws.git(["diff", "--cached", "--no-ext-diff", "--no-textconv", "-U0", "--no-color"])
+    path = ""
+    for line in diff.stdout.decode("utf-8", "replace").splitlines():
+        if line.startswith("+++ "):
+            path = line[6:] if line.startswith("+++ b/") else line[4:]
+        elif line.startswith("+") and redactor(line) != line:
+            kind = redactor(line).split("[REDACTED:", 1)[1].split("]", 1)[0]
+            return f"{kind} in {path}"
+    return ""
 
 
 def _empty_commit(ws: Workspace, message: str, trailers: dict[str, str]) -> str:

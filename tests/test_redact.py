@@ -120,3 +120,18 @@ def test_cli_run_keeps_env_key_out_of_every_artifact_and_commit(tmp_path: Path) 
         if path.is_file() and path.name != "run.lock":
             assert KEY not in path.read_text(errors="replace"), path
     assert KEY not in fx.git(repo, "log", "-p", "main..anti-sprawl/demo")
+
+
+def test_a_change_that_adds_a_secret_is_not_committed(tmp_path: Path) -> None:
+    repo = fx.make_repo(tmp_path)
+    turns = fx.worker_turns("pkg/a.py", f"AWS_KEY = '{SAMPLES['aws-access-key']}'\n")
+    plan_path, script_path = fx.write_inputs(tmp_path, fx.plan(), fx.script(a=turns))
+    env = dict(os.environ, PATH=f"{os.path.dirname(sys.executable)}:/usr/bin:/bin")
+    args = [sys.executable, "-m", "anti_sprawl.cli", "execute", str(plan_path), "--repo", str(repo)]
+    done = subprocess.run(
+        [*args, "--script", str(script_path)], env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 1
+    assert "failed (secret)" in done.stdout and "aws-access-key in pkg/a.py" in done.stdout
+    assert SAMPLES["aws-access-key"] not in fx.git(repo, "log", "-p", "--all")
+    assert sorted(fx.task_trailers(repo)) == ["b"]
