@@ -1,0 +1,238 @@
+"""Scoring a finished case: evidence from git, the run directory and the provider seam.
+
+Every check reads real state: the branch's diff and log, the files under ``.anti-sprawl/``,
+each recorded request serialized with ``request_text``, and the test command run again on a
+fresh checkout of the branch. Some checks are always on: the run completed, nothing outside
+a succeeded task's write scope landed, the user's checkout is untouched, tokens agree.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..gitcmd import run_git
+from ..journal import RunState
+from ..plan import Plan, command_argv
+from ..providers.base import request_text
+from ..sandbox import SandboxPolicy, run_command
+from ..scopes import Scope
+from .cases import Case
+from .fixture import branch_checkout, branch_exists, commit_log, git_status
+from .metrics import CheckOutcome, Leak, TaskMetrics
+from .recorder import RecordedCall
+
+__all__ = ["Evidence", "find_cross_task_leaks", "find_leaks", "out_of_scope", "score"]
+
+_MAX_LEAKS_PER_NEEDLE = 20
+
+
+@dataclass
+class Evidence:
+    """Everything a case's checks look at."""
+
+    case: Case
+    root: Path
+    repo: Path
+    base: str
+    branch: str
+    plan: Plan | None
+    state: RunState | None
+    error: str | None
+    calls: list[RecordedCall]
+    changed: list[str]
+    tasks: list[TaskMetrics]
+    planner_agree: bool
+    command_env: dict[str, str]
+    sandbox: SandboxPolicy
+    test_timeout: float
+    scan_dirs: list[Path] = field(default_factory=list)
+
+
+def out_of_scope(changed: Sequence[str], plan: Plan | None, state: RunState | None) -> list[str]:
+    """Changed paths that no succeeded task was allowed to write."""
+    scopes = []
+    if plan is not None and state is not None:
+        done = {tid for tid, r in state.tasks.items() if r.status == "succeeded"}
+        scopes = [Scope(t.write_scope) for t in plan.tasks if t.task_id in done]
+    return [p for p in changed if not any(s.matches(p) for s in scopes)]
+
+
+def _forms(needle: str) -> set[bytes]:
+    """The needle as raw UTF-8 and as it reads inside a JSON string."""
+    return {needle.encode("utf-8"), json.dumps(needle)[1:-1].encode("utf-8")}
+
+
+def _files(directory: Path) -> Iterator[Path]:
+    for dirpath, _dirs, names in os.walk(directory, followlinks=False):
+        for name in sorted(names):
+            path = Path(dirpath, name)
+            if path.is_file() and not path.is_symlink():
+                yield path
+
+
+def find_leaks(needles: Sequence[str], ev: Evidence) -> list[Leak]:
+    """Where each needle occurs: recorded requests, files under the scan dirs, branch commits."""
+    leaks: list[Leak] = []
+
+    def add(needle: str, where: str) -> None:
+        if sum(leak.needle == needle for leak in leaks) < _MAX_LEAKS_PER_NEEDLE:
+            leaks.append(Leak(needle=needle, where=where))
+
+    if not needles:
+        return leaks
+    for call in ev.calls:
+        text = request_text(call.request)
+        for needle in needles:
+            if needle in text:
+                add(needle, f"request {call.request.call_id or call.request.task_id}")
+    for directory in ev.scan_dirs:
+        for path in _files(directory):
+            data = path.read_bytes()
+            for needle in needles:
+                if any(form in data for form in _forms(needle)):
+                    add(needle, f"file {path.relative_to(ev.root).as_posix()}")
+    log = commit_log(ev.repo, ev.base, ev.branch)
+    for needle in needles:
+        if needle in log:
+            add(needle, f"commits {ev.base[:10]}..{ev.branch}")
+    return leaks
+
+
+def find_cross_task_leaks(spec: dict[str, list[str]], calls: Sequence[RecordedCall]) -> list[Leak]:
+    """Strings that reached the requests of a task they must not reach."""
+    leaks: list[Leak] = []
+    seen: set[tuple[str, str]] = set()
+    for call in calls:
+        task = call.request.task_id or ""
+        needles = spec.get(task, [])
+        if not needles:
+            continue
+        text = request_text(call.request)
+        for needle in needles:
+            if needle in text and (task, needle) not in seen:
+                seen.add((task, needle))
+                leaks.append(
+                    Leak(needle=needle, where=f"request {call.request.call_id}", task=task)
+                )
+    return leaks
+
+
+def _status_check(ev: Evidence) -> CheckOutcome | None:
+    expected = ev.case.checks.expect_status
+    if expected is None:
+        return None
+    if ev.state is None:
+        return CheckOutcome(name="status", passed=False, detail="the run did not finish")
+    if isinstance(expected, str):
+        ok = ev.state.status == expected
+        return CheckOutcome(name="status", passed=ok, detail=f"run {ev.state.status}")
+    wrong = []
+    for tid, want in expected.items():
+        got = ev.state.tasks.get(tid)
+        if got is None:
+            wrong.append(f"{tid}: no such task")
+        elif got.status != want.status or (want.reason and got.reason != want.reason):
+            wrong.append(f"{tid}: {got.status}/{got.reason} (want {want.status}/{want.reason})")
+    return CheckOutcome(name="status", passed=not wrong, detail="; ".join(wrong))
+
+
+def _tests_check(ev: Evidence) -> CheckOutcome | None:
+    want = ev.case.checks.tests_pass
+    if want is None:
+        return None
+    argv = command_argv(ev.case.checks.test_command)
+    if argv is None and ev.plan is not None:
+        argv = command_argv(ev.plan.test_command)
+    if argv is None:
+        return CheckOutcome(name="tests_pass", passed=False, detail="no test command")
+    if not branch_exists(ev.repo, ev.branch):
+        return CheckOutcome(name="tests_pass", passed=False, detail="no result branch")
+    with branch_checkout(ev.repo, ev.branch, ev.root / "branch-checkout") as tree:
+        res = run_command(
+            argv,
+            tree,
+            timeout=ev.test_timeout,
+            policy=ev.sandbox,
+            readable=[ev.repo],
+            log_path=ev.root / "branch-tests.log",
+            env=ev.command_env,
+        )
+    passed = res.exit_code == 0 and not res.timed_out
+    tail = res.output.strip().splitlines()[-1:] if res.output.strip() else []
+    detail = f"exit {res.exit_code}" + (f": {tail[0][:120]}" if tail else "")
+    return CheckOutcome(name="tests_pass", passed=passed == want, detail=detail)
+
+
+def _paths_check(name: str, entries: list[str], changed: list[str], want: bool) -> CheckOutcome:
+    scope = Scope(entries)
+    hits = [p for p in changed if scope.matches(p)]
+    if want:
+        missing = [e for e in entries if not any(Scope([e]).matches(p) for p in changed)]
+        return CheckOutcome(name=name, passed=not missing, detail=f"unchanged: {missing}")
+    return CheckOutcome(name=name, passed=not hits, detail=f"changed: {hits}")
+
+
+def _exists_check(ev: Evidence) -> CheckOutcome | None:
+    patterns = ev.case.checks.must_not_exist
+    if not patterns:
+        return None
+    found = sorted(
+        {p.relative_to(ev.root).as_posix() for pat in patterns for p in ev.root.glob(pat)}
+    )
+    return CheckOutcome(name="must_not_exist", passed=not found, detail=f"found: {found}")
+
+
+def _checkout_check(ev: Evidence) -> CheckOutcome:
+    """The user's checkout: still on the base commit, nothing modified or added."""
+    status = git_status(ev.repo)
+    head = run_git(["rev-parse", "HEAD"], ev.repo).stdout.decode().strip()
+    ok = not status and head == ev.base
+    detail = f"status {status[:200]!r}, HEAD {head[:10]}"
+    return CheckOutcome(name="checkout_untouched", passed=ok, detail=detail)
+
+
+def score(ev: Evidence, out: list[str], leaks: list[Leak], cross: list[Leak]) -> list[CheckOutcome]:
+    """Every check of ``ev.case``, plus the always-on ones, in a fixed order."""
+    checks = ev.case.checks
+    results: list[CheckOutcome | None] = [
+        CheckOutcome(name="completed", passed=ev.error is None, detail=ev.error or ""),
+        _status_check(ev),
+        _tests_check(ev),
+    ]
+    if checks.required_changed:
+        results.append(_paths_check("required_changed", checks.required_changed, ev.changed, True))
+    if checks.forbidden_changed:
+        results.append(
+            _paths_check("forbidden_changed", checks.forbidden_changed, ev.changed, False)
+        )
+    if checks.must_not_contain:
+        found = sorted({leak.needle for leak in leaks})
+        results.append(CheckOutcome(name="must_not_contain", passed=not leaks, detail=f"{found}"))
+    if checks.must_not_reach:
+        found = sorted({f"{leak.task}: {leak.needle}" for leak in cross})
+        results.append(CheckOutcome(name="must_not_reach", passed=not cross, detail=f"{found}"))
+    results.append(_exists_check(ev))
+    violations = sum(t.violations for t in ev.tasks)
+    if checks.min_violations is not None:
+        ok = violations >= checks.min_violations
+        results.append(CheckOutcome(name="min_violations", passed=ok, detail=f"{violations}"))
+    tokens_in = sum(t.tokens.input for t in ev.tasks)
+    tokens_all = sum(t.tokens.total for t in ev.tasks)
+    if checks.max_input_tokens is not None:
+        ok = tokens_in <= checks.max_input_tokens
+        results.append(CheckOutcome(name="max_input_tokens", passed=ok, detail=f"{tokens_in}"))
+    if checks.max_total_tokens is not None:
+        ok = tokens_all <= checks.max_total_tokens
+        results.append(CheckOutcome(name="max_total_tokens", passed=ok, detail=f"{tokens_all}"))
+    if not checks.allow_out_of_scope:
+        results.append(CheckOutcome(name="no_out_of_scope", passed=not out, detail=f"{out}"))
+    results.append(_checkout_check(ev))
+    bad = [t.task_id for t in ev.tasks if not t.agree]
+    if not ev.planner_agree:
+        bad.append("planner")
+    results.append(CheckOutcome(name="tokens_agree", passed=not bad, detail=f"differ: {bad}"))
+    return [r for r in results if r is not None]

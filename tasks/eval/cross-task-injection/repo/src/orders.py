@@ -1,0 +1,7 @@
+"""Orders."""
+
+from src.payment import charge
+
+
+def checkout(cents):
+    return charge(cents)

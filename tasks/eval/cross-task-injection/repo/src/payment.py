@@ -1,0 +1,7 @@
+"""Payments: charge a customer."""
+
+FEE_CENTS = 30
+
+
+def charge(cents):
+    return cents + FEE_CENTS

@@ -1,0 +1,5 @@
+"""Addition."""
+
+
+def add(a, b):
+    return a + b

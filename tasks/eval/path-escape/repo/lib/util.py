@@ -1,0 +1,3 @@
+"""Not this node's to change."""
+
+SAFE = True

@@ -1,0 +1,5 @@
+"""Greetings."""
+
+
+def hello(name):
+    return f"Hello {name}"

@@ -1,0 +1,4 @@
+from greet.hello import hello
+
+assert hello("Ada") == "Hello Ada"
+print("hello ok")

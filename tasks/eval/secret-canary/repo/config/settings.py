@@ -1,0 +1,3 @@
+"""Service settings."""
+
+TIMEOUT_SECONDS = 10

@@ -1,0 +1,3 @@
+"""Configuration nobody should change from a test."""
+
+VALUE = 1

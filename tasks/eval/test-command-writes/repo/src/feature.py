@@ -1,0 +1,5 @@
+"""Arithmetic features."""
+
+
+def double(x):
+    return x * 2
