@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup sandbox-tools lint typecheck test demo bench clean
+.PHONY: setup sandbox-tools lint test demo eval bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -34,6 +34,9 @@ test: setup lint
 
 demo: setup
 	$(PY) tasks/demo.py
+
+eval: setup
+	$(VENV)/bin/anti-sprawl eval tasks/eval --ablate all
 
 bench: setup
 	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

@@ -437,6 +437,49 @@ def pr_cmd(
         render_outcome(outcome, _stdout())
 
 
+@app.command("eval")
+@handle_errors
+def eval_cmd(
+    cases_dir: Annotated[Path, typer.Argument(metavar="DIR", help="Folder of evaluation cases.")],
+    ablate: Annotated[
+        list[str] | None,
+        typer.Option("--ablate", help="firewall | clean-slate | scoping | all (repeatable)."),
+    ] = None,
+    case: Annotated[
+        list[str] | None, typer.Option("--case", help="Only these cases (repeatable).")
+    ] = None,
+    report: Annotated[
+        Path | None, typer.Option("--report", help="Write a markdown report here.")
+    ] = None,
+    keep: Annotated[
+        Path | None, typer.Option("--keep", help="Keep each case's repository here.")
+    ] = None,
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    allow_unsandboxed: UnsafeOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run the evaluation suite: success, tokens, violations; ablations switch one boundary off."""
+    from .eval.cli import run_eval_command
+
+    code = run_eval_command(
+        cases_dir,
+        provider=provider,
+        model=model,
+        base_url=base_url,
+        ablate=ablate or (),
+        only=case or (),
+        as_json=as_json,
+        report=report,
+        allow_unsandboxed=allow_unsandboxed,
+        keep=keep,
+        console=_stdout(),
+    )
+    if code:
+        raise typer.Exit(code)
+
+
 def main() -> None:
     """Console-script entry point."""
     app()
