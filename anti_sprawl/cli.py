@@ -293,6 +293,12 @@ def execute(
         str | None, typer.Option("--base", help="Start from this revision (default HEAD).")
     ] = None,
     jobs: JobsOpt = 2,
+    sparse: Annotated[
+        bool,
+        typer.Option(
+            "--sparse", help="Check out only each node's scopes and root files (large repos)."
+        ),
+    ] = False,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
@@ -312,6 +318,7 @@ def execute(
     plan = report.plan
     chosen = _provider(provider, model, base_url, script)
     opts = _run_options(chosen, jobs, allow_unsandboxed, branch=branch, base=base)
+    opts.sparse = sparse
     _run_and_report(lambda o: run_execute(plan, repo, o), opts, as_json)
 
 

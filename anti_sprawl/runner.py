@@ -69,6 +69,9 @@ class ExecuteOptions:
     #   clean-slate: each worker also gets the transcripts of the nodes that ran before it
     #   scoping:     read scope = the whole repository, packed to the context window
     ablate: frozenset[str] = frozenset()
+    # Check out only each node's scopes plus the repository's root-level files: much faster
+    # on large repositories, for test commands that need nothing else.
+    sparse: bool = False
     redactor: Redactor = field(default_factory=Redactor)
     context_window: int = 200_000
 
@@ -152,8 +155,11 @@ class _Run:
             read_scope = ["**"]
         if "firewall" in ablate:
             read_scope, write_scope, deny = ["**"], ["**"], ()
+        sparse = (
+            [*read_scope, *write_scope, *_root_files(self.repo, tip)] if self.opts.sparse else None
+        )
         with (
-            Workspace.create(self.repo, self.worktrees, name, tip) as ws,
+            Workspace.create(self.repo, self.worktrees, name, tip, sparse=sparse) as ws,
             Firewall(
                 ws.path, read_scope, write_scope, deny=DEFAULT_DENY if deny is None else deny
             ) as firewall,
@@ -288,6 +294,17 @@ class _Run:
             save_manifest(self.journal.run_dir, manifest_for_request(prompt, request, n=n))
 
         return hook
+
+
+def _root_files(repo: Path, commit: str) -> list[str]:
+    """Files (not directories) at the top of ``commit``'s tree: configs tests tend to need."""
+    out = run_git(["ls-tree", "-z", "--full-tree", commit], repo).stdout.decode("utf-8", "replace")
+    files = []
+    for record in filter(None, out.split("\0")):
+        meta, _, name = record.partition("\t")
+        if meta.split()[1] == "blob":
+            files.append(name)
+    return files
 
 
 def _added_secrets(ws: Workspace, redactor: Redactor) -> str:

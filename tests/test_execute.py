@@ -152,3 +152,18 @@ def test_status_and_inspect(tmp_path: Path) -> None:
     assert {"instruction", "task", "upstream_summary", "tool_schema"} <= kinds
     bad = runner.invoke(app, ["inspect", "nope", "--repo", str(repo)])
     assert bad.exit_code == 2
+
+
+def test_sparse_checkout_materializes_only_scopes(tmp_path: Path) -> None:
+    plan = fx.plan()
+    # pkg/util.py is in no scope: present in a full worktree, absent in a sparse one
+    absent = "import os, sys; sys.exit(1 if os.path.exists('pkg/util.py') else 0)"
+    plan["test_command"] = [sys.executable, "-c", absent]
+    repo, result = execute(tmp_path, plan, fx.script(), "--sparse", "--json")
+    assert result.exit_code == 0, result.output
+    tree = fx.branch_tree(repo)
+    assert {"pkg/util.py", "pkg/a.py", "pkg/b.py", "pkg/c.py", "README.md"} <= set(tree)
+    assert fx.git(repo, "show", "anti-sprawl/demo:pkg/util.py").startswith("def helper")
+    _, full = execute(tmp_path / "full", plan, fx.script(), "--json")
+    assert full.exit_code == 1  # the same check fails when everything is checked out
+    assert json.loads(full.stdout)["tasks"]["a"]["reason"] == "tests"
