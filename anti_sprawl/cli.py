@@ -219,6 +219,7 @@ def _run_and_report(start: Callable[[Any], Any], opts: Any, as_json: bool) -> No
     console = _stdout() if not as_json else Console(stderr=True, highlight=False)
     progress = Progress(console)
     opts.on_event = progress.event
+    opts.on_start = progress.start
     try:
         state = start(opts)
     finally:

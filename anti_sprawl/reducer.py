@@ -49,6 +49,9 @@ class TaskResult(BaseModel):
     violations: list[Violation] = Field(default_factory=list)
     tests: TestOutcome | None = None
     skipped_because: str | None = None
+    # Zero-width, bidi or Unicode-tag characters in what the model was shown (PI-7): the
+    # firewall does not care, but a reviewer should know a hidden payload was there.
+    hidden_chars: dict[str, int] = Field(default_factory=dict)
     transcript: str | None = None
     attempts: int = 0
     started_at: str | None = None

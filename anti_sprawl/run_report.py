@@ -75,6 +75,10 @@ def render_verdict(state: RunState, console: Console) -> None:
             console.print(
                 f"  [yellow]blocked[/] {escape(r.task_id)}: {v.op} {escape(v.path)} ({escape(v.reason)})"
             )
+        for source, count in sorted(r.hidden_chars.items()):
+            console.print(
+                f"  [yellow]hidden characters[/] {escape(r.task_id)}: {count} in {escape(source)}"
+            )
 
 
 class Progress:
@@ -181,6 +185,9 @@ def pr_body(state: RunState) -> str:
         lines.append(r.summary.summary if r.summary else f"_{_verdict_text(r)}_")
         if r.summary and r.summary.interfaces:
             lines += ["", "Interfaces:", "", "```", r.summary.interfaces.strip(), "```"]
+        if r.hidden_chars:
+            lines += ["", "Hidden characters (zero-width, bidi or tag) in inputs:"]
+            lines += [f"- `{src}`: {n}" for src, n in sorted(r.hidden_chars.items())]
         if r.violations:
             lines += ["", "Blocked:"]
             lines += [f"- `{v.op}` `{v.path}`: {v.reason}" for v in r.violations]

@@ -62,6 +62,7 @@ class ExecuteOptions:
     context_budget: int | None = None  # default: a third of each node's token budget
     crash_at: str | None = None
     on_event: Callable[[TaskResult], None] | None = None
+    on_start: Callable[[RunState], None] | None = None
     stop: threading.Event = field(default_factory=threading.Event)
     command_env: dict[str, str] | None = None
     # Evaluation ablations, each switching one boundary off (never for real work):
@@ -291,7 +292,12 @@ class _Run:
         def hook(request: ModelRequest, n: int) -> None:
             if n > 1:
                 _maybe_crash(self.opts, "after_llm_response", task_id)
-            save_manifest(self.journal.run_dir, manifest_for_request(prompt, request, n=n))
+            manifest = manifest_for_request(prompt, request, n=n)
+            save_manifest(self.journal.run_dir, manifest)
+            record = self.journal.state.tasks[task_id]
+            for item in manifest.items:
+                if item.hidden_chars:
+                    record.hidden_chars[item.source] = item.hidden_chars
 
         return hook
 
@@ -366,6 +372,8 @@ def _finish(run: _Run, lock: RepoLock) -> RunState:
 def _drive(run: _Run, lock: RepoLock, already: list[str]) -> RunState:
     plan = run.plan
     deps = {t.task_id: list(t.dependencies) for t in plan.tasks}
+    if run.opts.on_start:
+        run.opts.on_start(run.journal.state)
     try:
         run_dag(
             deps,

@@ -1,0 +1,101 @@
+"""Progress, verdict and PR body rendering, and hidden-character flags (PI-7)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from io import StringIO
+from pathlib import Path
+
+from rich.console import Console
+from typer.testing import CliRunner
+
+from anti_sprawl.cli import app
+from anti_sprawl.journal import RunState
+from anti_sprawl.plan import Plan
+from anti_sprawl.reducer import TaskResult
+from anti_sprawl.run_report import Progress, pr_body, render_verdict
+
+from . import e2e_fixture as fx
+
+runner = CliRunner()
+
+
+def state() -> RunState:
+    plan = Plan.model_validate(fx.plan())
+    tasks = {
+        t.task_id: TaskResult(task_id=t.task_id, name=t.name, token_budget=t.token_budget)
+        for t in plan.tasks
+    }
+    tasks["a"].status = "succeeded"
+    tasks["b"].status, tasks["b"].reason, tasks["b"].message = "failed", "budget", "over budget"
+    tasks["c"].status, tasks["c"].skipped_because = "skipped", "b"
+    return RunState(
+        run_id="r1",
+        plan_id="demo",
+        repo="/x",
+        base="0" * 40,
+        branch="anti-sprawl/demo",
+        plan=plan,
+        tasks=tasks,
+    )
+
+
+def test_plain_progress_lines_when_not_a_terminal() -> None:
+    out = StringIO()
+    progress = Progress(Console(file=out, width=60, force_terminal=False))
+    s = state()
+    progress.start(s)
+    for record in s.tasks.values():
+        progress.event(record)
+    progress.stop()
+    lines = out.getvalue().splitlines()
+    assert lines[0].startswith("a: succeeded")
+    assert lines[1] == "b: failed (budget): over budget [0/40,000 tokens, 0 tool calls]"
+    assert lines[2] == "c: skipped: b failed"
+
+
+def test_live_table_on_a_terminal() -> None:
+    out = StringIO()
+    progress = Progress(Console(file=out, width=100, force_terminal=True))
+    s = state()
+    progress.start(s)
+    progress.event(s.tasks["a"])
+    progress.stop()
+    text = out.getvalue()
+    assert "tokens / budget" in text and "\x1b[" in text  # a rendered, styled table
+    assert "skipped: b failed" in text
+
+
+def test_verdict_names_reasons_and_dependencies() -> None:
+    out = StringIO()
+    render_verdict(state(), Console(file=out, width=120))
+    text = out.getvalue()
+    assert "failed (budget): over budget" in text
+    assert "skipped: b failed" in text
+    assert "1 succeeded, 1 failed, 1 skipped" in text
+
+
+def test_pr_body_has_dag_table_and_summaries() -> None:
+    body = pr_body(state())
+    assert "```mermaid" in body and "n_a --> n_c" in body
+    assert "| `b` | failed (budget): over budget |" in body
+    assert "### c: " in body
+
+
+def test_hidden_characters_are_flagged(tmp_path: Path) -> None:
+    repo = fx.make_repo(tmp_path)
+    hidden = "# note\u200b for the agent\U000e0041\U000e0042\n"
+    (repo / "pkg" / "base.py").write_text("def base() -> int:\n    return 1\n" + hidden)
+    fx.git(repo, "-c", "user.name=t", "-c", "user.email=t@l", "commit", "-qam", "hidden")
+    plan_path, script_path = fx.write_inputs(tmp_path, fx.plan(), fx.script())
+    env = {"PATH": f"{os.path.dirname(sys.executable)}:{os.environ.get('PATH', '')}"}
+    args = ["execute", str(plan_path), "--repo", str(repo), "--script", str(script_path), "--json"]
+    result = runner.invoke(app, args, env=env)
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    flagged = doc["tasks"]["a"]["hidden_chars"]
+    assert flagged and all(count >= 3 for count in flagged.values())
+    pr = (repo / ".anti-sprawl" / "runs" / doc["run_id"] / "PR.md").read_text()
+    assert "Hidden characters" in pr
