@@ -230,8 +230,8 @@ def _run_and_report(start: Callable[[Any], Any], opts: Any, as_json: bool) -> No
         render_verdict(state, console)
         pr = Path(state.repo) / ".anti-sprawl" / "runs" / state.run_id / "PR.md"
         if pr.exists():
-            console.print(f"PR body: {pr}")
-        console.print(f"run id: {state.run_id}")
+            console.print(f"PR body: {pr}", soft_wrap=True)
+        console.print(f"run id: {state.run_id}", soft_wrap=True)
     if state.status != "succeeded":
         raise typer.Exit(1)
 

@@ -68,8 +68,8 @@ def _totals(state: RunState) -> str:
 def render_verdict(state: RunState, console: Console) -> None:
     """The end-of-run table: per node succeeded / failed (why) / skipped (because of which)."""
     console.print(_table(state, title=f"run {state.run_id}: {state.status}"))
-    console.print(_totals(state))
-    console.print(f"branch: {state.branch}")
+    console.print(_totals(state), soft_wrap=True)
+    console.print(f"branch: {state.branch}", soft_wrap=True)
     for r in state.tasks.values():
         for v in r.violations:
             console.print(
