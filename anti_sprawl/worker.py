@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -33,6 +33,7 @@ from .providers.base import (
     ToolResult,
     ToolResultMessage,
     ToolSpec,
+    Usage,
     UserMessage,
     estimate_request_tokens,
     observe_usage,
@@ -66,6 +67,31 @@ class TokenUsage(BaseModel):
     @property
     def total(self) -> int:
         return self.input + self.output
+
+    @classmethod
+    def of_usage(cls, usage: Usage) -> TokenUsage:
+        """The counts of one provider call."""
+        return cls(
+            input=usage.input_tokens,
+            output=usage.output_tokens,
+            cache_read=usage.cache_read_tokens,
+            cache_write=usage.cache_write_tokens,
+        )
+
+    def plus(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
+            input=self.input + other.input,
+            output=self.output + other.output,
+            cache_read=self.cache_read + other.cache_read,
+            cache_write=self.cache_write + other.cache_write,
+        )
+
+    @classmethod
+    def sum(cls, items: Sequence[TokenUsage]) -> TokenUsage:
+        total = cls()
+        for item in items:
+            total = total.plus(item)
+        return total
 
 
 class TestOutcome(BaseModel):
@@ -256,10 +282,7 @@ def _mask_old(ctx: WorkerContext, state: _State) -> bool:
 
 def _account(ctx: WorkerContext, state: _State, req: ModelRequest, resp: ModelResponse) -> None:
     u = resp.usage
-    state.usage.input += u.input_tokens
-    state.usage.output += u.output_tokens
-    state.usage.cache_read += u.cache_read_tokens
-    state.usage.cache_write += u.cache_write_tokens
+    state.usage = state.usage.plus(TokenUsage.of_usage(u))
     observe_usage(req, u, ctx.counter)
     state.messages.append(AssistantMessage(text=resp.text, tool_calls=resp.tool_calls))
     _log(

@@ -11,7 +11,6 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field, computed_field
 
-from ..providers.base import Usage
 from ..worker import TokenUsage
 
 __all__ = [
@@ -30,50 +29,8 @@ __all__ = [
 ]
 
 
-class Tokens(BaseModel):
-    """Token counts; ``input`` includes cached tokens (the providers' convention)."""
-
-    input: int = 0
-    output: int = 0
-    cache_read: int = 0
-    cache_write: int = 0
-
-    @property
-    def total(self) -> int:
-        return self.input + self.output
-
-    def plus(self, other: Tokens) -> Tokens:
-        return Tokens(
-            input=self.input + other.input,
-            output=self.output + other.output,
-            cache_read=self.cache_read + other.cache_read,
-            cache_write=self.cache_write + other.cache_write,
-        )
-
-    @classmethod
-    def of_usage(cls, usage: Usage) -> Tokens:
-        return cls(
-            input=usage.input_tokens,
-            output=usage.output_tokens,
-            cache_read=usage.cache_read_tokens,
-            cache_write=usage.cache_write_tokens,
-        )
-
-    @classmethod
-    def of_task(cls, usage: TokenUsage) -> Tokens:
-        return cls(
-            input=usage.input,
-            output=usage.output,
-            cache_read=usage.cache_read,
-            cache_write=usage.cache_write,
-        )
-
-    @classmethod
-    def sum(cls, items: Sequence[Tokens]) -> Tokens:
-        total = cls()
-        for item in items:
-            total = total.plus(item)
-        return total
+# Token counts: the worker's own model (``input`` includes cached tokens).
+Tokens = TokenUsage
 
 
 class TaskMetrics(BaseModel):

@@ -162,7 +162,7 @@ def _task_metrics(
                 task_id=node.task_id,
                 status=record.status,
                 reason=record.reason,
-                tokens=Tokens.of_task(record.tokens),
+                tokens=record.tokens,
                 provider_tokens=Tokens.sum([Tokens.of_usage(u) for _, u in answered]),
                 recounted_input=sum(raw_request_tokens(r) for r, _ in answered)
                 if recount
