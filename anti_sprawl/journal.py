@@ -60,6 +60,7 @@ class RunState(BaseModel):
     created_at: str = Field(default_factory=now)
     updated_at: str = Field(default_factory=now)
     jobs: int = 1
+    sparse: bool = False
     provider: str = ""
     model: str = ""
     sandbox: str = ""
