@@ -31,6 +31,10 @@ def _verdict_text(r: TaskResult) -> str:
         return f"failed ({r.reason or 'error'}): {r.message}".strip()
     if r.status == "skipped":
         return f"skipped: {r.skipped_because} failed"
+    if r.status == "succeeded" and r.violations:
+        # Its in-scope work landed, but it also tried something it was not allowed to do
+        # (a prompt injection, scope creep): say so next to the success, not only in a count.
+        return f"succeeded, {len(r.violations)} blocked"
     return r.status
 
 

@@ -99,3 +99,17 @@ def test_hidden_characters_are_flagged(tmp_path: Path) -> None:
     assert flagged and all(count >= 3 for count in flagged.values())
     pr = (repo / ".anti-sprawl" / "runs" / doc["run_id"] / "PR.md").read_text()
     assert "Hidden characters" in pr
+
+
+def test_success_with_blocked_attempts_says_so() -> None:
+    from anti_sprawl.firewall import Violation
+
+    s = state()
+    s.tasks["a"].violations = [
+        Violation(op="write", path="src/auth.py", reason="not_writable_scope")
+    ]
+    out = StringIO()
+    render_verdict(s, Console(file=out, width=120))
+    assert "succeeded, 1 blocked" in out.getvalue()
+    assert "blocked a: write src/auth.py (not_writable_scope)" in out.getvalue()
+    assert "| `a` | succeeded, 1 blocked |" in pr_body(s)
