@@ -200,3 +200,17 @@ def test_ctrl_c_stops_cleanly_and_resume_finishes(tmp_path: Path, golden: dict[s
     resumed = _resume(repo, script, run_id)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     _assert_clean(repo, golden)
+
+
+@pytest.mark.parametrize("keep", [0, 1, 57, 400])
+def test_truncated_journal_fails_loudly(tmp_path: Path, keep: int) -> None:
+    repo, plan, script = _setup(tmp_path)
+    crashed = _execute(repo, plan, script, ANTI_SPRAWL_CRASH_AT="before_commit:c")
+    assert crashed.returncode == -signal.SIGKILL
+    (run_id,) = _run_ids(repo)
+    journal = repo / ".anti-sprawl" / "runs" / run_id / "run.json"
+    journal.write_bytes(journal.read_bytes()[:keep])
+    done = _resume(repo, script, run_id)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "damaged" in done.stderr and "Traceback" not in done.stderr
+    assert sorted(fx.task_trailers(repo)) == ["a", "b"]  # nothing was skipped or redone
