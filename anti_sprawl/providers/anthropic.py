@@ -23,11 +23,11 @@ from .base import (
     UserMessage,
     estimated_usage,
 )
-from .errors import MalformedResponse, translate_sdk_error
-from .retry import with_retries
+from .errors import MalformedResponse
+from .sdk import SdkProvider
 
 if TYPE_CHECKING:
-    import anthropic
+    pass
 
 __all__ = ["DEFAULT_ANTHROPIC_MODEL", "AnthropicProvider", "to_anthropic_params"]
 
@@ -41,7 +41,7 @@ _STOP_REASONS: dict[str, StopReason] = {
 }
 
 
-class AnthropicProvider:
+class AnthropicProvider(SdkProvider):
     """Claude via the Messages API; system + tool schemas form the cached prefix."""
 
     name = "anthropic"
@@ -58,14 +58,12 @@ class AnthropicProvider:
     ) -> None:
         import anthropic
 
-        self.model = model
+        super().__init__(model, base_url=base_url, attempts=attempts, sleep=sleep)
         self._sdk = anthropic
-        self._base_url = base_url
-        self._attempts = attempts
-        self._sleep = sleep
+        self._sdk_error = anthropic.AnthropicError
         try:
             # max_retries=0: our with_retries is the only retry layer, so it is the tested one.
-            self._client: anthropic.Anthropic = anthropic.Anthropic(
+            self._client = anthropic.Anthropic(
                 api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
             )
         except anthropic.AnthropicError as exc:
@@ -74,28 +72,11 @@ class AnthropicProvider:
             s for s in (api_key, self._client.api_key, self._client.auth_token) if s
         )
 
-    def __repr__(self) -> str:
-        return f"AnthropicProvider(model={self.model!r}, base_url={self._base_url!r})"
+    def _params(self, request: ModelRequest) -> dict[str, Any]:
+        return to_anthropic_params(request, self.model)
 
-    def close(self) -> None:
-        """Release the HTTP connection pool."""
-        self._client.close()
-
-    def complete(self, request: ModelRequest) -> ModelResponse:
-        """One Messages API call, retried on rate limits, overload, timeouts and resets."""
-        params = to_anthropic_params(request, self.model)
-        message = with_retries(
-            lambda: self._create(params), attempts=self._attempts, sleep=self._sleep
-        )
-        return self._response(request, message)
-
-    def _create(self, params: dict[str, Any]) -> Any:
-        try:
-            return self._client.messages.create(**params)
-        except self._sdk.AnthropicError as exc:
-            raise translate_sdk_error(
-                exc, sdk=self._sdk, provider=self.name, secrets=self._secrets
-            ) from exc
+    def _send(self, params: dict[str, Any]) -> Any:
+        return self._client.messages.create(**params)
 
     def _response(self, request: ModelRequest, message: Any) -> ModelResponse:
         content = getattr(message, "content", None)

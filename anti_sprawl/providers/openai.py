@@ -28,11 +28,11 @@ from .base import (
     UserMessage,
     estimated_usage,
 )
-from .errors import MalformedResponse, translate_sdk_error
-from .retry import with_retries
+from .errors import MalformedResponse
+from .sdk import SdkProvider
 
 if TYPE_CHECKING:
-    import openai
+    pass
 
 __all__ = [
     "DEFAULT_OPENAI_MODEL",
@@ -53,7 +53,7 @@ _STOP_REASONS: dict[str, StopReason] = {
 }
 
 
-class OpenAIProvider:
+class OpenAIProvider(SdkProvider):
     """Chat completions with function tools; ``base_url`` selects a compatible server."""
 
     name = "openai"
@@ -70,16 +70,14 @@ class OpenAIProvider:
     ) -> None:
         import openai
 
-        self.model = model
+        super().__init__(model, base_url=base_url, attempts=attempts, sleep=sleep)
         self._sdk = openai
-        self._base_url = base_url
-        self._attempts = attempts
-        self._sleep = sleep
+        self._sdk_error = openai.OpenAIError
         if not api_key and base_url:
             api_key = LOCAL_API_KEY_PLACEHOLDER
         try:
             # max_retries=0: our with_retries is the only retry layer, so it is the tested one.
-            self._client: openai.OpenAI = openai.OpenAI(
+            self._client = openai.OpenAI(
                 api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
             )
         except openai.OpenAIError as exc:
@@ -89,31 +87,14 @@ class OpenAIProvider:
         key = self._client.api_key
         self._secrets = tuple(s for s in (api_key, key) if s and s != LOCAL_API_KEY_PLACEHOLDER)
 
-    def __repr__(self) -> str:
-        return f"OpenAIProvider(model={self.model!r}, base_url={self._base_url!r})"
-
-    def close(self) -> None:
-        """Release the HTTP connection pool."""
-        self._client.close()
-
-    def complete(self, request: ModelRequest) -> ModelResponse:
-        """One chat completion, retried on rate limits, overload, timeouts and resets."""
+    def _params(self, request: ModelRequest) -> dict[str, Any]:
         # OpenAI's newer models accept only max_completion_tokens; compatible servers
         # generally know only max_tokens.
         limit_key = "max_tokens" if self._base_url else "max_completion_tokens"
-        params = to_openai_params(request, self.model, limit_key=limit_key)
-        completion = with_retries(
-            lambda: self._create(params), attempts=self._attempts, sleep=self._sleep
-        )
-        return self._response(request, completion)
+        return to_openai_params(request, self.model, limit_key=limit_key)
 
-    def _create(self, params: dict[str, Any]) -> Any:
-        try:
-            return self._client.chat.completions.create(**params)
-        except self._sdk.OpenAIError as exc:
-            raise translate_sdk_error(
-                exc, sdk=self._sdk, provider=self.name, secrets=self._secrets
-            ) from exc
+    def _send(self, params: dict[str, Any]) -> Any:
+        return self._client.chat.completions.create(**params)
 
     def _response(self, request: ModelRequest, completion: Any) -> ModelResponse:
         choices = getattr(completion, "choices", None)

@@ -1,0 +1,70 @@
+"""What the two SDK-backed providers share: retries, error translation, repr, close.
+
+Subclasses build the SDK client in their constructor (importing the SDK there, so
+``anti-sprawl --help`` never loads it) and supply ``_params``, ``_send`` and ``_response``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .base import ModelRequest, ModelResponse
+from .errors import translate_sdk_error
+from .retry import with_retries
+
+__all__ = ["SdkProvider"]
+
+
+class SdkProvider:
+    """One model call = the SDK request, retried by us (the SDK's own retries are off)."""
+
+    name: str
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None,
+        attempts: int,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.model = model
+        self._base_url = base_url
+        self._attempts = attempts
+        self._sleep = sleep
+        self._client: Any = None
+        self._sdk: Any = None
+        self._sdk_error: type[BaseException] = Exception
+        self._secrets: tuple[str, ...] = ()
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r}, base_url={self._base_url!r})"
+
+    def close(self) -> None:
+        """Release the HTTP connection pool."""
+        self._client.close()
+
+    def complete(self, request: ModelRequest) -> ModelResponse:
+        """One call, retried on rate limits, overload, timeouts and connection resets."""
+        params = self._params(request)
+        raw = with_retries(lambda: self._call(params), attempts=self._attempts, sleep=self._sleep)
+        return self._response(request, raw)
+
+    def _call(self, params: dict[str, Any]) -> Any:
+        try:
+            return self._send(params)
+        except self._sdk_error as exc:
+            raise translate_sdk_error(
+                exc, sdk=self._sdk, provider=self.name, secrets=self._secrets
+            ) from exc
+
+    def _params(self, request: ModelRequest) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _send(self, params: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def _response(self, request: ModelRequest, raw: Any) -> ModelResponse:
+        raise NotImplementedError
