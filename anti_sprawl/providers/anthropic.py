@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import UsageError
 from .base import (
@@ -25,9 +25,6 @@ from .base import (
 )
 from .errors import MalformedResponse
 from .sdk import SdkProvider
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = ["DEFAULT_ANTHROPIC_MODEL", "AnthropicProvider", "to_anthropic_params"]
 

@@ -13,7 +13,7 @@ import json
 import time
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import UsageError
 from .base import (
@@ -30,9 +30,6 @@ from .base import (
 )
 from .errors import MalformedResponse
 from .sdk import SdkProvider
-
-if TYPE_CHECKING:
-    pass
 
 __all__ = [
     "DEFAULT_OPENAI_MODEL",
