@@ -9,7 +9,6 @@ when its real target is a non-secret regular file inside the root (SECURITY.md P
 from __future__ import annotations
 
 import os
-import re
 import stat
 import subprocess
 from pathlib import Path
@@ -17,7 +16,8 @@ from typing import NamedTuple
 
 import pathspec
 
-from anti_sprawl.errors import UsageError
+from .errors import UsageError
+from .path_rules import DEFAULT_ALLOW, DEFAULT_DENY, DenyRules
 
 __all__ = [
     "BINARY_PROBE",
@@ -35,11 +35,8 @@ BINARY_PROBE = 8192
 SKIP_DIRS = frozenset({".git", ".anti-sprawl", "node_modules", ".venv", "__pycache__"})
 _GIT_TIMEOUT = 120
 # SECURITY.md SL-1, plus the firewall's extra key and credential files; case-insensitive (P6).
-_SECRET_NAME = re.compile(
-    r"\.env.*|.*\.(pem|key|p12|pfx)|id_(rsa|dsa|ecdsa|ed25519).*|\.npmrc|\.netrc|\.pypirc"
-    r"|\.pgpass|\.git-credentials|.*\.tfstate(\..*)?",
-    re.IGNORECASE,
-)
+# The firewall's own deny rules: one list of secret names for the whole tool.
+_DENY = DenyRules(DEFAULT_DENY, DEFAULT_ALLOW)
 
 
 class FileListing(NamedTuple):
@@ -50,14 +47,9 @@ class FileListing(NamedTuple):
 
 
 def is_secret_path(relpath: str) -> bool:
-    """True for paths that must never be read or named (``.env*``, keys, credentials)."""
-    parts = [p.lower() for p in relpath.split("/") if p]
-    for i, part in enumerate(parts):
-        if part != ".env.example" and _SECRET_NAME.fullmatch(part):
-            return True
-        if part == ".aws" and i + 1 < len(parts) and parts[i + 1] == "credentials":
-            return True
-    return False
+    """True for paths that must never be read or named (``.env*``, keys, credentials, .git)."""
+    rel = "/".join(p for p in relpath.split("/") if p)
+    return _DENY.reason(rel) is not None
 
 
 class RepoReader:
