@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from .path_rules import DEFAULT_ALLOW, DEFAULT_DENY, DenyRules
 from .plan import Plan, TaskNode
 from .scopes import Scope, entry_problem, is_glob, literal_prefix, may_overlap, normalize_entry
 
@@ -85,6 +86,7 @@ def validate(data: dict[str, Any] | Plan, repo: Path | None = None) -> Report:
         errors.append(_p("cycle", f"dependency cycle: {shown}", cycle))
 
     errors.extend(_entry_problems(plan))
+    warnings.extend(_secret_entries(plan))
     errors.extend(_budget_problems(plan))
 
     if repo is not None:
@@ -164,6 +166,22 @@ def _entry_problems(plan: Plan) -> Iterator[Problem]:
         if not t.write_scope:
             msg = f"task '{t.task_id}' has an empty write_scope (nothing it does could land)"
             yield _p("empty_write_scope", msg, [t.task_id])
+
+
+def _secret_entries(plan: Plan) -> Iterator[Problem]:
+    """Entries naming files the firewall always refuses (secrets): legal, but surely a mistake."""
+    rules = DenyRules(DEFAULT_DENY, DEFAULT_ALLOW)
+    for t in plan.tasks:
+        for field in ("read_scope", "write_scope"):
+            for entry in getattr(t, field):
+                if entry_problem(entry) or is_glob(entry):
+                    continue
+                if rules.reason(normalize_entry(entry).rstrip("/")) == "denied_secret":
+                    msg = (
+                        f"task '{t.task_id}' {field} entry {entry!r} is a secret file: "
+                        "the firewall will always refuse it"
+                    )
+                    yield _p("secret_in_scope", msg, [t.task_id], [entry])
 
 
 def _budget_problems(plan: Plan) -> Iterator[Problem]:

@@ -221,3 +221,12 @@ def test_read_of_a_file_an_ancestor_creates(make_repo: Callable[..., Path]) -> N
     )
     report = validate(data, repo)
     assert [(p.code, p.tasks) for p in report.errors] == [("read_scope_missing", ["other"])]
+
+
+def test_secret_files_in_a_scope_are_a_warning() -> None:
+    report = validate(plan_data(node("a", read_scope=[".env", "config/id_rsa", ".env.example"])))
+    assert report.valid
+    assert [(p.code, p.paths) for p in report.warnings] == [
+        ("secret_in_scope", [".env"]),
+        ("secret_in_scope", ["config/id_rsa"]),
+    ]
