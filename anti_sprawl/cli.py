@@ -310,6 +310,7 @@ def execute(
     """Run a plan: one worktree, firewall and commit per node; leaves a branch and a PR body."""
     from .plan import load_plan_data
     from .runner import execute as run_execute
+    from .runner import uncommitted_changes
     from .validate import validate as run_validation
 
     report = run_validation(load_plan_data(plan_file), _existing_dir(repo))
@@ -320,6 +321,13 @@ def execute(
     chosen = _provider(provider, model, base_url, script)
     opts = _run_options(chosen, jobs, allow_unsandboxed, branch=branch, base=base)
     opts.sparse = sparse
+    pending = uncommitted_changes(repo)
+    if pending and base is None:
+        _stderr().print(
+            f"anti-sprawl: note: {pending} uncommitted change(s) in {repo} are not part of the "
+            "run; it starts from HEAD",
+            markup=False,
+        )
     _run_and_report(lambda o: run_execute(plan, repo, o), opts, as_json)
 
 

@@ -21,11 +21,24 @@ from .scheduler import run_dag
 from .validate import validate
 from .workspace import ensure_excluded, remove_stale_worktrees
 
-__all__ = ["ABLATIONS", "CRASH_POINTS", "ExecuteOptions", "execute", "resume"]
+__all__ = [
+    "ABLATIONS",
+    "CRASH_POINTS",
+    "ExecuteOptions",
+    "execute",
+    "resume",
+    "uncommitted_changes",
+]
 
 
 def _git_out(repo: Path, args: list[str]) -> str:
     return run_git(args, repo).stdout.decode("utf-8", "replace").strip()
+
+
+def uncommitted_changes(repo: Path) -> int:
+    """How many paths differ from HEAD in the user's checkout (not part of a run's base)."""
+    out = run_git(["status", "--porcelain", "-z", "--untracked-files=all"], repo, check=False)
+    return sum(1 for entry in out.stdout.split(b"\0") if entry[:2].strip())
 
 
 def _check_repo(repo: Path) -> Path:

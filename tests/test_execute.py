@@ -167,3 +167,16 @@ def test_sparse_checkout_materializes_only_scopes(tmp_path: Path) -> None:
     _, full = execute(tmp_path / "full", plan, fx.script(), "--json")
     assert full.exit_code == 1  # the same check fails when everything is checked out
     assert json.loads(full.stdout)["tasks"]["a"]["reason"] == "tests"
+
+
+def test_uncommitted_changes_are_named_not_included(tmp_path: Path) -> None:
+    repo = fx.make_repo(tmp_path)
+    (repo / "pkg" / "util.py").write_text("def helper() -> int:\n    return 99\n")
+    (repo / "scratch.txt").write_text("wip\n")
+    plan_path, script_path = fx.write_inputs(tmp_path, fx.plan(), fx.script())
+    args = ["execute", str(plan_path), "--repo", str(repo), "--script", str(script_path)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "2 uncommitted change(s)" in result.output
+    assert "return 2" in fx.git(repo, "show", "anti-sprawl/demo:pkg/util.py")
+    assert (repo / "scratch.txt").read_text() == "wip\n"  # the user's work is left alone
