@@ -309,10 +309,11 @@ def execute(
 ) -> None:
     """Run a plan: one worktree, firewall and commit per node; leaves a branch and a PR body."""
     from .plan import load_plan_data
+    from .runner import check_repo, uncommitted_changes
     from .runner import execute as run_execute
-    from .runner import uncommitted_changes
     from .validate import validate as run_validation
 
+    check_repo(repo)
     report = run_validation(load_plan_data(plan_file), _existing_dir(repo))
     if report.plan is None or not report.valid:
         first = report.errors[0].message if report.errors else "invalid plan"

@@ -25,6 +25,7 @@ __all__ = [
     "ABLATIONS",
     "CRASH_POINTS",
     "ExecuteOptions",
+    "check_repo",
     "execute",
     "resume",
     "uncommitted_changes",
@@ -41,13 +42,17 @@ def uncommitted_changes(repo: Path) -> int:
     return sum(1 for entry in out.stdout.split(b"\0") if entry[:2].strip())
 
 
-def _check_repo(repo: Path) -> Path:
+def check_repo(repo: Path) -> Path:
+    """The repository root for ``repo``; UsageError unless it is a git root with a commit."""
     if not repo.is_dir():
         raise UsageError(f"repository not found: {repo}")
     probe = run_git(["rev-parse", "--show-toplevel"], repo, check=False)
     if probe.returncode != 0:
         raise UsageError(f"not a git repository: {repo}")
     top = Path(probe.stdout.decode().strip()).resolve()
+    if top != repo.resolve():
+        # Scopes are relative to the repository root; a subdirectory would shift every path.
+        raise UsageError(f"{repo} is inside the repository {top}; pass the root with --repo")
     if run_git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], top, check=False).returncode:
         raise UsageError(f"repository {top} has no commits yet; commit something first")
     return top
@@ -107,7 +112,7 @@ def _drive(run: NodeRunner, lock: RepoLock, already: list[str]) -> RunState:
 
 def execute(plan: Plan, repo: Path, opts: ExecuteOptions) -> RunState:
     """Run ``plan`` against ``repo``; returns the final run state (see ``state.status``)."""
-    repo = _check_repo(repo)
+    repo = check_repo(repo)
     report = validate(plan, repo)
     if not report.valid:
         first = report.errors[0].message
@@ -170,7 +175,7 @@ def execute(plan: Plan, repo: Path, opts: ExecuteOptions) -> RunState:
 
 def resume(run_id: str, repo: Path, opts: ExecuteOptions) -> RunState:
     """Continue an interrupted or failed run: git first, then only what is left."""
-    repo = _check_repo(repo)
+    repo = check_repo(repo)
     journal = Journal.load(repo, run_id)
     lock = RepoLock(repo)
     lock.acquire(run_id)

@@ -180,3 +180,12 @@ def test_uncommitted_changes_are_named_not_included(tmp_path: Path) -> None:
     assert "2 uncommitted change(s)" in result.output
     assert "return 2" in fx.git(repo, "show", "anti-sprawl/demo:pkg/util.py")
     assert (repo / "scratch.txt").read_text() == "wip\n"  # the user's work is left alone
+
+
+def test_repo_must_be_the_repository_root(tmp_path: Path) -> None:
+    repo = fx.make_repo(tmp_path)
+    plan_path, script_path = fx.write_inputs(tmp_path, fx.plan(), fx.script())
+    args = ["execute", str(plan_path), "--repo", str(repo / "pkg"), "--script", str(script_path)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2
+    assert "pass the root with --repo" in result.output
