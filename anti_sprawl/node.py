@@ -101,6 +101,7 @@ class NodeRunner:
         self.artifacts = ArtifactStore(journal.run_dir / "artifacts")
         self.worktrees = state_dir(repo) / "worktrees"
         self.memory = load_memory(state_dir(repo) / "memory.yaml")
+        self._committed: dict[str, str] = {}  # task -> its commit, waiting to land
 
     def _emit(self, record: TaskResult) -> None:
         self.journal.update(record)
@@ -221,12 +222,27 @@ class NodeRunner:
             message = f"{node.name}\n\n{summary}"
             sha = commit(ws, message, trailers) or _empty_commit(ws, message, trailers)
             reduce(record, result, ws, tip, sha, checked.violations, final_tests)
-            record.status = "succeeded"
-            # Kept beside the commit so a crash between landing and the journal loses nothing.
-            self.artifacts.put(node.task_id, "result.json", record.model_dump_json(indent=1))
-            record.commit = self.branch.land(sha, node.task_id)
-            _maybe_crash(self.opts, "after_commit_before_journal", node.task_id)
+            # The commit outlives the worktree; `land` puts it on the run branch in order.
+            self._committed[node.task_id] = sha
             return "succeeded"
+
+    def land(self, task_id: str) -> NodeOutcome:
+        """Replay the node's commit onto the run branch (called in the run's fixed order)."""
+        record = self.journal.state.tasks[task_id]
+        sha = self._committed.pop(task_id)
+        record.status = "succeeded"
+        # Kept beside the commit so a crash between landing and the journal loses nothing.
+        self.artifacts.put(task_id, "result.json", record.model_dump_json(indent=1))
+        try:
+            record.commit = self.branch.land(sha, task_id)
+        except RunError as exc:
+            record.status, record.reason, record.message = "failed", "landing", str(exc)
+            record.commit = None
+            self._emit(record)
+            return "failed"
+        _maybe_crash(self.opts, "after_commit_before_journal", task_id)
+        self._emit(record)
+        return "succeeded"
 
     def _with_foreign_transcripts(self, prompt: AssembledPrompt, task_id: str) -> AssembledPrompt:
         """Ablation: the polluted context a shared chat history would give this worker."""

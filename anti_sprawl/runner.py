@@ -100,8 +100,10 @@ def _drive(run: NodeRunner, lock: RepoLock, already: list[str]) -> RunState:
             run.run_node,
             jobs=run.opts.jobs,
             already_succeeded=already,
+            order=[t.task_id for t in plan.tasks],
             on_skip=run.skip,
             stop=run.opts.stop,
+            land=run.land,
         )
     finally:
         remove_stale_worktrees(run.repo, run.worktrees)

@@ -8,12 +8,13 @@ pool (workers spend their time waiting on models and subprocesses, not on the GI
 
 from __future__ import annotations
 
+import heapq
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Literal
 
-__all__ = ["DagScheduler", "NodeOutcome", "run_dag"]
+__all__ = ["DagScheduler", "NodeOutcome", "run_dag", "topological_order"]
 
 NodeOutcome = Literal["succeeded", "failed"]
 
@@ -83,6 +84,7 @@ def run_dag(
     already_succeeded: Sequence[str] = (),
     on_skip: Callable[[str, str], None] | None = None,
     stop: threading.Event | None = None,
+    land: Callable[[str], NodeOutcome] | None = None,
 ) -> DagScheduler:
     """Run every node through ``run_node`` respecting dependencies, ``jobs`` at a time.
 
@@ -90,16 +92,23 @@ def run_dag(
     treated as a failure of that node and re-raised after the running nodes have finished.
     When ``stop`` is set, no new node starts; running ones are left to finish (they watch the
     same event) and the remaining nodes stay ``pending``.
+
+    With ``land``, a node that ``run_node`` reports "succeeded" is only ready to land: ``land``
+    is called for it on this thread, strictly in topological order (ties by ``order``), and
+    only what lands releases its dependents. The result's order is then the same however the
+    threads interleave; a node's dependencies always precede it, so the order never waits on
+    a node that cannot start.
     """
     sched = DagScheduler(deps, order)
     for task in already_succeeded:
         sched.mark(task, "succeeded")
     stop = stop or threading.Event()
     errors: list[BaseException] = []
+    lander = _Lander(topological_order(deps, order), land) if land else None
     with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="node") as pool:
         running: dict[Future[NodeOutcome], str] = {}
         try:
-            _loop(sched, pool, running, run_node, stop, errors, on_skip)
+            _loop(sched, pool, running, run_node, stop, errors, on_skip, lander)
         except BaseException:
             # Ctrl-C: running nodes watch ``stop`` and wind down; the pool waits for them.
             stop.set()
@@ -117,7 +126,13 @@ def _loop(
     stop: threading.Event,
     errors: list[BaseException],
     on_skip: Callable[[str, str], None] | None,
+    lander: _Lander | None,
 ) -> None:
+    def finish(task: str, outcome: NodeOutcome) -> None:
+        for child in sched.done(task, outcome):
+            if on_skip:
+                on_skip(child, task)
+
     while True:
         if not stop.is_set() and not errors:
             for task in sched.get_ready():
@@ -131,6 +146,64 @@ def _loop(
             if exc is not None:
                 errors.append(exc)
             outcome: NodeOutcome = "failed" if exc is not None else fut.result()
-            for child in sched.done(task, outcome):
-                if on_skip:
-                    on_skip(child, task)
+            if lander is not None and outcome == "succeeded":
+                lander.ready.add(task)
+            else:
+                finish(task, outcome)
+        if lander is not None:
+            lander.land_in_order(sched, finish, errors)
+
+
+def topological_order(
+    deps: Mapping[str, Sequence[str]], order: Sequence[str] | None = None
+) -> list[str]:
+    """Kahn's order of an acyclic graph, ties broken by position in ``order``."""
+    rank = {t: i for i, t in enumerate(order if order is not None else list(deps))}
+    waiting = {t: len(ds) for t, ds in deps.items()}
+    dependents: dict[str, list[str]] = {t: [] for t in deps}
+    for t, ds in deps.items():
+        for d in ds:
+            dependents[d].append(t)
+    heap = [(rank[t], t) for t, n in waiting.items() if n == 0]
+    heapq.heapify(heap)
+    out: list[str] = []
+    while heap:
+        _, t = heapq.heappop(heap)
+        out.append(t)
+        for child in dependents[t]:
+            waiting[child] -= 1
+            if waiting[child] == 0:
+                heapq.heappush(heap, (rank[child], child))
+    return out
+
+
+class _Lander:
+    """Lands finished nodes one at a time, in a fixed topological order."""
+
+    def __init__(self, order: list[str], land: Callable[[str], NodeOutcome]):
+        self.order = order
+        self.land = land
+        self.ready: set[str] = set()
+        self.position = 0
+
+    def land_in_order(
+        self,
+        sched: DagScheduler,
+        finish: Callable[[str, NodeOutcome], None],
+        errors: list[BaseException],
+    ) -> None:
+        while self.position < len(self.order):
+            task = self.order[self.position]
+            if sched.status[task] in ("succeeded", "failed", "skipped"):
+                self.position += 1
+            elif task in self.ready:
+                self.ready.discard(task)
+                try:
+                    outcome = self.land(task)
+                except Exception as exc:  # a landing bug fails the node; re-raised at the end
+                    errors.append(exc)
+                    outcome = "failed"
+                finish(task, outcome)
+                self.position += 1
+            else:
+                return  # the next node in the order is still running or waiting to start

@@ -189,3 +189,21 @@ def test_repo_must_be_the_repository_root(tmp_path: Path) -> None:
     result = runner.invoke(app, args)
     assert result.exit_code == 2
     assert "pass the root with --repo" in result.output
+
+
+def test_commits_land_in_a_fixed_order_whatever_finishes_first(tmp_path: Path) -> None:
+    plan = fx.plan()
+    # a is slow, so b finishes first; b still lands after a (plan order breaks the tie)
+    plan["tasks"][0]["test_command"] = [sys.executable, "-c", "import time; time.sleep(1)"]
+    repo, result = execute(tmp_path, plan, fx.script(), "--jobs", "2", "--json")
+    assert result.exit_code == 0, result.output
+    order = fx.git(
+        repo,
+        "log",
+        "--reverse",
+        "--format=%(trailers:key=Anti-Sprawl-Task,valueonly)",
+        "main..anti-sprawl/demo",
+    )
+    assert [line.strip() for line in order.splitlines() if line.strip()] == ["a", "b", "c"]
+    state = json.loads(result.stdout)
+    assert state["tasks"]["b"]["finished_at"] <= state["tasks"]["a"]["finished_at"]

@@ -99,3 +99,34 @@ def test_exception_in_a_node_is_raised_after_running_nodes_finish() -> None:
 
     with pytest.raises(RuntimeError, match="boom"):
         run_dag({"a": [], "b": []}, run_node, jobs=1)
+
+
+def test_land_runs_in_topological_order_whatever_finishes_first() -> None:
+    landed: list[str] = []
+    delays = {"a": 0.15, "b": 0.0, "c": 0.05, "d": 0.0, "e": 0.0}
+
+    def run_node(task: str) -> NodeOutcome:
+        time.sleep(delays[task])
+        return "succeeded"
+
+    def land(task: str) -> NodeOutcome:
+        landed.append(task)
+        return "failed" if task == "c" else "succeeded"
+
+    # plan order lists d before its dependencies: the landing order is still topological
+    deps = {"d": ["b", "c"], "a": [], "b": ["a"], "c": ["a"], "e": []}
+    sched = run_dag(deps, run_node, jobs=4, land=land, order=list(deps))
+    assert landed == ["a", "b", "c", "e"]  # d is skipped: c failed to land
+    assert sched.status == {
+        "a": "succeeded",
+        "b": "succeeded",
+        "c": "failed",
+        "d": "skipped",
+        "e": "succeeded",
+    }
+
+
+def test_topological_order_breaks_ties_by_plan_order() -> None:
+    from anti_sprawl.scheduler import topological_order
+
+    assert topological_order({"z": [], "y": ["z"], "x": []}, ["x", "y", "z"]) == ["x", "z", "y"]
