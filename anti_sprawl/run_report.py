@@ -41,7 +41,9 @@ def _verdict_text(r: TaskResult) -> str:
 def _table(state: RunState, *, title: str) -> Table:
     table = Table(title=title, expand=False)
     for col in ("task", "status", "tokens / budget", "tool calls", "violations", "tests"):
-        table.add_column(col, no_wrap=col != "status")
+        table.add_column(
+            col, no_wrap=col != "status", overflow="fold", min_width=11 if col == "status" else None
+        )
     for task in state.plan.tasks:
         r = state.tasks[task.task_id]
         style = _STYLE.get(r.status, "")
