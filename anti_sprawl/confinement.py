@@ -173,7 +173,7 @@ class Confinement:
                 again = os.fstat(rfd)
                 if (again.st_dev, again.st_ino) != (st.st_dev, st.st_ino):
                     raise Refusal("race", "the file changed while it was opened")
-                data = _read_capped(rfd, self.max_read_bytes + 1)
+                data = safe_fs.read_capped(rfd, self.max_read_bytes + 1)
             finally:
                 os.close(rfd)
         except OSError as exc:
@@ -223,18 +223,6 @@ class Confinement:
                 ):
                     out.append(DirEntry(name=entry.name, kind=kind, size=st.st_size))
         return sorted(out, key=lambda e: e.name)
-
-
-def _read_capped(fd: int, limit: int) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    while size < limit:
-        chunk = os.read(fd, min(1 << 20, limit - size))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-    return b"".join(chunks)
 
 
 def _kind(mode: int) -> Literal["file", "dir", "symlink", "other"]:

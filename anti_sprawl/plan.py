@@ -22,6 +22,7 @@ __all__ = [
     "TaskNode",
     "command_argv",
     "load_plan_data",
+    "read_user_file",
     "save_plan",
 ]
 
@@ -94,16 +95,21 @@ def command_argv(command: TestCommand) -> list[str] | None:
         raise UsageError(f"cannot split test command {command!r}: {exc}") from exc
 
 
+def read_user_file(path: Path, what: str) -> str:
+    """A file the user named on the command line; any problem is a one-line UsageError."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"{what} file not found: {path}") from None
+    except IsADirectoryError:
+        raise UsageError(f"{what} path is a directory: {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read {what} file {path}: {exc}") from exc
+
+
 def load_plan_data(path: Path) -> dict[str, Any]:
     """Read a plan file as a mapping; any unreadable or unparseable file is a UsageError."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"plan file not found: {path}") from None
-    except IsADirectoryError:
-        raise UsageError(f"plan path is a directory: {path}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read plan file {path}: {exc}") from exc
+    text = read_user_file(path, "plan")
     try:
         data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from .errors import UsageError
-from .plan import save_plan
+from .plan import read_user_file, save_plan
 from .planner import PlannerResult, plan_requirement
 from .providers.base import Provider
 from .report import render_plan_tree
@@ -28,15 +28,7 @@ __all__ = ["default_plan_path", "read_requirement", "run_plan_command"]
 def read_requirement(requirement: str) -> str:
     """The requirement text; ``@FILE`` reads it from FILE (relative to the current directory)."""
     if requirement.startswith("@"):
-        path = Path(requirement[1:])
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise UsageError(f"requirement file not found: {path}") from None
-        except IsADirectoryError:
-            raise UsageError(f"requirement path is a directory: {path}") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"cannot read requirement file {path}: {exc}") from exc
+        text = read_user_file(Path(requirement[1:]), "requirement")
     else:
         text = requirement
     if not text.strip():

@@ -154,16 +154,6 @@ def _head(repo: Path) -> str | None:
     return sha if proc.returncode == 0 and sha else None
 
 
-def _add(a: Usage, b: Usage) -> Usage:
-    return Usage(
-        input_tokens=a.input_tokens + b.input_tokens,
-        output_tokens=a.output_tokens + b.output_tokens,
-        cache_read_tokens=a.cache_read_tokens + b.cache_read_tokens,
-        cache_write_tokens=a.cache_write_tokens + b.cache_write_tokens,
-        estimated=a.estimated or b.estimated,
-    )
-
-
 @dataclass
 class _Session:
     requirement: str
@@ -263,7 +253,7 @@ class _Session:
         return self._request(max_out) if max_out >= MIN_OUTPUT_TOKENS else None
 
     def _account(self, request: ModelRequest, response: ModelResponse) -> None:
-        self.usage = _add(self.usage, response.usage)
+        self.usage = self.usage.plus(response.usage)
         observe_usage(request, response.usage, self.counter)
         self.messages.append(AssistantMessage(text=response.text, tool_calls=response.tool_calls))
         if response.tool_calls:

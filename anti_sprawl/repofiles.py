@@ -16,6 +16,7 @@ from typing import NamedTuple
 
 import pathspec
 
+from . import safe_fs
 from .errors import UsageError
 from .path_rules import DEFAULT_ALLOW, DEFAULT_DENY, DenyRules
 
@@ -97,7 +98,7 @@ class RepoReader:
             # a hard link may alias a file outside the repo (SECURITY.md SL-10)
             if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes or st.st_nlink > 1:
                 return None
-            data = _read_up_to(fd, max_bytes + 1)
+            data = safe_fs.read_capped(fd, max_bytes + 1)
         finally:
             os.close(fd)
         if len(data) > max_bytes or b"\x00" in data[:BINARY_PROBE]:
@@ -150,18 +151,6 @@ def list_repo_files(root: Path, *, max_files: int) -> FileListing:
 def read_source(root: Path, relpath: str, *, max_bytes: int = MAX_READ_BYTES) -> str | None:
     """Text of one file under ``root`` (see ``RepoReader.read``)."""
     return RepoReader(root).read(relpath, max_bytes=max_bytes)
-
-
-def _read_up_to(fd: int, limit: int) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    while size < limit:
-        chunk = os.read(fd, min(1 << 16, limit - size))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-    return b"".join(chunks)
 
 
 def _listable(rel: str) -> bool:

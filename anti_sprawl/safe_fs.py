@@ -133,6 +133,19 @@ def _walk(root_fd: int, rel: str, flags: int) -> int:
             os.close(fd)
 
 
+def read_capped(fd: int, limit: int) -> bytes:
+    """Up to ``limit`` bytes from ``fd`` (callers pass cap + 1 to detect oversize files)."""
+    chunks: list[bytes] = []
+    size = 0
+    while size < limit:
+        chunk = os.read(fd, min(1 << 20, limit - size))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
+
+
 def fd_path(fd: int) -> str:
     """The absolute real path the kernel holds for ``fd`` (symlinks already resolved)."""
     return os.readlink(f"/proc/self/fd/{fd}")

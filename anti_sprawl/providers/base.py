@@ -153,6 +153,16 @@ class Usage(_Frozen):
     def total(self) -> int:
         return self.input_tokens + self.output_tokens
 
+    def plus(self, other: Usage) -> Usage:
+        """Both calls' counts; estimated when either was."""
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            estimated=self.estimated or other.estimated,
+        )
+
 
 class ModelResponse(_Frozen):
     """A model turn, normalized across providers."""

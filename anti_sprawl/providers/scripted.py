@@ -21,6 +21,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import UsageError
+from ..plan import read_user_file
 from ..tokens import count_tokens
 from .base import ModelRequest, ModelResponse, ToolCall, Usage, raw_request_tokens, turn_text
 from .errors import BadRequest, ScriptExhausted
@@ -70,12 +71,7 @@ class Script(BaseModel):
     @classmethod
     def load(cls, path: Path) -> Script:
         """Read a YAML (or JSON) script; any problem is a one-line ``UsageError``."""
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise UsageError(f"script file not found: {path}") from None
-        except (OSError, UnicodeDecodeError) as exc:
-            raise UsageError(f"cannot read script file {path}: {exc}") from exc
+        text = read_user_file(path, "script")
         try:
             data = yaml.safe_load(text)
         except yaml.YAMLError as exc:
