@@ -22,6 +22,7 @@ from .errors import RunError
 from .firewall import DEFAULT_DENY, Firewall
 from .gitcmd import run_git
 from .journal import Journal, RunState, state_dir
+from .lean import lean_target
 from .manifest import save_manifest
 from .memory import load_memory
 from .plan import TaskNode
@@ -56,7 +57,8 @@ class ExecuteOptions:
     base: str | None = None
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
     test_timeout: float = 600.0
-    context_budget: int | None = None  # default: a third of each node's token budget
+    # Ceiling of the lean first prompt; a node's target is min(this, 40% of its token_budget).
+    context_budget: int | None = None  # default: lean.LEAN_CEILING (16k)
     crash_at: str | None = None
     on_event: Callable[[TaskResult], None] | None = None
     on_start: Callable[[RunState], None] | None = None
@@ -151,7 +153,7 @@ class NodeRunner:
             ) as firewall,
         ):
             upstream = [upstream_summary(self.journal.state.tasks[d]) for d in node.dependencies]
-            budget = self.opts.context_budget or max(2000, node.token_budget // 3)
+            budget = lean_target(node.token_budget, self.opts.context_budget)
             prompt_node = node
             if "scoping" in ablate:
                 budget = self.opts.context_window
