@@ -150,7 +150,7 @@ def read_view(
     n = len(lines)
     first = start_line if start_line is not None else 1
     last = end_line if end_line is not None else n
-    if first < 1 or last < first:
+    if first < 1 or (end_line is not None and last < first):
         raise LineRangeError(
             f"{path}: bad line range {first}-{last}: lines are numbered from 1 and "
             "end_line may not be before start_line"

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from .file_views import LineRangeError, read_view
 from .firewall import Firewall, FirewallError
 from .providers.base import INVALID_ARGUMENTS_KEY, ToolCall, ToolResult
 from .providers.scripted import SUBMIT_PLAN_TOOL
@@ -60,7 +61,11 @@ def explore(firewall: Firewall, call: ToolCall, available: Sequence[str]) -> Too
         return tool_error(call, f"invalid arguments for {call.name}: {problems}")
     try:
         if call.name == "read_file":
-            kind, text = "file", firewall.read_text(args.path)
+            full = firewall.read_text(args.path)
+            ranged = read_view(
+                args.path, full, args.start_line, args.end_line, max_chars=OBSERVATION_CHARS
+            )
+            kind, text = "file", ranged
         elif call.name == "list_dir":
             entries = firewall.list_dir(args.path)
             kind = "listing"
@@ -72,6 +77,8 @@ def explore(firewall: Firewall, call: ToolCall, available: Sequence[str]) -> Too
     except FirewallError as exc:
         v = exc.violation
         return tool_error(call, f"refused: {v.op} {v.path!r}: {v.reason}. {v.detail}".strip())
+    except LineRangeError as exc:
+        return tool_error(call, str(exc))
     if len(text) > OBSERVATION_CHARS:
         cut = len(text) - OBSERVATION_CHARS
         text = text[:OBSERVATION_CHARS] + f"\n[... {cut} more characters not shown]"

@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from .artifacts import ArtifactStore, Observation
 from .errors import ProviderError
+from .file_views import read_view
 from .firewall import EditError, Firewall, FirewallError, Violation
 from .providers.base import (
     INVALID_ARGUMENTS_KEY,
@@ -338,7 +339,13 @@ def _dispatch(
 def _execute(ctx: WorkerContext, state: _State, name: str, args: Any) -> tuple[str, str]:
     fw = ctx.firewall
     if name == "read_file":
-        return "ok", fw.read_text(args.path)
+        return "ok", read_view(
+            args.path,
+            fw.read_text(args.path),
+            args.start_line,
+            args.end_line,
+            max_chars=ctx.limits.observation_chars,
+        )
     if name == "list_dir":
         entries = fw.list_dir(args.path)
         lines = [f"{e.name}/" if e.kind == "dir" else e.name for e in entries]
