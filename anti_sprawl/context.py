@@ -170,8 +170,9 @@ def assemble_worker_prompt(
     fixed += _header_tokens("files") if writes else 0
     fixed += _header_tokens("stubs") if reads else 0
     room = target - fixed
+    # Every read-scope file's smallest outline is worth more than a whole write file.
     outline_need = sum(
-        (f.outline("signatures") or f.whole).item.tokens for f in reads if f.entries is not None
+        (f.outline("names") or f.whole).item.tokens for f in reads if f.entries is not None
     )
     write_share = room - min(outline_need, int(max(0, room) * READ_SHARE))
     fitted = fit_write_files(writes, write_share, terms)

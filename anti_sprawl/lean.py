@@ -6,7 +6,7 @@ The target is ``lean_target``: the smaller of 16k tokens and 40% of the node's p
 
 1. *fixed*: rules, tool schemas, brief, upstream results; never shrunk.
 2. *write-scope files*, the node's essentials: whole when they fit their share (a water-fill
-   over what is left, keeping up to 30% for read-scope outlines), else their outline plus
+   over what is left, keeping up to half for read-scope outlines), else their outline plus
    the regions most relevant to the goal (``file_views.region_view``).
 3. *memory*: up to a quarter of what is left, packed by utility (``packing.pack_context``).
 4. *read-scope files*: every one at least as a names-only outline (dropped, least relevant
@@ -45,7 +45,7 @@ __all__ = [
 LEAN_CEILING = 16_000
 LEAN_SHARE = 0.4
 CONVERSATION_RESERVE = 4_000  # a call needs room beyond the first prompt: a turn, a result
-READ_SHARE = 0.3  # of the room after fixed parts, kept for read-scope outlines
+READ_SHARE = 0.5  # of the room after fixed parts, kept for read-scope outlines
 MEMORY_SHARE = 0.25
 SMALL_SLACK = 100  # a file costing at most this much more than its outline goes in whole
 SMALL_TOKENS = 200  # a file without an outline this small goes in whole

@@ -85,8 +85,13 @@ def test_text_outlines_for_markdown_rest_and_yaml() -> None:
     yaml = "name: x\non:\n  push:\n    branches: [main]\njobs:\n  test:\n    runs-on: y\n"
     keys = text_outline_lines("ci.yml", yaml)
     assert keys is not None
-    assert [(e.line, e.name) for e in keys] == [(1, "name"), (2, "on"), (3, "push"), (5, "jobs"),
-                                                (6, "test")]  # fmt: skip
+    assert [(e.line, e.name) for e in keys] == [
+        (1, "name"),
+        (2, "on"),
+        (3, "push"),
+        (5, "jobs"),
+        (6, "test"),
+    ]
     assert text_outline_lines("data.json", "{}") is None
 
 
@@ -95,8 +100,9 @@ def test_region_view_shows_the_named_symbols_with_numbers_within_budget() -> Non
     lines = source_lines(text)
     assert len(lines) >= 3000
     terms = goal_terms(["Make Handler7.step_7_3 skip negative values; keep `step_7_4` as is."])
-    view = region_view("pkg/orders.py", text, file_outline("pkg/orders.py", text), terms,
-                       4000, head=True)  # fmt: skip
+    view = region_view(
+        "pkg/orders.py", text, file_outline("pkg/orders.py", text), terms, 4000, head=True
+    )
     assert count_tokens(view.text) <= 4000
     target = lines.index("    def step_7_3(self, record: dict, limit: int = 3) -> list:") + 1
     assert any(r.start <= target <= r.end for r in view.regions)
@@ -172,7 +178,7 @@ def test_worker_reads_ranges_refuses_hostile_ones_and_edits_a_big_file(tmp_path:
         {
             "tool": "read_file",
             "args": {"path": "src/orders.py", "start_line": target, "end_line": target + 2},
-        },  # fmt: skip
+        },
         {"tool": "read_file", "args": {"path": "src/orders.py", "start_line": 0}},
         {"tool": "read_file", "args": {"path": "src/orders.py", "start_line": -4, "end_line": 2}},
         {"tool": "read_file", "args": {"path": "src/orders.py", "start_line": 9, "end_line": 3}},
@@ -181,7 +187,7 @@ def test_worker_reads_ranges_refuses_hostile_ones_and_edits_a_big_file(tmp_path:
         {
             "tool": "edit_file",
             "args": {"path": "src/orders.py", "old": old, "new": old.replace("* 8", "* 8 or 0")},
-        },  # fmt: skip
+        },
         {"tool": "finish", "args": {"summary": "done"}},
     ]
     seen = _worker(root, turns)
