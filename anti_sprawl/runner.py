@@ -10,6 +10,7 @@ from pathlib import Path
 
 from .branch import RunBranch, check_branch_name
 from .errors import UsageError
+from .essentials import check_first_prompts
 from .gitcmd import GitError, run_git
 from .gitlocks import clean_stale_locks
 from .journal import Journal, RepoLock, RunState, new_run_id, state_dir
@@ -126,6 +127,7 @@ def execute(plan: Plan, repo: Path, opts: ExecuteOptions) -> RunState:
         base = _git_out(repo, ["rev-parse", "--verify", f"{base_ref}^{{commit}}"])
     except GitError:
         raise UsageError(f"unknown base revision: {base_ref}") from None
+    check_first_prompts(plan, repo, base)  # before any node spends a token
     if probe_sandbox(opts.sandbox).layer is None:
         raise UsageError("no sandbox layer works here for test commands (install bubblewrap)")
     if base_ref == "HEAD":
