@@ -86,7 +86,9 @@ class PlannerResult(BaseModel):
     tool_calls: int = Field(description="Exploration tool calls made (read_file/list_dir/grep).")
     usage: Usage = Field(default_factory=Usage)
     warnings: list[str] = Field(default_factory=list)
-    estimated_tokens: int = Field(default=0, description="Sum of the plan's token budgets.")
+    estimated_tokens: int = Field(
+        default=0, description="Cost ceiling: every call of every task at its per-call cap."
+    )
     violations: list[Violation] = Field(default_factory=list)
     manifest_paths: list[Path] = Field(default_factory=list)
 
