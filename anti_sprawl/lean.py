@@ -11,7 +11,8 @@ The target is ``lean_target``: the smaller of 16k tokens and 40% of the node's p
 3. *memory*: up to a quarter of what is left, packed by utility (``packing.pack_context``).
 4. *read-scope files*: every one at least as a names-only outline (dropped, least relevant
    first, only when even those do not fit); then outlines up to signatures; then whole files
-   (or regions) where the goal names them and they are worth their tokens; then full outlines.
+   (or regions) where the goal names them and they are worth their tokens; then, for files
+   the goal points at, full outlines (with first docstring lines).
 
 Every file's form and the reason for it is a ``manifest.FileChoice``.
 """
@@ -198,7 +199,8 @@ def fit_read_files(
             r.choice = r.f.choice("dropped", "over_budget", None)
     left = _raise_levels(reads, "signatures", left)
     left = _relevant_upgrades(reads, terms, left)
-    _raise_levels(reads, "full", left)
+    # Docstring lines only where the goal points: the signatures are the interface.
+    _raise_levels([r for r in reads if r.f.relevance > 0], "full", left)
     parts: list[Part] = []
     for r in sorted(reads, key=lambda r: r.f.path):
         if r.shown is not None:
