@@ -193,7 +193,7 @@ def test_read_scope_files_are_outlined_unless_the_goal_points_at_them(repo: Path
     roomy = _assemble(repo, budget=100_000)
     assert "stub:orders/events.py" in _ids(roomy) and "file:orders/events.py" not in _ids(roomy)
     events = _choice(roomy, "orders/events.py")
-    assert (events.form, events.reason, events.outline) == ("outline", "interface", "full")
+    assert (events.form, events.reason, events.outline) == ("outline", "interface", "signatures")
     assert events.whole_tokens > 4 * events.tokens
     stub_text = roomy.item_texts[_ids(roomy).index("stub:orders/events.py")]
     assert "  3: def handler_0(x: int) -> int: ..." in stub_text  # numbered, bodies dropped
