@@ -347,7 +347,8 @@ def test_manifest_accounts_for_every_item(repo: Path, tmp_path: Path) -> None:
     assert obs.tokens == count_tokens("class Bus: ...")
     assert m.stable_prefix_bytes == len(p.stable_prefix.encode())
     assert m.stable_prefix_sha256 == hashlib.sha256(p.stable_prefix.encode()).hexdigest()
-    assert m.dropped == p.dropped
+    assert m.dropped == p.dropped and m.choices == p.choices
+    assert {c.path for c in m.choices} >= {"orders/service.py", "orders/events.py"}
     save_manifest(tmp_path / "run", m)
     assert load_manifests(tmp_path / "run", "events") == [m]
     with pytest.raises(ValueError, match="does not start"):
