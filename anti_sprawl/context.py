@@ -132,6 +132,7 @@ def assemble_worker_prompt(
     now: datetime | None = None,
     upstream_allowance: int = 0,
     check_fit: bool = True,
+    eager_reads: bool = False,
 ) -> AssembledPrompt:
     """System blocks and the lean first user message for ``node``'s worker.
 
@@ -141,7 +142,8 @@ def assemble_worker_prompt(
     fit the node's ``token_budget``: RunError saying what did not fit and the smallest budget
     that would, unless ``check_fit`` is off (then ``essentials`` tells). ``upstream`` may hold
     only ``node``'s dependencies (ValueError otherwise); ``upstream_allowance`` counts tokens
-    for results not known yet (a plan checked before it runs).
+    for results not known yet (a plan checked before it runs). ``eager_reads`` is for the
+    evaluation's scoping ablation only: read-scope files whole wherever they fit.
     """
     strangers = [u.task_id for u in upstream if u.task_id not in node.dependencies]
     if strangers:
@@ -187,7 +189,9 @@ def assemble_worker_prompt(
         write_parts.insert(0, header("files"))
     left = target - essentials.tokens
     mem_parts, mem_used = _pack_memory(node, memory, int(max(0, left) * MEMORY_SHARE), now, dropped)
-    stub_parts, read_choices = fit_read_files(reads, left - mem_used, terms, goal, dropped)
+    stub_parts, read_choices = fit_read_files(
+        reads, left - mem_used, terms, goal, dropped, eager=eager_reads
+    )
     if stub_parts:
         stub_parts.insert(0, header("stubs"))
     parts = [brief, *up_parts, *stub_parts, *write_parts, *mem_parts]

@@ -54,7 +54,9 @@ class NodeFirstPrompt(BaseModel):
 
     task_id: str
     token_budget: int
-    first_call: int  # tokens of the first request: system, tools and first user message
+    # tokens of the first request (system, tools, first user message), upstream results
+    # counted at their allowance
+    first_call: int
     essentials: int
     reserve: int
     fits: bool
@@ -126,7 +128,8 @@ def _one(plan: Plan, node: TaskNode, root: Path) -> NodeFirstPrompt:
     return NodeFirstPrompt(
         task_id=node.task_id,
         token_budget=node.token_budget,
-        first_call=_first_call(prompt.system, prompt.tools, prompt.first_user_message),
+        first_call=_first_call(prompt.system, prompt.tools, prompt.first_user_message)
+        + UPSTREAM_ALLOWANCE * len(node.dependencies),
         essentials=e.tokens,
         reserve=e.reserve,
         fits=e.fits,

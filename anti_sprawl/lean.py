@@ -172,12 +172,22 @@ class _Read:
 
 
 def fit_read_files(
-    files: Sequence[Scoped], room: int, terms: Terms, goal: str, dropped: list[DroppedItem]
+    files: Sequence[Scoped],
+    room: int,
+    terms: Terms,
+    goal: str,
+    dropped: list[DroppedItem],
+    *,
+    eager: bool = False,
 ) -> tuple[list[Part], list[FileChoice]]:
-    """The read-scope files' parts in ``room`` tokens (see the module docstring), by path."""
+    """The read-scope files' parts in ``room`` tokens (see the module docstring), by path.
+
+    ``eager`` (the evaluation's scoping ablation only) treats every file as relevant and
+    worth any size, the way an agent without scopes reads whole files until its window fills.
+    """
     reads: list[_Read] = []
     for f in files:
-        f.relevance = relevance(f, terms, goal)
+        f.relevance = 1.0 if eager else relevance(f, terms, goal)
         names, full = f.outline("names"), f.outline("full")
         if (full is not None and f.tokens <= full.item.tokens + SMALL_SLACK) or (
             full is None and f.tokens <= SMALL_TOKENS
@@ -198,7 +208,7 @@ def fit_read_files(
             r.shown, r.level = None, None
             r.choice = r.f.choice("dropped", "over_budget", None)
     left = _raise_levels(reads, "signatures", left)
-    left = _relevant_upgrades(reads, terms, left)
+    left = _relevant_upgrades(reads, terms, left, eager)
     # Docstring lines only where the goal points: the signatures are the interface.
     _raise_levels([r for r in reads if r.f.relevance > 0], "full", left)
     parts: list[Part] = []
@@ -239,14 +249,14 @@ def _raise_levels(reads: list[_Read], level: Level, left: int) -> int:
     return left
 
 
-def _relevant_upgrades(reads: list[_Read], terms: Terms, left: int) -> int:
+def _relevant_upgrades(reads: list[_Read], terms: Terms, left: int, eager: bool) -> int:
     """Whole files (or regions of big ones) the goal points at, best utility per token first."""
     todo = [r for r in reads if r.f.relevance >= MIN_RELEVANCE and r.choice.form != "whole"]
     todo.sort(key=lambda r: (-r.f.relevance / max(1, r.f.tokens), r.f.path))
     for r in todo:
         current = r.shown.item.tokens if r.shown is not None else 0
         cost = r.f.tokens - current
-        if cost <= left and r.f.tokens <= r.f.relevance * WHOLE_PER_RELEVANCE:
+        if cost <= left and (eager or r.f.tokens <= r.f.relevance * WHOLE_PER_RELEVANCE):
             r.shown, r.level = r.f.whole, None
             r.choice = r.f.choice("whole", "relevant", r.f.whole)
             left -= cost

@@ -168,6 +168,7 @@ class NodeRunner:
                     firewall=prompt_firewall,
                     context_budget=budget,
                     memory=self.memory,
+                    eager_reads="scoping" in ablate,
                 )
             if "clean-slate" in ablate:
                 prompt = self._with_foreign_transcripts(prompt, node.task_id)
