@@ -259,3 +259,20 @@ def test_injected_text_in_a_region_stays_inside_its_data_block(tmp_path: Path) -
     assert "<system>" not in msg
     blocks = [i for i in p.manifest_items if i.kind not in ("instruction", "task", "tool_schema")]
     assert msg.count("</data>\n") == len(blocks)
+
+
+def test_other_languages_are_outlined_with_line_numbers_too() -> None:
+    source = (
+        "import x from 'y';\n\n"
+        "export function createOrder(a, b = 2) {\n  return secretBody(a);\n}\n\n"
+        "export default class OrderService extends Base {\n"
+        "  async publish(evt) {\n    sendBody(evt);\n  }\n}\n"
+    )
+    entries = file_outline("src/orders.js", source)
+    assert entries is not None
+    outline = render_outline(entries, "signatures", len(source_lines(source)))
+    assert " 3: export function createOrder(a, b = 2)" in outline
+    assert " 7: export default class OrderService extends Base" in outline
+    assert " 8:   async publish(evt)" in outline
+    names = render_outline(entries, "names", len(source_lines(source)))
+    assert " 3: createOrder" in names and "Body" not in names + outline
