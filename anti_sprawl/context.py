@@ -2,8 +2,9 @@
 
 Section order is fixed: ``stable`` (rules, data policy, tool schemas: identical bytes for every
 worker, so providers can cache them), ``brief``, ``upstream`` (dependency summaries, never
-transcripts), ``stubs`` (read-scope files as outlines, or whole where the budget allows),
-``files`` (write-scope files in full) and ``memory``. Repository files are read only through
+transcripts), ``stubs`` (read-scope files: numbered outlines, whole only where the goal points
+at them), ``files`` (write-scope files, whole or outline + regions) and ``memory``; ``lean``
+decides each file's form within the lean target. Repository files are read only through
 the node's ``Firewall`` (SECURITY.md P11). Every item is recorded with its exact text's token
 count and SHA-256, so the manifest accounts for the whole prompt.
 """
