@@ -12,6 +12,7 @@ from .branch import RunBranch, check_branch_name
 from .errors import UsageError
 from .gitcmd import GitError, run_git
 from .gitlocks import clean_stale_locks
+from .internal_state import ensure_state_dir
 from .journal import Journal, RepoLock, RunState, new_run_id, state_dir
 from .node import ABLATIONS, CRASH_POINTS, ExecuteOptions, NodeRunner
 from .plan import Plan
@@ -106,7 +107,7 @@ def _drive(run: NodeRunner, lock: RepoLock, already: list[str]) -> RunState:
             land=run.land,
         )
     finally:
-        remove_stale_worktrees(run.repo, run.worktrees)
+        remove_stale_worktrees(run.repo, run.worktrees, run.journal.state.run_id)
         state = _finish(run, lock)
         lock.release()
     return state
@@ -136,6 +137,8 @@ def execute(plan: Plan, repo: Path, opts: ExecuteOptions) -> RunState:
             ["show-ref", "--verify", "--quiet", f"refs/heads/{base_ref}"], repo, check=False
         )
         base_branch = base_ref if is_branch.returncode == 0 else None
+    # Before anything is written: the state directory must be ours, not repository content.
+    ensure_state_dir(repo)
     run_id = new_run_id(plan.plan_id)
     lock = RepoLock(repo)
     lock.acquire(run_id)
@@ -178,6 +181,7 @@ def execute(plan: Plan, repo: Path, opts: ExecuteOptions) -> RunState:
 def resume(run_id: str, repo: Path, opts: ExecuteOptions) -> RunState:
     """Continue an interrupted or failed run: git first, then only what is left."""
     repo = check_repo(repo)
+    ensure_state_dir(repo)
     journal = Journal.load(repo, run_id)
     lock = RepoLock(repo)
     lock.acquire(run_id)
@@ -188,7 +192,7 @@ def resume(run_id: str, repo: Path, opts: ExecuteOptions) -> RunState:
         if not branch.exists():
             branch.create(state.base)
         worktrees = state_dir(repo) / "worktrees"
-        remove_stale_worktrees(repo, worktrees)
+        remove_stale_worktrees(repo, worktrees, run_id)
         landed = branch.landed_tasks()
         already: list[str] = []
         artifacts = journal.run_dir / "artifacts"
