@@ -147,7 +147,11 @@ class NodeRunner:
         with (
             Workspace.create(self.repo, self.worktrees, name, tip, sparse=sparse) as ws,
             Firewall(
-                ws.path, read_scope, write_scope, deny=DEFAULT_DENY if deny is None else deny
+                ws.path,
+                read_scope,
+                write_scope,
+                deny=DEFAULT_DENY if deny is None else deny,
+                redact=self.opts.redactor,
             ) as firewall,
         ):
             upstream = [upstream_summary(self.journal.state.tasks[d]) for d in node.dependencies]
@@ -158,7 +162,9 @@ class NodeRunner:
                 prompt_node = node.model_copy(update={"read_scope": read_scope})
             # A firewall of its own: refusals while building the prompt (a binary file in
             # a read-scope directory) are not the worker's violations.
-            with Firewall(ws.path, read_scope, write_scope) as prompt_firewall:
+            with Firewall(
+                ws.path, read_scope, write_scope, redact=self.opts.redactor
+            ) as prompt_firewall:
                 prompt = assemble_worker_prompt(
                     plan=self.plan,
                     node=prompt_node,
