@@ -30,6 +30,7 @@ from .redact import Redactor
 from .reducer import TaskResult, now, reduce, upstream_summary
 from .sandbox import SandboxPolicy, run_command
 from .scheduler import NodeOutcome
+from .secret_scan import staged_secrets
 from .tokens import TokenCounter
 from .worker import TestOutcome, WorkerContext, WorkerLimits, run_worker
 from .workspace import Workspace, commit
@@ -104,6 +105,11 @@ class NodeRunner:
         self._committed: dict[str, str] = {}  # task -> its commit, waiting to land
 
     def _emit(self, record: TaskResult) -> None:
+        # Every way out (run.json, result.json, PR.md, the verdict, --json, downstream
+        # prompts) reads this record: redact it in place, once, before anything sees it.
+        clean = self.opts.redactor.model(record)
+        for name in type(record).model_fields:
+            setattr(record, name, getattr(clean, name))
         self.journal.update(record)
         if self.opts.on_event:
             self.opts.on_event(record)
@@ -210,7 +216,7 @@ class NodeRunner:
                     record.reason = "tests"
                     record.message = f"tests failed after the audit (exit code {code})"
                 return "failed"
-            leaked = _added_secrets(ws, self.opts.redactor)
+            leaked = staged_secrets(ws, self.opts.redactor)
             if leaked:
                 reduce(record, result, ws, tip, None, checked.violations, final_tests)
                 record.status, record.reason = "failed", "secret"
@@ -225,7 +231,8 @@ class NodeRunner:
                 TRAILER_TASK: node.task_id,
                 TRAILER_TOKENS: f"{result.usage.total}/{node.token_budget}",
             }
-            message = f"{node.name}\n\n{summary}"
+            # The summary is the model's text: a token it copied must not reach the branch.
+            message = self.opts.redactor(f"{node.name}\n\n{summary}")
             sha = commit(ws, message, trailers) or _empty_commit(ws, message, trailers)
             reduce(record, result, ws, tip, sha, checked.violations, final_tests)
             # The commit outlives the worktree; `land` puts it on the run branch in order.
@@ -238,7 +245,8 @@ class NodeRunner:
         sha = self._committed.pop(task_id)
         record.status = "succeeded"
         # Kept beside the commit so a crash between landing and the journal loses nothing.
-        self.artifacts.put(task_id, "result.json", record.model_dump_json(indent=1))
+        clean = self.opts.redactor.model(record)
+        self.artifacts.put(task_id, "result.json", clean.model_dump_json(indent=1))
         try:
             record.commit = self.branch.land(sha, task_id)
         except RunError as exc:
@@ -279,6 +287,7 @@ class NodeRunner:
                 readable=[self.repo],
                 log_path=log,
                 env=self.opts.command_env,
+                redact=self.opts.redactor,
             )
             tail = "\n".join(res.output.splitlines()[-40:])
             return TestOutcome(
@@ -299,7 +308,7 @@ class NodeRunner:
             if n > 1:
                 _maybe_crash(self.opts, "after_llm_response", task_id)
             manifest = manifest_for_request(prompt, request, n=n)
-            save_manifest(self.journal.run_dir, manifest)
+            save_manifest(self.journal.run_dir, self.opts.redactor.model(manifest))
             record = self.journal.state.tasks[task_id]
             for item in manifest.items:
                 if item.hidden_chars:
@@ -317,20 +326,6 @@ def _root_files(repo: Path, commit: str) -> list[str]:
         if meta.split()[1] == "blob":
             files.append(name)
     return files
-
-
-def _added_secrets(ws: Workspace, redactor: Redactor) -> str:
-    """Orchestrator-side pre-commit scan (never repo hooks): secrets in the lines a node adds."""
-    ws.git(["add", "-A", *(["--sparse"] if ws.sparse is not None else [])])
-    diff = ws.git(["diff", "--cached", "--no-ext-diff", "--no-textconv", "-U0", "--no-color"])
-    path = ""
-    for line in diff.stdout.decode("utf-8", "replace").splitlines():
-        if line.startswith("+++ "):
-            path = line[6:] if line.startswith("+++ b/") else line[4:]
-        elif line.startswith("+") and redactor(line) != line:
-            kind = redactor(line).split("[REDACTED:", 1)[1].split("]", 1)[0]
-            return f"{kind} in {path}"
-    return ""
 
 
 def _empty_commit(ws: Workspace, message: str, trailers: dict[str, str]) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel
@@ -41,6 +41,7 @@ __all__ = [
     "Redactor",
     "env_secrets",
     "placeholder",
+    "redact_data",
 ]
 
 PLACEHOLDER = "[REDACTED:"
@@ -152,13 +153,7 @@ class Redactor:
 
     def data(self, value: Any) -> Any:
         """``value`` (JSON-like: dicts, lists, strings) with every string redacted."""
-        if isinstance(value, str):
-            return self(value)
-        if isinstance(value, dict):
-            return {k: self.data(v) for k, v in value.items()}
-        if isinstance(value, list | tuple):
-            return [self.data(v) for v in value]
-        return value
+        return redact_data(value, self)
 
     def model(self, model: _M) -> _M:
         """A copy of a pydantic model with every string field redacted, re-validated."""
@@ -201,6 +196,17 @@ class RedactingProvider:
 
     def complete(self, request: ModelRequest) -> ModelResponse:
         return self.inner.complete(self.redactor.request(request))
+
+
+def redact_data(value: Any, redact: Callable[[str], str]) -> Any:
+    """``value`` (JSON-like: dicts, lists, strings) with ``redact`` applied to every string."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: redact_data(v, redact) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_data(v, redact) for v in value]
+    return value
 
 
 def _replace(stand_in: str, match: re.Match[str]) -> str:

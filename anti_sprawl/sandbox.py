@@ -18,7 +18,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Literal
 
@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from . import landlock
 from .errors import RunError
 from .execution import OutputCapture, execute
+from .plan import atomic_write_text
 
 __all__ = [
     "CommandResult",
@@ -299,12 +300,15 @@ def run_command(
     readable: Sequence[Path] = (),
     log_path: Path | None = None,
     env: Mapping[str, str] | None = None,
+    redact: Callable[[str], str] = str,
 ) -> CommandResult:
     """Run ``argv`` in ``cwd`` under the strongest working sandbox layer.
 
     Everything is read-only except ``writable``; ``readable`` adds trees the command must see
     when they live under a hidden path such as ``/tmp``. ``env`` (default: this process's
-    environment) is only a source for the allow-list. Full output goes to ``log_path``.
+    environment) is only a source for the allow-list. Full output goes to ``log_path``, and
+    both it and the returned output pass through ``redact`` first: the raw stream is held in an
+    unlinked temporary file, so no unredacted copy is ever visible on disk.
     """
     if not argv:
         raise RunError("empty command")
@@ -328,10 +332,13 @@ def run_command(
     start = time.monotonic()
     try:
         if log_path is not None:
-            log_path.parent.mkdir(parents=True, exist_ok=True)
-            cap_log = log_path.open("wb")
+            cap_log = tempfile.TemporaryFile(prefix="anti-sprawl-log-")  # noqa: SIM115
         cap = OutputCapture(policy.output_limit, cap_log)
         code, timed_out = execute(full, cwd, cmd_env, timeout, cap)
+        if cap_log is not None and log_path is not None:
+            cap_log.seek(0)
+            raw = cap_log.read().decode("utf-8", "replace")
+            atomic_write_text(log_path, redact(raw))
     finally:
         if cap_log is not None:
             cap_log.close()
@@ -341,7 +348,7 @@ def run_command(
         argv=list(argv),
         exit_code=code,
         timed_out=timed_out,
-        output=cap.text(log_path),
+        output=redact(cap.text(log_path)),
         output_bytes=cap.total,
         truncated=cap.total > len(cap.head) + len(cap.tail),
         log_path=str(log_path) if log_path else None,

@@ -38,7 +38,7 @@ from .providers.base import (
     estimate_request_tokens,
     observe_usage,
 )
-from .redact import PLACEHOLDER
+from .redact import PLACEHOLDER, redact_data
 from .tokens import TokenCounter
 from .tools import WORKER_TOOLS, FinishArgs, tool_args_model
 from .trust import wrap_data
@@ -385,8 +385,11 @@ def _observe(ctx: WorkerContext, state: _State, call: ToolCall, status: str, tex
 
 
 def _log(ctx: WorkerContext, state: _State, event: dict[str, Any]) -> None:
-    """Append to the transcript and save it: the whole transcript is on disk after every step."""
-    state.transcript.append(event)
+    """Append to the transcript and save it: the whole transcript is on disk after every step.
+
+    Redacted first: tool arguments and the model's text (a token it copied) are kept here.
+    """
+    state.transcript.append(redact_data(event, ctx.redact))
     text = json.dumps(state.transcript, indent=1, default=str)
     state.transcript_ref = ctx.artifacts.put(ctx.task_id, "transcript.json", text)
 
