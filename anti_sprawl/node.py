@@ -214,7 +214,8 @@ class NodeRunner:
                 else:
                     code = final_tests.exit_code if final_tests else None
                     record.reason = "tests"
-                    record.message = f"tests failed after the audit (exit code {code})"
+                    limit = f"; {final_tests.limit}" if final_tests and final_tests.limit else ""
+                    record.message = f"tests failed after the audit (exit code {code}{limit})"
                 return "failed"
             leaked = staged_secrets(ws, self.opts.redactor)
             if leaked:
@@ -284,7 +285,6 @@ class NodeRunner:
                 ws.path,
                 timeout=self.opts.test_timeout,
                 policy=self.opts.sandbox,
-                readable=[self.repo],
                 log_path=log,
                 env=self.opts.command_env,
                 redact=self.opts.redactor,
@@ -294,6 +294,7 @@ class NodeRunner:
                 command=list(argv),
                 exit_code=res.exit_code,
                 timed_out=res.timed_out,
+                limit=res.limit_detail,
                 tail=tail,
                 log=str(log),
                 layer=res.layer,

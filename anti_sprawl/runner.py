@@ -17,7 +17,7 @@ from .journal import Journal, RepoLock, RunState, new_run_id, state_dir
 from .node import ABLATIONS, CRASH_POINTS, ExecuteOptions, NodeRunner
 from .plan import Plan
 from .reducer import TaskResult, now
-from .sandbox import probe_sandbox
+from .sandbox import probe_sandbox, unavailable_message
 from .scheduler import run_dag
 from .validate import validate
 from .workspace import ensure_excluded, remove_stale_worktrees
@@ -127,8 +127,9 @@ def execute(plan: Plan, repo: Path, opts: ExecuteOptions) -> RunState:
         base = _git_out(repo, ["rev-parse", "--verify", f"{base_ref}^{{commit}}"])
     except GitError:
         raise UsageError(f"unknown base revision: {base_ref}") from None
-    if probe_sandbox(opts.sandbox).layer is None:
-        raise UsageError("no sandbox layer works here for test commands (install bubblewrap)")
+    sandbox = probe_sandbox(opts.sandbox)
+    if sandbox.layer is None:
+        raise UsageError(unavailable_message(sandbox))
     if base_ref == "HEAD":
         head = run_git(["symbolic-ref", "--quiet", "--short", "HEAD"], repo, check=False)
         base_branch = head.stdout.decode("utf-8", "replace").strip() or None
@@ -158,7 +159,7 @@ def execute(plan: Plan, repo: Path, opts: ExecuteOptions) -> RunState:
             sparse=opts.sparse,
             provider=opts.provider.name,
             model=opts.provider.model,
-            sandbox=probe_sandbox(opts.sandbox).detail,
+            sandbox=sandbox.policy,
             plan=plan,
             tasks={
                 t.task_id: TaskResult(
@@ -183,6 +184,9 @@ def resume(run_id: str, repo: Path, opts: ExecuteOptions) -> RunState:
     repo = check_repo(repo)
     ensure_state_dir(repo)
     journal = Journal.load(repo, run_id)
+    sandbox = probe_sandbox(opts.sandbox)
+    if sandbox.layer is None:
+        raise UsageError(unavailable_message(sandbox))
     lock = RepoLock(repo)
     lock.acquire(run_id)
     try:
@@ -205,6 +209,7 @@ def resume(run_id: str, repo: Path, opts: ExecuteOptions) -> RunState:
             else:
                 record.status, record.skipped_because = "pending", None
         state.status = "running"
+        state.sandbox = sandbox.policy
         journal.save()
     except BaseException:
         lock.release()

@@ -105,6 +105,7 @@ class TestOutcome(BaseModel):
     tail: str = ""
     log: str | None = None
     layer: str = ""
+    limit: str = ""  # which sandbox limit (probably) ended the run, in words; "" for none
 
     @property
     def passed(self) -> bool:
@@ -366,7 +367,8 @@ def _execute(ctx: WorkerContext, state: _State, name: str, args: Any) -> tuple[s
         run = ctx.run_tests()
         state.tests = run
         verdict = "passed" if run.passed else ("timed out" if run.timed_out else "failed")
-        head = f"tests {verdict} (exit code {run.exit_code}): {' '.join(run.command)}"
+        limit = f"; {run.limit}" if run.limit else ""
+        head = f"tests {verdict} (exit code {run.exit_code}{limit}): {' '.join(run.command)}"
         return ("ok" if run.passed else "failed"), f"{head}\n{run.tail}"
     raise AssertionError(f"unhandled tool {name}")  # tool_args_model covers every tool
 
