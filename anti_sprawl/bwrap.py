@@ -94,9 +94,10 @@ def bwrap_argv(
     env: Mapping[str, str],
     limits: ResourceLimits,
     uid: int,
+    binary: str = "bwrap",
 ) -> list[str]:
     """The full bwrap command line for ``argv`` in ``view``."""
-    out = [shutil.which("bwrap") or "bwrap"]
+    out = [shutil.which(binary) or binary]
     as_root = os.geteuid() == 0
     if as_root:
         out += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]

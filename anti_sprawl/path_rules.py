@@ -66,6 +66,7 @@ Reason = Literal[
 DEFAULT_DENY: tuple[str, ...] = (
     # environment files and private keys (PEM, OpenSSH, PKCS#12, PGP, PuTTY, Java, KeePass)
     ".env*",
+    "*.env",
     "*.pem",
     "*.key",
     "*.p12",

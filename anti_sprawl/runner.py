@@ -17,7 +17,7 @@ from .journal import Journal, RepoLock, RunState, new_run_id, state_dir
 from .node import ABLATIONS, CRASH_POINTS, ExecuteOptions, NodeRunner
 from .plan import Plan
 from .reducer import TaskResult, now
-from .sandbox import probe_sandbox, unavailable_message
+from .sandbox import probe_sandbox, umask_problem, unavailable_message
 from .scheduler import run_dag
 from .validate import validate
 from .workspace import ensure_excluded, remove_stale_worktrees
@@ -130,6 +130,8 @@ def execute(plan: Plan, repo: Path, opts: ExecuteOptions) -> RunState:
     sandbox = probe_sandbox(opts.sandbox)
     if sandbox.layer is None:
         raise UsageError(unavailable_message(sandbox))
+    if problem := umask_problem(sandbox):
+        raise UsageError(problem)
     if base_ref == "HEAD":
         head = run_git(["symbolic-ref", "--quiet", "--short", "HEAD"], repo, check=False)
         base_branch = head.stdout.decode("utf-8", "replace").strip() or None
@@ -187,6 +189,8 @@ def resume(run_id: str, repo: Path, opts: ExecuteOptions) -> RunState:
     sandbox = probe_sandbox(opts.sandbox)
     if sandbox.layer is None:
         raise UsageError(unavailable_message(sandbox))
+    if problem := umask_problem(sandbox):
+        raise UsageError(problem)
     lock = RepoLock(repo)
     lock.acquire(run_id)
     try:

@@ -21,7 +21,6 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Literal
 
@@ -30,10 +29,10 @@ from pydantic import BaseModel, Field
 from . import landlock
 from .bwrap import bwrap_argv, rlimits
 from .errors import RunError
-from .execution import Ended, OutputCapture, execute
+from .execution import OutputCapture, execute
 from .plan import atomic_write_text
+from .sandbox_limits import LimitHit, handed_over, limit_hit
 from .sandbox_policy import (
-    ResourceLimits,
     SandboxLayer,
     SandboxPolicy,
     SandboxView,
@@ -52,28 +51,16 @@ __all__ = [
     "probe_sandbox",
     "run_command",
     "sandbox_env",
+    "umask_problem",
     "unavailable_message",
 ]
 
 Layer = Literal["bwrap", "landlock", "none"]
-LimitHit = Literal["timeout", "output", "memory", "processes", "file_size", "tmp"]
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap)"
 _USERNS_UIDS = (65534, 1000)
 _PROBE_TIMEOUT = 15.0
 _DENIED_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
 _DENIED_PREFIXES = ("ANTHROPIC_", "OPENAI_", "AWS_", "GITHUB_", "GH_", "AZURE_", "GOOGLE_")
-_SIGXFSZ = 25
-# What a command prints when a limit stops it (the kernel only says ENOMEM/EAGAIN/EFBIG).
-_MARKERS: tuple[tuple[LimitHit, tuple[str, ...]], ...] = (
-    ("file_size", ("File size limit exceeded", "File too large")),
-    ("tmp", ("No space left on device",)),
-    ("memory", ("MemoryError", "Cannot allocate memory", "std::bad_alloc", "out of memory")),
-    (
-        "processes",
-        ("fork: retry", "fork: Resource temporarily unavailable", "can't start new thread",
-         "BlockingIOError: [Errno 11]", "Resource temporarily unavailable"),
-    ),
-)  # fmt: skip
 
 
 class SandboxUnavailable(RunError):
@@ -148,7 +135,7 @@ def _wrap(
     private_tmp: Path | None,
 ) -> list[str]:
     if layer == "bwrap":
-        return bwrap_argv(argv, view, env, policy.limits, uid)
+        return bwrap_argv(argv, view, env, policy.limits, uid, policy.bwrap_binary)
     if layer == "landlock":
         writable = [*view.writable, *([private_tmp] if private_tmp else [])]
         return landlock.launcher_argv(
@@ -159,34 +146,6 @@ def _wrap(
             rlimits=rlimits(policy.limits),
         )
     return list(argv)
-
-
-@contextmanager
-def _handed_over(paths: Sequence[Path], uid: int, layer: Layer):  # type: ignore[no-untyped-def]
-    """Writable trees belong to the sandbox uid while a root-run bwrap command uses them."""
-    if layer != "bwrap" or os.geteuid() != 0 or not paths:
-        yield
-        return
-    owners = [(p, os.lstat(p).st_uid, os.lstat(p).st_gid) for p in paths]
-    for path, _, _ in owners:
-        _chown_tree(path, uid, uid)
-    try:
-        yield
-    finally:
-        for path, owner, group in owners:
-            _chown_tree(path, owner, group)
-
-
-def _chown_tree(root: Path, uid: int, gid: int) -> None:
-    """``lchown`` everything below ``root`` (links never followed), dropping set-id bits."""
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        for name in [*dirnames, *filenames]:
-            path = os.path.join(dirpath, name)
-            os.lchown(path, uid, gid)
-            st = os.lstat(path)
-            if not os.path.islink(path) and st.st_mode & 0o6000:
-                os.chmod(path, st.st_mode & 0o1777)
-    os.lchown(root, uid, gid)
 
 
 _PROBE_SCRIPT = r"""
@@ -201,12 +160,12 @@ open(os.path.join(sys.argv[2], "probe"), "w").close()
 """
 
 _probe_lock = threading.Lock()
-_probed: dict[tuple[str, int], tuple[bool, str, int]] = {}
+_probed: dict[tuple[str, int, str], tuple[bool, str, int]] = {}
 
 
 def _probe(layer: SandboxLayer, policy: SandboxPolicy) -> tuple[bool, str, int]:
     """Run the escape checks inside ``layer`` once per process: (works, detail, uid)."""
-    key = (layer, policy.sandbox_uid)
+    key = (layer, policy.sandbox_uid, policy.bwrap_binary)
     with _probe_lock:
         if key not in _probed:
             _probed[key] = _probe_uncached(layer, policy)
@@ -214,8 +173,8 @@ def _probe(layer: SandboxLayer, policy: SandboxPolicy) -> tuple[bool, str, int]:
 
 
 def _probe_uncached(layer: SandboxLayer, policy: SandboxPolicy) -> tuple[bool, str, int]:
-    if layer == "bwrap" and shutil.which("bwrap") is None:
-        return False, "bwrap not installed", 0
+    if layer == "bwrap" and shutil.which(policy.bwrap_binary) is None:
+        return False, f"{policy.bwrap_binary} not installed", 0
     if layer == "landlock" and (abi := landlock.abi_version()) < landlock.MIN_ABI:
         return False, f"Landlock ABI {abi} < {landlock.MIN_ABI} (no network restriction)", 0
     if layer == "landlock" and not landlock.seccomp_supported():
@@ -234,7 +193,7 @@ def _probe_uncached(layer: SandboxLayer, policy: SandboxPolicy) -> tuple[bool, s
         for uid in uids if layer == "bwrap" else (0,):
             full = _wrap(layer, argv, view, env, policy, uid, None)
             try:
-                with _handed_over([rw], uid, layer):
+                with handed_over([rw], uid, layer):
                     proc = subprocess.run(
                         full, capture_output=True, timeout=_PROBE_TIMEOUT, env=env, check=False
                     )
@@ -278,29 +237,18 @@ def unavailable_message(info: SandboxInfo) -> str:
     )
 
 
-def _limit_hit(
-    code: int, ended: Ended, output: str, limits: ResourceLimits, timeout: float
-) -> tuple[LimitHit | None, str]:
-    """Which limit (probably) ended the command, and a sentence the model and verdict show."""
-    if ended == "timeout":
-        return "timeout", f"ended by the sandbox: timed out after {timeout:g} s"
-    if ended == "output":
-        return "output", f"ended by the sandbox: more than {limits.output_bytes} bytes of output"
-    if code == 0:
-        return None, ""
-    found: LimitHit | None = "file_size" if code in (-_SIGXFSZ, 128 + _SIGXFSZ) else None
-    for kind, markers in _MARKERS:
-        if found is None and any(m in output for m in markers):
-            found = kind
-    what = {
-        "file_size": f"file-size limit ({limits.file_size_bytes} bytes)",
-        "tmp": f"/tmp size limit ({limits.tmp_bytes} bytes)",
-        "memory": f"memory limit ({limits.memory_bytes} bytes of address space)",
-        "processes": f"process limit ({limits.processes} processes)",
-    }
-    if found is None:
-        return None, ""
-    return found, f"probably stopped by the sandbox's {what[found]}"
+def umask_problem(info: SandboxInfo) -> str | None:
+    """Why worktrees made now would be unreadable by the sandbox user, if they would be."""
+    if info.layer != "bwrap" or os.geteuid() != 0:
+        return None
+    mask = os.umask(0o022)
+    os.umask(mask)
+    if mask & 0o005:
+        return (
+            f"the umask {mask:03o} makes new worktrees unreadable by the sandbox user; "
+            "run anti-sprawl with 'umask 022'"
+        )
+    return None
 
 
 def _readable_by_sandbox(view: SandboxView, layer: Layer, uid: int) -> None:
@@ -354,7 +302,7 @@ def run_command(
         if log_path is not None:
             cap_log = tempfile.TemporaryFile(prefix="anti-sprawl-log-")  # noqa: SIM115
         cap = OutputCapture(policy.output_limit, cap_log, policy.limits.output_bytes)
-        with _handed_over(view.writable, uid, layer):
+        with handed_over(view.writable, uid, layer):
             code, ended = execute(full, view.workdir, cmd_env, timeout, cap)
         if cap_log is not None and log_path is not None:
             cap_log.seek(0)
@@ -366,7 +314,7 @@ def run_command(
         if private is not None:
             shutil.rmtree(private, ignore_errors=True)
     output = redact(cap.text(log_path))
-    limit, detail = _limit_hit(code, ended, output, policy.limits, timeout)
+    limit, detail = limit_hit(code, ended, output, policy.limits, timeout)
     if detail:
         output += f"\n[anti-sprawl: {detail}]\n"
     return CommandResult(

@@ -161,6 +161,7 @@ class SandboxPolicy(BaseModel):
     sandbox_uid: int = Field(
         default=65534, ge=1, description="Unprivileged uid commands run as when we are root."
     )
+    bwrap_binary: str = Field(default="bwrap", description="The bubblewrap executable to use.")
     limits: ResourceLimits = Field(default_factory=ResourceLimits)
 
 

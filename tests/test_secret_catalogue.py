@@ -23,6 +23,7 @@ from anti_sprawl.worker import WorkerContext, WorkerLimits, run_worker
 CANARY = "CANARY-CATALOGUE-4b7e"
 NAMES = [
     ".vault-token",
+    "deploy/prod.env",
     "credentials.json",
     "deploy/gcp/credentials.json",
     ".docker/config.json",
