@@ -23,11 +23,8 @@ prints. ``build_view`` turns a policy and one command into the concrete paths.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import pwd
 import re
-import shutil
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -37,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import UsageError
 from .path_rules import DEFAULT_ALLOW, DEFAULT_DENY, DenyRules
+from .toolchain import acceptable_toolchain, toolchain_trees
 
 __all__ = [
     "ETC_ALLOW",
@@ -184,59 +182,6 @@ class SandboxView(BaseModel):
         return list(dict.fromkeys(p for p in out if p not in self.writable))
 
 
-def _homes(policy: SandboxPolicy) -> list[Path]:
-    homes = {Path("/root")}
-    if policy.home is not None:
-        homes.add(Path(os.path.realpath(policy.home)))
-    with contextlib.suppress(KeyError):
-        homes.add(Path(os.path.realpath(pwd.getpwuid(os.getuid()).pw_dir)))
-    return sorted(homes)
-
-
-def _acceptable_toolchain(path: Path, policy: SandboxPolicy, content: Sequence[Path]) -> bool:
-    """A toolchain tree may be bound unless it is ``/``, a home or above one, a repository or
-    holds one (``.git``/``.anti-sprawl`` inside), or lies above a tree the command works on."""
-    if path == Path("/") or not path.is_dir():
-        return False
-    if any(home.is_relative_to(path) for home in _homes(policy)):
-        return False
-    if any(os.path.lexists(path / name) for name in (".git", ".anti-sprawl")):
-        return False
-    if any(part in (".git", ".anti-sprawl") for part in path.parts):
-        return False
-    return not any(c.is_relative_to(path) for c in content)
-
-
-def _prefix_of(executable: Path) -> list[Path]:
-    """The trees an executable needs: its prefix, and a venv's base interpreter prefix."""
-    out: list[Path] = []
-    where = executable.parent
-    root = where.parent if where.name in ("bin", "sbin", "Scripts") else where
-    out.append(root)
-    cfg = root / "pyvenv.cfg"
-    if cfg.is_file():
-        for line in cfg.read_text(encoding="utf-8", errors="replace").splitlines():
-            key, _, value = line.partition("=")
-            if key.strip() == "home" and value.strip():
-                base = Path(os.path.realpath(value.strip()))
-                out.append(base.parent if base.name == "bin" else base)
-    real = Path(os.path.realpath(executable))
-    if real != executable:
-        out += _prefix_of(real)
-    return out
-
-
-def _toolchain(argv0: str, env: Mapping[str, str]) -> list[Path]:
-    candidates = [Path(sys.prefix), Path(os.path.realpath(sys.base_prefix))]
-    candidates += _prefix_of(Path(sys.executable))
-    if env.get("VIRTUAL_ENV"):
-        candidates.append(Path(env["VIRTUAL_ENV"]))
-    found = shutil.which(argv0, path=env.get("PATH")) if "/" not in argv0 else argv0
-    if found and os.path.isabs(found):
-        candidates += _prefix_of(Path(os.path.normpath(found)))
-    return [Path(os.path.realpath(c)) for c in candidates if c.is_absolute()]
-
-
 def _under(path: Path, roots: Iterable[Path]) -> bool:
     return any(path.is_relative_to(r) for r in roots)
 
@@ -290,10 +235,11 @@ def build_view(
         if path == Path("/"):
             raise UsageError("--sandbox-allow /: would expose the whole host")
         content.append(path)
-    for path in _toolchain(argv0, env):
+    homes = [policy.home] if policy.home is not None else []
+    for path in toolchain_trees(argv0, env):
         if _under(path, view.system) or _under(path, content):
             continue
-        if _acceptable_toolchain(path, policy, content):
+        if acceptable_toolchain(path, homes, content):
             view.toolchain.append(path)
     view.toolchain = _outermost(view.toolchain)
     view.content = _outermost(content)
