@@ -3,7 +3,7 @@
 Reads are allowed in ``read_scope ∪ write_scope``, writes only in ``write_scope``; secrets,
 ``.git/`` and ``.anti-sprawl/`` never. Decisions are made on what the kernel opened, not on
 the string asked for (``confinement``); writes go through ``scoped_write``. Scopes come only
-from the constructor: no tool argument can move the boundary (SECURITY.md P5, F39). Every
+from the constructor: no tool argument can move the boundary (docs/security.md P5, F39). Every
 refusal raises ``FirewallError`` and is appended to ``violations``.
 """
 

@@ -2,7 +2,7 @@
 
 The lexical gate runs before the filesystem is touched: it refuses absolute, home-relative,
 Windows-style, NUL-bearing and ``..`` paths outright and never rewrites a path (no ``~``
-expansion, no URL decoding, no Unicode normalization: SECURITY.md F10-F15). The deny rules are
+expansion, no URL decoding, no Unicode normalization: docs/security.md F10-F15). The deny rules are
 gitignore-style patterns matched case-insensitively on every leading part of a path (P6), with
 ``.git/``, ``.anti-sprawl/`` and ``.gitmodules`` denied whatever the configuration says (P7).
 """

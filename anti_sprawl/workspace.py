@@ -2,7 +2,7 @@
 
 A node works in its own worktree on a temporary branch ``anti-sprawl/wt/<name>`` under
 ``<repo>/.anti-sprawl/worktrees/``; the user's branch, index and working tree are never
-touched (ARCHITECTURE.md guarantee 5). Git always runs through :mod:`.gitcmd` (no hooks,
+touched (docs/architecture.md, guarantee 5). Git always runs through :mod:`.gitcmd` (no hooks,
 no repo-configured programs). The audit lives in :mod:`.audit`, stale git locks in
 :mod:`.gitlocks`; both are re-exported here.
 """
