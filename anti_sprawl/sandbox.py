@@ -293,7 +293,10 @@ def run_command(
     home = "/tmp" if private is None else str(private)
     cmd_env = sandbox_env(base, home=home, allow=policy.env_allow)
     uid = _probe(layer, policy)[2] if layer != "none" else 0
-    view = build_view(policy, cwd, argv[0], cmd_env, readable=readable, writable=writable)
+    if layer == "none":  # the user's explicit unsafe choice: nothing to bind or mask
+        view = SandboxView(workdir=cwd.resolve(), writable=[p.resolve() for p in writable])
+    else:
+        view = build_view(policy, cwd, argv[0], cmd_env, readable=readable, writable=writable)
     _readable_by_sandbox(view, layer, uid)
     full = _wrap(layer, argv, view, cmd_env, policy, uid, private)
     cap_log: IO[bytes] | None = None

@@ -305,3 +305,14 @@ def test_an_allowed_checkout_still_hides_git_state_and_secrets(tmp_path: Path) -
     for canary in (C["env"], C["gitconfig"], C["committed"]):
         assert canary not in result.output
     assert result.output.count("DENIED") == 3
+
+
+def test_a_worktree_the_sandbox_user_cannot_read_is_refused_clearly(tmp_path: Path) -> None:
+    from anti_sprawl.errors import RunError
+
+    if os.geteuid() != 0:
+        pytest.skip("the uid drop happens only when the orchestrator is root")
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    with pytest.raises(RunError, match="umask 022"):
+        run_command(["true"], private, timeout=10, policy=SandboxPolicy())
