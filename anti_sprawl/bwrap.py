@@ -72,20 +72,34 @@ class _Mounts:
     def __init__(self) -> None:
         self.args: list[str] = []
         self.dirs: set[Path] = {Path("/"), Path("/tmp"), Path("/dev"), Path("/proc")}
-        self.trees: list[Path] = []  # bound trees: nothing is created inside them
+        self.trees: list[Path] = []  # bound trees: their directories exist already
+        self.covered: list[Path] = []  # masked directories (empty tmpfs): nothing exists below
+
+    def _exists(self, parent: Path) -> bool:
+        if parent in self.dirs:
+            return True
+        if any(parent == c or parent.is_relative_to(c) for c in self.covered):
+            return False
+        return any(parent.is_relative_to(t) for t in self.trees)
 
     def parents(self, path: Path) -> None:
         for parent in reversed(path.parents):
-            if parent in self.dirs or any(parent.is_relative_to(t) for t in self.trees):
-                continue
-            self.args += ["--perms", "0755", "--dir", str(parent)]
-            self.dirs.add(parent)
+            if not self._exists(parent):
+                self.args += ["--perms", "0755", "--dir", str(parent)]
+                self.dirs.add(parent)
 
     def bind(self, path: Path, *, writable: bool = False) -> None:
         self.parents(path)
         self.args += ["--bind" if writable else "--ro-bind", str(path), str(path)]
         if path.is_dir():
             self.trees.append(path)
+
+    def mask(self, path: Path) -> None:
+        if path.is_dir():
+            self.args += ["--perms", "0755", "--tmpfs", str(path)]
+            self.covered.append(path)
+        else:
+            self.args += ["--ro-bind", "/dev/null", str(path)]
 
 
 def bwrap_argv(
@@ -115,16 +129,19 @@ def bwrap_argv(
         mounts.dirs.add(link)
     for path in [*view.etc, *view.toolchain]:
         mounts.bind(path)
+    # Each content tree, outermost first, then its masks: an inner tree (a worktree inside an
+    # allowed checkout's masked .anti-sprawl) is bound again on top of the outer one's masks.
     for path in view.content:
         mounts.bind(path, writable=path in view.writable)
+        for masked in view.masked:
+            if masked.is_relative_to(path) and not any(
+                masked.is_relative_to(inner) and inner != path and inner.is_relative_to(path)
+                for inner in view.content
+            ):
+                mounts.mask(masked)
     for path in view.writable:
         if path not in view.content:
             mounts.bind(path, writable=True)
-    for path in view.masked:
-        if path.is_dir():
-            mounts.args += ["--perms", "0755", "--tmpfs", str(path)]
-        else:
-            mounts.args += ["--ro-bind", "/dev/null", str(path)]
     out += mounts.args
     out += ["--remount-ro", "/", "--chdir", str(view.workdir)]
     for key, value in env.items():

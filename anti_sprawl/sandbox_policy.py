@@ -242,9 +242,11 @@ def build_view(
         if acceptable_toolchain(path, homes, content):
             view.toolchain.append(path)
     view.toolchain = _outermost(view.toolchain)
-    view.content = _outermost(content)
+    # Content trees stay separate, outermost first: a worktree inside an allowed checkout
+    # (under its masked .anti-sprawl) is bound again after the checkout's masks.
+    view.content = sorted(dict.fromkeys(content), key=lambda p: (len(p.parts), str(p)))
     view.writable = [Path(os.path.realpath(p)) for p in writable]
-    view.masked = [m for c in view.content for m in mask_below(c)]
+    view.masked = sorted({m for c in view.content for m in mask_below(c)})
     return view
 
 

@@ -316,3 +316,30 @@ def test_a_worktree_the_sandbox_user_cannot_read_is_refused_clearly(tmp_path: Pa
     private.mkdir(mode=0o700)
     with pytest.raises(RunError, match="umask 022"):
         run_command(["true"], private, timeout=10, policy=SandboxPolicy())
+
+
+def test_a_worktree_inside_an_allowed_checkout_stays_visible(tmp_path: Path) -> None:
+    """``{checkout}`` plus the node's worktree below its masked ``.anti-sprawl``: both bound."""
+    from anti_sprawl.workspace import Workspace
+
+    repo, _home = hostile_repo(tmp_path)
+    with Workspace.create(repo, repo / ".anti-sprawl" / "worktrees", "inner", "HEAD") as ws:
+        code = (
+            "import os\n"
+            "print('cwd', sorted(os.listdir('.'))[:3])\n"
+            f"print('sibling', os.path.exists({str(repo / '.anti-sprawl/worktrees/other-run-z-1')!r}))\n"
+            f"print('readme', open({str(repo / 'README.md')!r}).read().strip())\n"
+            f"for p in ('.env', '.git/config'):\n"
+            f"    try: open(os.path.join({str(repo)!r}, p)); print(p, 'READ')\n"
+            "    except OSError: print(p, 'DENIED')\n"
+        )
+        result = run_command(
+            [sys.executable, "-c", code], ws.path, timeout=30, policy=SandboxPolicy(),
+            readable=[repo],
+        )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "cwd ['.git', 'README.md', 'config']" in result.output
+    assert "sibling False" in result.output and "readme # demo" in result.output
+    assert ".env DENIED" in result.output and ".git/config DENIED" in result.output
+    for canary in C.values():
+        assert canary not in result.output
