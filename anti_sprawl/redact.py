@@ -156,8 +156,27 @@ class Redactor:
         return redact_data(value, self)
 
     def model(self, model: _M) -> _M:
-        """A copy of a pydantic model with every string field redacted, re-validated."""
-        return type(model).model_validate(self.data(model.model_dump(mode="json")))
+        """A copy of a pydantic model with every string inside it redacted.
+
+        Built with ``model_copy(update=...)``, not re-validation: a placeholder may be longer
+        than the secret it replaces, and a length limit must not turn redaction into a crash.
+        """
+        redacted: _M = self._value(model)
+        return redacted
+
+    def _value(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self(value)
+        if isinstance(value, BaseModel):
+            fields = type(value).model_fields
+            return value.model_copy(update={k: self._value(getattr(value, k)) for k in fields})
+        if isinstance(value, list):
+            return [self._value(v) for v in value]
+        if isinstance(value, tuple):
+            return tuple(self._value(v) for v in value)
+        if isinstance(value, dict):
+            return {k: self._value(v) for k, v in value.items()}
+        return value
 
     def request(self, request: ModelRequest) -> ModelRequest:
         """A copy of ``request`` with every text field redacted."""

@@ -153,3 +153,20 @@ def test_a_secret_already_in_the_file_is_not_blamed_on_the_node(tmp_path: Path) 
         assert staged_secrets(ws, redactor) == ""
         (ws.path / "pkg" / "new.bin").write_bytes(b"\x00\x01" + GH.encode() + b"\xff")
         assert staged_secrets(ws, redactor) == "github-token in pkg/new.bin"
+
+
+def test_redacting_a_record_never_fails_on_a_length_limit() -> None:
+    from anti_sprawl.firewall import Violation
+    from anti_sprawl.reducer import TaskResult
+    from anti_sprawl.tools import FinishArgs
+
+    short_key = "k3y-9z8y"  # 8 characters; its placeholder is longer
+    record = TaskResult(
+        task_id="a",
+        summary=FinishArgs(summary="x" * 3990 + " " + short_key),
+        violations=[Violation(op="read", path=GH, reason="outside_scope")],
+    )
+    clean = Redactor([short_key]).model(record)
+    assert clean.summary is not None and clean.summary.summary.endswith("[REDACTED:env]")
+    assert clean.violations[0].path == "[REDACTED:github-token]"
+    assert record.summary is not None and record.summary.summary.endswith(short_key)  # a copy
