@@ -5,8 +5,8 @@ worker, so providers can cache them), ``brief``, ``upstream`` (dependency summar
 transcripts), ``stubs`` (read-scope files: numbered outlines, whole only where the goal points
 at them), ``files`` (write-scope files, whole or outline + regions) and ``memory``; ``lean``
 decides each file's form within the lean target. Repository files are read only through
-the node's ``Firewall`` (SECURITY.md P11). Every item is recorded with its exact text's token
-count and SHA-256, so the manifest accounts for the whole prompt.
+the node's ``Firewall`` (docs/security.md P11). Every item is recorded with its exact text's
+token count and SHA-256, so the manifest accounts for the whole prompt.
 """
 
 from __future__ import annotations
@@ -34,11 +34,10 @@ from .manifest import (
     ContextManifest,
     DroppedItem,
     FileChoice,
-    Trust,
     conversation_items,
     tool_json,
 )
-from .memory import MemoryFact, screen_memory
+from .memory import MEMORY_TRUST, MemoryFact, screen_memory
 from .packing import ContextCandidate, pack_context
 from .plan import Plan, TaskNode
 from .providers.base import (
@@ -246,8 +245,7 @@ def _pack_memory(
     mem: dict[str, Part] = {}
     candidates: list[ContextCandidate] = []
     for f in [*screen.facts, *screen.hypotheses]:
-        trust: Trust = "trusted" if f.source == "system_record" else "untrusted"
-        p = part("memory", memory_id(f), "memory", f.source, trust, render_memory(f))
+        p = part("memory", memory_id(f), "memory", f.source, MEMORY_TRUST, render_memory(f))
         if p.item.item_id in mem:
             continue  # the same text twice is one item
         mem[p.item.item_id] = p
@@ -256,7 +254,7 @@ def _pack_memory(
                 item_id=p.item.item_id,
                 kind="memory",
                 source=f.source,
-                trust=trust,
+                trust=MEMORY_TRUST,
                 tokens=p.item.tokens,
                 relevance=1.0,
                 authority=_MEMORY_AUTHORITY[f.source],
