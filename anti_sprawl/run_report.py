@@ -63,7 +63,7 @@ def _totals(state: RunState) -> str:
     tasks = list(state.tasks.values())
     counts = {s: sum(1 for t in tasks if t.status == s) for s in ("succeeded", "failed", "skipped")}
     tokens = sum(t.tokens.total for t in tasks)
-    cached = sum(t.tokens.cache_read for t in tasks)
+    cached = sum(t.tokens.cache_read_tokens for t in tasks)
     violations = sum(len(t.violations) for t in tasks)
     return (
         f"{counts['succeeded']} succeeded, {counts['failed']} failed, {counts['skipped']} skipped; "
