@@ -224,3 +224,26 @@ def test_resume_refuses_an_invalid_or_foreign_plan(tmp_path: Path) -> None:
     (tmp_path / "other.yaml").write_text(yaml.safe_dump(other))
     foreign = cli("resume", first["run_id"], *args, "--plan", str(tmp_path / "other.yaml"))
     assert foreign.exit_code == 2 and "'other'" in foreign.output
+
+
+def test_a_journal_with_the_old_token_names_still_loads(tmp_path: Path) -> None:
+    repo = fx.make_repo(tmp_path)
+    plan_path, script_path = fx.write_inputs(tmp_path, fx.plan(), fx.script())
+    args = ["--repo", str(repo), "--script", str(script_path), "--json"]
+    state = run_json(cli("execute", str(plan_path), *args))
+    journal = repo / ".anti-sprawl" / "runs" / state["run_id"] / "run.json"
+    data = json.loads(journal.read_text())
+    for record in data["tasks"].values():  # as 0.1 wrote them
+        t = record["tokens"]
+        record["tokens"] = {
+            "input": t["input_tokens"],
+            "output": t["output_tokens"],
+            "cache_read": t["cache_read_tokens"],
+            "cache_write": t["cache_write_tokens"],
+        }
+    for key in ("tokens", "max_tokens", "stopped_by", "revisions"):
+        del data[key]
+    journal.write_text(json.dumps(data))
+    shown = cli("status", state["run_id"], "--repo", str(repo), "--json")
+    assert shown.exit_code == 0, shown.output
+    assert run_json(shown)["tasks"]["a"]["tokens"] == state["tasks"]["a"]["tokens"]

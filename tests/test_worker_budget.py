@@ -17,6 +17,7 @@ from anti_sprawl.artifacts import ArtifactStore
 from anti_sprawl.budget import RunBudget
 from anti_sprawl.digest import DIGEST_HEADER
 from anti_sprawl.firewall import Firewall
+from anti_sprawl.manifest import conversation_items
 from anti_sprawl.providers.base import (
     ModelRequest,
     SystemBlock,
@@ -137,6 +138,10 @@ def test_a_thirty_call_conversation_never_sends_a_request_over_the_cap(
     assert "read_file docs/" in last and "write_file src/app.py -> ok: wrote" in last
     assert "run_tests -> ok: tests passed (exit code 0)" in last
     assert SECRET_LINE not in last  # essentials only, never the raw output
+    # the manifest records the digest as untrusted: it names paths the model chose
+    digested = next(r for r in provider.requests if DIGEST_HEADER in request_text(r))
+    [item] = [i for i in conversation_items(digested.messages) if i.source == "digest"]
+    assert (item.kind, item.trust) == ("observation", "untrusted")
     # every request starts with the first prompt, unchanged (the manifest relies on it)
     assert all(r.messages[0] == provider.requests[0].messages[0] for r in provider.requests)
     # the run spent far more than one cap in total: the cap is per call
