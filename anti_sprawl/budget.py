@@ -181,18 +181,25 @@ class Budget:
         build: Callable[[int], ModelRequest],
         compact: Sequence[Callable[[], bool]] = (),
         explain: Callable[[], str] | None = None,
+        early: int | None = None,
     ) -> Ticket | Refusal:
         """The next request, compacted as needed and with output capped to what the caps leave.
 
         ``build(max_output)`` makes the request from the current conversation; each step of
         ``compact`` shrinks the conversation (True when it changed anything) and is tried in
-        order while the request and a full output do not fit. ``explain`` says, for a
+        order while the request and a full output do not fit. The first (mildest) step also
+        runs when the input alone needs more than ``early`` tokens. ``explain`` says, for a
         refusal, what the request is made of.
         """
         request = build(self.max_output)
         raw, needed = self.measure(request)
         room = self.room()
         steps = iter(compact)
+        if early is not None and needed > early and compact:
+            next(steps)
+            if compact[0]():
+                request = build(self.max_output)
+                raw, needed = self.measure(request)
         while room is not None and needed + self.max_output > room:
             step = next(steps, None)
             if step is None:

@@ -22,8 +22,8 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from .artifacts import ArtifactStore, Observation
-from .loop import Kept, Loop, ToolOutcome
+from .artifacts import ArtifactStore, Kept, Observation
+from .loop import Loop, ToolOutcome
 from .providers.base import (
     AssistantMessage,
     ToolCall,

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel, ValidationError
 
-from .artifacts import ArtifactStore, Observation
+from .artifacts import ArtifactStore, Observer
 from .budget import Budget, Refusal
 from .errors import ProviderError
 from .firewall import EditError, FirewallError
@@ -39,14 +39,11 @@ from .providers.base import (
     ToolSpec,
     UserMessage,
 )
-from .trust import wrap_data
 
 __all__ = [
     "Ending",
     "Handler",
-    "Kept",
     "Loop",
-    "Observer",
     "Policy",
     "Tool",
     "ToolOutcome",
@@ -98,55 +95,6 @@ class Tool:
     spec: ToolSpec
     args: type[BaseModel] | None
     run: Handler
-
-
-@dataclass
-class Kept:
-    """A tool result in full, kept so masking and the digest can point at it."""
-
-    status: str
-    text: str
-    ref: str | None = None
-
-
-@dataclass
-class Observer:
-    """Renders tool output for the model: redacted, long output cut, wrapped as data.
-
-    With an artifact store, output over ``limit`` characters is stored in full and shown as
-    a compact summary with its reference; without one it is cut with a note.
-    """
-
-    task_id: str
-    limit: int
-    artifacts: ArtifactStore | None = None
-    redact: Callable[[str], str] = str
-    kept: dict[str, Kept] = field(default_factory=dict)
-
-    def render(self, call: ToolCall, outcome: ToolOutcome) -> str:
-        text = self.redact(outcome.text)  # before it is kept, logged, stored or shown
-        kept = self.kept[call.id] = Kept(outcome.status, text)
-        if not outcome.wrap:
-            return text
-        if len(text) > self.limit:
-            if self.artifacts is not None:
-                kept.ref = self.artifacts.save(self.task_id, f"{call.name}-output", text)
-                text = Observation.compact(outcome.status, text, kept.ref)
-            else:
-                cut = len(text) - self.limit
-                text = text[: self.limit] + f"\n[... {cut} more characters not shown]"
-        # Tool output is data, never instructions: delimited, with delimiter look-alikes escaped.
-        return wrap_data(outcome.kind, call_source(call), text or "(empty)")
-
-    def error(self, call: ToolCall, text: str) -> ToolResult:
-        self.kept[call.id] = Kept("error", f"error: {text}")
-        return ToolResult(call_id=call.id, content=f"error: {text}", is_error=True)
-
-
-def call_source(call: ToolCall) -> str:
-    """How a call's output is labelled: the tool name and its path argument, if any."""
-    path = call.arguments.get("path")
-    return f"{call.name} {path}" if isinstance(path, str) and path else call.name
 
 
 def dispatch(
@@ -214,6 +162,10 @@ class Policy(Protocol):
         """Ways to shrink the conversation when a request does not fit, mildest first."""
         ...
 
+    def compact_early(self) -> int | None:
+        """Input size past which the mildest compaction runs even when the call would fit."""
+        ...
+
     def explain(self) -> str:
         """What the next request is made of, for a refusal message."""
         ...
@@ -267,7 +219,9 @@ class Loop:
                 return Ending("stopped", "stopped by the orchestrator")
             if self.calls >= self.max_calls:
                 return Ending("calls", f"model-call cap of {self.max_calls} reached")
-            fitted = self.budget.fit(self.build, policy.compactions(), policy.explain)
+            fitted = self.budget.fit(
+                self.build, policy.compactions(), policy.explain, policy.compact_early()
+            )
             if isinstance(fitted, Refusal):
                 return Ending(fitted.reason, fitted.message)
             self.calls += 1

@@ -16,12 +16,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from .artifacts import Observer
 from .budget import Budget
 from .errors import UsageError
 from .firewall import Firewall, FirewallError, Violation
 from .gitcmd import run_git
 from .handlers import read_handlers, tool_table
-from .loop import Ending, Handler, Loop, Observer, Tool, ToolOutcome, ToolRefusal
+from .loop import Ending, Handler, Loop, Tool, ToolOutcome, ToolRefusal
 from .plan import Plan, atomic_write_text
 from .planner_prompt import (
     PromptPart,
@@ -237,6 +238,9 @@ class _Session:
 
     def compactions(self) -> list[Callable[[], bool]]:
         return []
+
+    def compact_early(self) -> None:
+        return None
 
     def explain(self) -> str:
         return f"the planner's budget is {self.token_budget:,} tokens over all its calls"

@@ -23,12 +23,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from .artifacts import ArtifactStore
+from .artifacts import ArtifactStore, Observer
 from .budget import Budget, RunBudget
 from .digest import Compactor
 from .firewall import Firewall, Violation
 from .handlers import read_handlers, tool_table, write_handlers
-from .loop import Ending, Loop, Observer, ToolOutcome, Transcript
+from .loop import Ending, Loop, ToolOutcome, Transcript
 from .providers.base import (
     ModelRequest,
     ModelResponse,
@@ -228,13 +228,11 @@ class _Worker:
         return None
 
     def compactions(self) -> list[Callable[[], bool]]:
-        """Mask early (past ``mask_ratio`` of the cap), then mask and digest to fit."""
-        limits = self.ctx.limits
-        soft = int(limits.token_budget * limits.mask_ratio)
-        _, needed = self.loop.budget.measure(self.loop.build(1))
-        if needed > soft:
-            self.compactor.mask()
         return self.compactor.compactions()
+
+    def compact_early(self) -> int:
+        """Mask old observations once the input needs ``mask_ratio`` of the cap."""
+        return int(self.ctx.limits.token_budget * self.ctx.limits.mask_ratio)
 
     def explain(self) -> str:
         return self.compactor.explain()
