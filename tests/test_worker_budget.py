@@ -26,6 +26,7 @@ from anti_sprawl.providers.base import (
     request_text,
 )
 from anti_sprawl.providers.scripted import Script, ScriptedProvider
+from anti_sprawl.tools import WORKER_TOOLS
 from anti_sprawl.worker import (
     CALL_SLACK,
     TestOutcome,
@@ -147,6 +148,12 @@ def test_a_thirty_call_conversation_never_sends_a_request_over_the_cap(
     # the run spent far more than one cap in total: the cap is per call
     assert result.usage.total > 3 * cap
     assert result.usage.total <= cap * result.calls
+
+
+def test_the_tool_table_offers_exactly_the_contract_tools(root: Path, firewall: Firewall) -> None:
+    """One table row per tool of ``tools.py``: what the prompt's manifest lists is what is sent."""
+    _, provider = run(root, firewall, [FINISH], budget=20_000)
+    assert provider.requests[0].tools == sorted(WORKER_TOOLS, key=lambda t: t.name)
 
 
 def test_text_only_turns_hit_the_model_call_cap(root: Path, firewall: Firewall) -> None:
