@@ -139,7 +139,7 @@ class Compactor:
                 tool=call.name,
                 target=_target(call),
                 status=status,
-                note=note[:_NOTE_CHARS],
+                note=self.loop.observer.redact(note)[:_NOTE_CHARS],
                 ref=kept.ref,
             )
         )
