@@ -156,8 +156,9 @@ class Budget:
 
     per_call: int | None = None
     total: int | None = None
-    max_output: int = 4096
-    min_output: int = 64
+    max_output: int = 4096  # the most one call may produce
+    min_output: int = 64  # less than this is not worth a call
+    keep_free: int | None = None  # output room compaction keeps (default: max_output)
     counter: TokenCounter = field(default_factory=TokenCounter)
     run: RunBudget | None = None
     spent: Usage = field(default_factory=Usage)
@@ -187,7 +188,8 @@ class Budget:
 
         ``build(max_output)`` makes the request from the current conversation; each step of
         ``compact`` shrinks the conversation (True when it changed anything) and is tried in
-        order while the request and a full output do not fit. The first (mildest) step also
+        order while the request leaves less than ``keep_free`` output tokens under the caps; the
+        call then gets all the output room left, up to ``max_output``. The first (mildest) step also
         runs when the input alone needs more than ``early`` tokens. ``explain`` says, for a
         refusal, what the request is made of.
         """
@@ -200,7 +202,8 @@ class Budget:
             if compact[0]():
                 request = build(self.max_output)
                 raw, needed = self.measure(request)
-        while room is not None and needed + self.max_output > room:
+        free = self.max_output if self.keep_free is None else min(self.keep_free, self.max_output)
+        while room is not None and needed + free > room:
             step = next(steps, None)
             if step is None:
                 break

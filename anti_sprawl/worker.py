@@ -86,8 +86,8 @@ class WorkerLimits(BaseModel):
     mask_ratio: float = 0.5  # mask old observations once a request's input needs this share
 
     @property
-    def output_cap(self) -> int:
-        """Output a call may produce: at most a quarter of the cap, so input keeps the rest."""
+    def output_reserve(self) -> int:
+        """Output room compaction keeps free: a quarter of the cap, at most max_output_tokens."""
         return max(self.min_output_tokens, min(self.max_output_tokens, self.token_budget // 4))
 
     @property
@@ -162,7 +162,8 @@ class _Worker:
             tools=tool_table(handlers),
             budget=Budget(
                 per_call=limits.token_budget,
-                max_output=limits.output_cap,
+                max_output=limits.max_output_tokens,
+                keep_free=limits.output_reserve,
                 min_output=limits.min_output_tokens,
                 counter=ctx.counter,
                 run=ctx.run_budget,
