@@ -182,7 +182,12 @@ class _Worker:
         ctx, loop = self.ctx, self.loop
         finished = ending.reason == "finished"
         message = ending.message
-        if ending.reason == "calls":
+        if ending.reason == "budget":
+            message = (
+                f"{message}; raise the node's token_budget (resume --plan) or keep its turns "
+                "smaller (fewer tool calls at once, smaller reads)"
+            )
+        elif ending.reason == "calls":
             message = (
                 f"{message} (max_tool_calls {ctx.limits.max_tool_calls} + {CALL_SLACK}; "
                 "turns without a tool call count too)"
