@@ -39,6 +39,7 @@ from .providers.base import (
     ToolSpec,
     UserMessage,
 )
+from .redact import redact_data
 
 __all__ = [
     "Ending",
@@ -129,16 +130,20 @@ def dispatch(
 
 
 class Transcript:
-    """Every event of one conversation, saved in full after every step (an artifact)."""
+    """Every event of one conversation, saved in full after every step (an artifact).
 
-    def __init__(self, artifacts: ArtifactStore, task_id: str):
+    Redacted first: tool arguments and the model's text (a token it copied) are kept here.
+    """
+
+    def __init__(self, artifacts: ArtifactStore, task_id: str, redact: Callable[[str], str] = str):
         self.artifacts = artifacts
         self.task_id = task_id
+        self.redact = redact
         self.events: list[dict[str, Any]] = []
         self.ref: str | None = None
 
     def log(self, event: dict[str, Any]) -> None:
-        self.events.append(event)
+        self.events.append(redact_data(event, self.redact))
         text = json.dumps(self.events, indent=1, default=str)
         self.ref = self.artifacts.put(self.task_id, "transcript.json", text)
 

@@ -12,12 +12,13 @@ from .branch import RunBranch, check_branch_name
 from .errors import UsageError
 from .gitcmd import GitError, run_git
 from .gitlocks import clean_stale_locks
+from .internal_state import ensure_state_dir
 from .journal import Journal, RepoLock, RunState, new_run_id, state_dir
 from .node import ABLATIONS, CRASH_POINTS, ExecuteOptions, NodeRunner
 from .plan import Plan
 from .reducer import TaskResult, now
 from .replan import check_revision
-from .sandbox import probe_sandbox
+from .sandbox import probe_sandbox, umask_problem, unavailable_message
 from .scheduler import run_dag
 from .validate import validate
 from .workspace import ensure_excluded, remove_stale_worktrees
@@ -109,7 +110,7 @@ def _drive(run: NodeRunner, lock: RepoLock, already: list[str]) -> RunState:
             land=run.land,
         )
     finally:
-        remove_stale_worktrees(run.repo, run.worktrees)
+        remove_stale_worktrees(run.repo, run.worktrees, run.journal.state.run_id)
         state = _finish(run, lock)
         lock.release()
     return state
@@ -129,8 +130,11 @@ def execute(plan: Plan, repo: Path, opts: ExecuteOptions) -> RunState:
         base = _git_out(repo, ["rev-parse", "--verify", f"{base_ref}^{{commit}}"])
     except GitError:
         raise UsageError(f"unknown base revision: {base_ref}") from None
-    if probe_sandbox(opts.sandbox).layer is None:
-        raise UsageError("no sandbox layer works here for test commands (install bubblewrap)")
+    sandbox = probe_sandbox(opts.sandbox)
+    if sandbox.layer is None:
+        raise UsageError(unavailable_message(sandbox))
+    if problem := umask_problem(sandbox):
+        raise UsageError(problem)
     if base_ref == "HEAD":
         head = run_git(["symbolic-ref", "--quiet", "--short", "HEAD"], repo, check=False)
         base_branch = head.stdout.decode("utf-8", "replace").strip() or None
@@ -139,6 +143,8 @@ def execute(plan: Plan, repo: Path, opts: ExecuteOptions) -> RunState:
             ["show-ref", "--verify", "--quiet", f"refs/heads/{base_ref}"], repo, check=False
         )
         base_branch = base_ref if is_branch.returncode == 0 else None
+    # Before anything is written: the state directory must be ours, not repository content.
+    ensure_state_dir(repo)
     run_id = new_run_id(plan.plan_id)
     lock = RepoLock(repo)
     lock.acquire(run_id)
@@ -158,7 +164,7 @@ def execute(plan: Plan, repo: Path, opts: ExecuteOptions) -> RunState:
             sparse=opts.sparse,
             provider=opts.provider.name,
             model=opts.provider.model,
-            sandbox=probe_sandbox(opts.sandbox).detail,
+            sandbox=sandbox.policy,
             plan=plan,
             max_tokens=opts.max_tokens,
             tasks={
@@ -190,6 +196,7 @@ def resume(
     cap when given.
     """
     repo = check_repo(repo)
+    ensure_state_dir(repo)
     journal = Journal.load(repo, run_id)
     if plan is not None:
         report = validate(plan, repo)
@@ -198,6 +205,11 @@ def resume(
             raise UsageError(
                 f"the plan is invalid against {repo}: {first} (run 'anti-sprawl validate')"
             )
+    sandbox = probe_sandbox(opts.sandbox)
+    if sandbox.layer is None:
+        raise UsageError(unavailable_message(sandbox))
+    if problem := umask_problem(sandbox):
+        raise UsageError(problem)
     lock = RepoLock(repo)
     lock.acquire(run_id)
     try:
@@ -207,7 +219,7 @@ def resume(
         if not branch.exists():
             branch.create(state.base)
         worktrees = state_dir(repo) / "worktrees"
-        remove_stale_worktrees(repo, worktrees)
+        remove_stale_worktrees(repo, worktrees, run_id)
         landed = branch.landed_tasks()
         already: list[str] = []
         artifacts = journal.run_dir / "artifacts"
@@ -224,6 +236,7 @@ def resume(
         if opts.max_tokens is not None:
             state.max_tokens = opts.max_tokens
         state.status, state.stopped_by = "running", None
+        state.sandbox = sandbox.policy
         journal.save()
     except BaseException:
         lock.release()

@@ -69,6 +69,7 @@ class TestOutcome(BaseModel):
     tail: str = ""
     log: str | None = None
     layer: str = ""
+    limit: str = ""  # which sandbox limit (probably) ended the run, in words; "" for none
 
     @property
     def passed(self) -> bool:
@@ -173,7 +174,7 @@ class _Worker:
             messages=[UserMessage(content=ctx.first_message)],
             stop=ctx.stop,
             on_request=ctx.on_request,
-            transcript=Transcript(ctx.artifacts, ctx.task_id),
+            transcript=Transcript(ctx.artifacts, ctx.task_id, ctx.redact),
         )
         self.compactor = Compactor(self.loop, ctx.artifacts)
 
@@ -251,7 +252,8 @@ class _Worker:
         run = self.ctx.run_tests()
         self.tests = run
         verdict = "passed" if run.passed else ("timed out" if run.timed_out else "failed")
-        head = f"tests {verdict} (exit code {run.exit_code}): {' '.join(run.command)}"
+        limit = f"; {run.limit}" if run.limit else ""
+        head = f"tests {verdict} (exit code {run.exit_code}{limit}): {' '.join(run.command)}"
         status = "ok" if run.passed else "failed"
         return ToolOutcome(f"{head}\n{run.tail}", status=status, summary=head)
 
