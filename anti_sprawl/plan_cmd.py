@@ -114,7 +114,7 @@ def _show(result: PlannerResult, console: Console, cost: CostEstimate | None) ->
         return
     console.print(
         f"estimated cost: [bold]{cost.low:,}[/] to [bold]{cost.high:,}[/] tokens: from the "
-        "lean first calls to every call at its cap (token_budget × (max_tool_calls + 1))",
+        "lean first calls to every call at its cap (token_budget × (max_tool_calls + 2))",
         soft_wrap=True,
     )
     for t in cost.tasks:

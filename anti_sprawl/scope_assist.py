@@ -26,6 +26,7 @@ from .outline import python_imports
 from .plan import Plan, TaskNode
 from .ranking import module_index
 from .scopes import Scope, is_glob, normalize_entry
+from .worker import CALL_SLACK
 
 __all__ = [
     "MAX_DEFAULT_TOKENS",
@@ -101,7 +102,8 @@ def tool_calls_for(scoped_files: int) -> int:
 
 class TaskCost(BaseModel):
     """What one node may spend: ``low`` its lean first call alone, ``high`` every call at
-    its per-call cap (``token_budget × (max_tool_calls + 1)``)."""
+    its per-call cap (``token_budget × (max_tool_calls + CALL_SLACK)``: the worker's model
+    calls are capped at ``max_tool_calls + 2``)."""
 
     task_id: str
     low: int
@@ -122,7 +124,7 @@ def cost_estimate(plan: Plan, first_calls: Mapping[str, int]) -> CostEstimate:
         TaskCost(
             task_id=t.task_id,
             low=first_calls.get(t.task_id, 0),
-            high=t.token_budget * (t.max_tool_calls + 1),
+            high=t.token_budget * (t.max_tool_calls + CALL_SLACK),
         )
         for t in plan.tasks
     ]

@@ -206,32 +206,6 @@ def test_worker_reads_ranges_refuses_hostile_ones_and_edits_a_big_file(tmp_path:
     assert "* 8 or 0" in (root / "src" / "orders.py").read_text()
 
 
-def test_planner_read_file_takes_the_same_ranges(tmp_path: Path) -> None:
-    from anti_sprawl.planner_tools import EXPLORE_TOOLS, explore
-    from anti_sprawl.providers.base import ToolCall
-
-    (tmp_path / "notes.txt").write_text("".join(f"n{i}\n" for i in range(1, 11)))
-    with Firewall(tmp_path, ["**"], []) as fw:
-        ok = explore(
-            fw,
-            ToolCall(
-                id="1",
-                name="read_file",
-                arguments={"path": "notes.txt", "start_line": 2, "end_line": 3},
-            ),
-            EXPLORE_TOOLS,
-        )
-        bad = explore(
-            fw,
-            ToolCall(id="2", name="read_file", arguments={"path": "notes.txt", "start_line": 11}),
-            EXPLORE_TOOLS,
-        )
-    assert not ok.is_error and "notes.txt lines 2-3 of 10\n 2\tn2\n 3\tn3\n" in ok.content
-    assert (
-        bad.is_error and "notes.txt has 10 lines: the range 11-10 goes past the end" in bad.content
-    )
-
-
 def test_injected_text_in_a_region_stays_inside_its_data_block(tmp_path: Path) -> None:
     from anti_sprawl.context import assemble_worker_prompt
     from anti_sprawl.plan import Plan, TaskNode

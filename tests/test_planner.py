@@ -105,7 +105,7 @@ def test_good_plan_is_saved_and_shown(tmp_path: Path, repo: Path) -> None:
     assert data["base"] == head.stdout.decode().strip()
     assert "layer 1" in text and "api" in text and "app/api.py" in text
     first = data["tasks"][0]
-    high = first["token_budget"] * (first["max_tool_calls"] + 1)
+    high = first["token_budget"] * (first["max_tool_calls"] + 2)
     assert "estimated cost" in text and f" to {high:,}" in text
     assert f"plan written to {saved}" in text
     # run data stays out of git
@@ -142,7 +142,7 @@ def test_json_output_and_explicit_output_file(tmp_path: Path, repo: Path) -> Non
     assert doc["plan_file"] == str(target) and doc["valid"] is True and doc["errors"] == []
     # token_budget is a per-call cap: the ceiling is every call at the cap
     tasks = doc["plan"]["tasks"]
-    ceiling = sum(t["token_budget"] * (t["max_tool_calls"] + 1) for t in tasks)
+    ceiling = sum(t["token_budget"] * (t["max_tool_calls"] + 2) for t in tasks)
     assert doc["estimated_tokens"] == ceiling == doc["estimated_cost"]["high"]
     cost = doc["estimated_cost"]
     assert [c["task_id"] for c in cost["tasks"]] == [t["task_id"] for t in tasks]
@@ -272,7 +272,8 @@ def test_unknown_tools_bad_arguments_and_silence_keep_the_loop_going(
     ]
     provider = scripted(tmp_path, turns)
     result = plan_requirement("Add an API handler", repo, provider)
-    assert result.ok and result.requests == 4 and result.tool_calls == 2
+    # refused calls spend no exploration call; the model-call cap bounds them
+    assert result.ok and result.requests == 4 and result.tool_calls == 0
     r2, r3, r4 = provider.requests[1:]
     assert "unknown tool 'frobnicate'" in last_results(r2).results[0].content
     bad_args = last_results(r3).results[0]
@@ -315,9 +316,9 @@ def test_plan_id_is_forced_and_manifests_are_saved(tmp_path: Path, repo: Path) -
     result = plan_requirement("X", repo, provider, plan_id="chosen", manifest_dir=manifests)
     assert result.plan is not None and result.plan.plan_id == "chosen"
     assert '"chosen"' in provider.requests[0].messages[0].content  # type: ignore[union-attr]
-    assert result.manifest_paths == [manifests / PLANNER_TASK_ID / f"{n}.json" for n in (0, 1)]
+    assert result.manifest_paths == [manifests / PLANNER_TASK_ID / f"{n}.json" for n in (1, 2)]
     first, second = (json.loads(p.read_text()) for p in result.manifest_paths)
-    assert first["task_id"] == PLANNER_TASK_ID and second["n"] == 1
+    assert first["task_id"] == PLANNER_TASK_ID and second["n"] == 2
     kinds = {(i["item_id"], i["kind"], i["source"], i["trust"]) for i in first["items"]}
     assert ("repomap", "stub", "repomap", "untrusted") in kinds
     assert ("requirement", "task", "requirement", "trusted") in kinds
@@ -418,7 +419,7 @@ def test_default_budgets_when_the_model_leaves_them_out(tmp_path: Path, repo: Pa
     assert core.max_tool_calls == 2 * 3 + 6  # three scoped files
     assert (api.token_budget, api.max_tool_calls) == (12_345, 9)
     assert result.estimated_tokens == estimated_tokens(result.plan)
-    assert result.estimated_tokens == 24_000 * 13 + 12_345 * 10
+    assert result.estimated_tokens == 24_000 * 14 + 12_345 * 11
 
 
 def test_silence_ends_as_stalled(tmp_path: Path, repo: Path) -> None:
@@ -434,3 +435,25 @@ def test_the_planners_own_reads_are_not_violations(tmp_path: Path, make_repo: Ma
     result = plan_with(repo, tmp_path, plan)
     assert result.violations == []  # the budget estimate's refused binary read is not one
     assert result.plan.tasks[0].max_tool_calls == 2 * 1 + 6
+
+
+def test_planner_read_file_takes_the_same_line_ranges(tmp_path: Path, repo: Path) -> None:
+    turns = [
+        [
+            {"tool": "read_file", "args": {"path": "app/core.py", "start_line": 4, "end_line": 5}},
+            {"tool": "read_file", "args": {"path": "app/core.py", "start_line": 9}},
+            {"tool": "read_file", "args": {"path": "app/core.py", "start_line": 0}},
+        ],
+        submit(GOOD),
+    ]
+    provider = scripted(tmp_path, turns)
+    result = plan_requirement("Add an API handler", repo, provider)
+    assert result.ok
+    ranged, past, zero = last_results(provider.requests[1]).results
+    assert "app/core.py lines 4-5 of 5\n4\tdef run():\n5\t    return util.helper()" in (
+        ranged.content
+    )
+    assert past.is_error and "app/core.py has 5 lines: the range 9-5 goes past the end" in (
+        past.content
+    )
+    assert zero.is_error and "greater than or equal to 1" in zero.content

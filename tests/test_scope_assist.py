@@ -104,7 +104,7 @@ def test_default_budgets_only_fill_missing_fields() -> None:
     assert natural > PROMPT_OVERHEAD + a_tokens and minimal > PROMPT_OVERHEAD
     assert filled.tasks[0].token_budget == budget_for(natural, minimal) == MIN_DEFAULT_TOKENS
     assert filled.tasks[0].max_tool_calls == tool_calls_for(2)  # one existing, one new file
-    assert estimated_tokens(filled) == filled.tasks[0].token_budget * (tool_calls_for(2) + 1)
+    assert estimated_tokens(filled) == filled.tasks[0].token_budget * (tool_calls_for(2) + 2)
     untouched = default_budgets(p, {}, FILES, read)
     assert untouched.tasks[0].token_budget == p.tasks[0].token_budget
 
@@ -116,9 +116,11 @@ def test_cost_estimate_is_a_range_per_task_and_in_total() -> None:
     )
     cost = cost_estimate(p, {"a": 3_100, "b": 9_000})
     assert [(t.task_id, t.low, t.high) for t in cost.tasks] == [
-        ("a", 3_100, 24_000 * 9),
-        ("b", 9_000, 40_000 * 21),
+        ("a", 3_100, 24_000 * 10),
+        ("b", 9_000, 40_000 * 22),
     ]
     assert (
-        (cost.low, cost.high) == (12_100, 24_000 * 9 + 40_000 * 21) == (12_100, estimated_tokens(p))
+        (cost.low, cost.high)
+        == (12_100, 24_000 * 10 + 40_000 * 22)
+        == (12_100, estimated_tokens(p))
     )
