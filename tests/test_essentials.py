@@ -124,3 +124,58 @@ def test_execute_refuses_before_any_node_starts(tmp_path: Path) -> None:
     assert not (repo / ".anti-sprawl" / "runs").exists()
     assert "anti-sprawl/demo" not in fx.git(repo, "branch", "--list")
     assert fx.checkout_fingerprint(repo) == before
+
+
+def test_a_node_on_a_25k_token_module_completes_under_a_24k_cap(tmp_path: Path) -> None:
+    repo = fx.make_repo(tmp_path)
+    text = big_module()
+    (repo / "pkg" / "core.py").write_text(text)
+    commit_all(repo, "a 3,000-line module")
+    lines = text.splitlines()
+    target = lines.index("    def step_7_3(self, record: dict, limit: int = 3) -> list:") + 1
+    old = "            value = record.get('k3', index) * 8\n"
+    data = fx.plan()
+    data["tasks"] = [
+        fx.node(
+            "a",
+            [],
+            "pkg/core.py",
+            "",
+            goal="Make Handler7.step_7_3 treat None as 0.",
+            read_scope=["pkg/base.py"],
+            token_budget=24_000,
+            max_tool_calls=8,
+        )
+    ]
+    turns = [
+        {
+            "tool": "read_file",
+            "args": {"path": "pkg/core.py", "start_line": target, "end_line": target + 8},
+        },
+        {
+            "tool": "edit_file",
+            "args": {"path": "pkg/core.py", "old": old, "new": old.replace("* 8", "* 8 or 0")},
+        },
+        {"tool": "run_tests", "args": {}},
+        {
+            "tool": "read_file",
+            "args": {"path": "pkg/core.py", "start_line": target, "end_line": target + 8},
+        },
+        {"tool": "run_tests", "args": {}},
+        {"tool": "finish", "args": {"summary": "step_7_3 treats None as 0"}},
+    ]
+    plan_path, script_path = fx.write_inputs(tmp_path, data, {"workers": {"a": turns}})
+    args = ["execute", str(plan_path), "--repo", str(repo), "--script", str(script_path), "--json"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    state = json.loads(result.stdout)
+    assert state["tasks"]["a"]["status"] == "succeeded"
+    assert "* 8 or 0" in fx.git(repo, "show", "anti-sprawl/demo:pkg/core.py")
+    manifests = sorted(
+        (repo / ".anti-sprawl" / "runs" / state["run_id"] / "manifests" / "a").glob("*.json")
+    )
+    assert len(manifests) >= 6
+    docs = [json.loads(p.read_text()) for p in manifests]
+    assert all(d["total_tokens"] <= 24_000 for d in docs)
+    [core] = [c for c in docs[0]["choices"] if c["path"] == "pkg/core.py"]
+    assert core["form"] == "region" and core["whole_tokens"] > 24_000
