@@ -31,21 +31,23 @@ from .outline import OutlineLine
 from .regions import Terms, source_lines
 from .scoped_context import Part, Section, drop, part
 from .trust import wrap_data
+from .worker import WorkerLimits
 
 __all__ = [
-    "CONVERSATION_RESERVE",
     "LEAN_CEILING",
     "LEAN_SHARE",
+    "RESULT_ROOM",
     "Essentials",
     "Scoped",
     "fit_read_files",
     "fit_write_files",
     "lean_target",
+    "reserve_for",
 ]
 
 LEAN_CEILING = 16_000
 LEAN_SHARE = 0.4
-CONVERSATION_RESERVE = 4_000  # a call needs room beyond the first prompt: a turn, a result
+RESULT_ROOM = 1_500  # one tool result at the observation limit (6,000 characters)
 READ_SHARE = 0.5  # of the room after fixed parts, kept for read-scope outlines
 MEMORY_SHARE = 0.25
 SMALL_SLACK = 100  # a file costing at most this much more than its outline goes in whole
@@ -53,6 +55,12 @@ SMALL_TOKENS = 200  # a file without an outline this small goes in whole
 MIN_RELEVANCE = 0.4
 WHOLE_PER_RELEVANCE = 4_000  # a fully relevant file is worth up to this many tokens whole
 REGION_UPGRADE = 1_500  # tokens of regions a relevant big read-scope file may get
+
+
+def reserve_for(cap: int) -> int:
+    """Room a call needs beyond the first prompt: the output the worker keeps free under
+    ``cap`` (a quarter of it, at most 4,096) and one tool result."""
+    return WorkerLimits(token_budget=cap, max_tool_calls=1).output_reserve + RESULT_ROOM
 
 
 def lean_target(token_budget: int, ceiling: int | None = None) -> int:
@@ -273,7 +281,7 @@ class Essentials(BaseModel):
     """What a node's first call cannot do without, against its per-call cap.
 
     ``fixed`` is the rules, tool schemas, brief and upstream results; ``write`` the write-scope
-    files as shown; ``reserve`` the room one more turn needs (the model's output, a result).
+    files as shown; ``reserve`` the room one more turn needs (``reserve_for`` the cap).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -282,7 +290,6 @@ class Essentials(BaseModel):
     cap: int
     fixed: int
     write: int
-    reserve: int = CONVERSATION_RESERVE
     files: list[FileChoice] = Field(default_factory=list, description="The write-scope files.")
 
     @property
@@ -290,13 +297,20 @@ class Essentials(BaseModel):
         return self.fixed + self.write
 
     @property
+    def reserve(self) -> int:
+        return reserve_for(self.cap)
+
+    @property
     def fits(self) -> bool:
         return self.tokens + self.reserve <= self.cap
 
     @property
     def smallest_budget(self) -> int:
-        """The smallest cap (rounded up to a thousand) these essentials fit."""
-        return -(-(self.tokens + self.reserve) // 1000) * 1000
+        """The smallest cap, in thousands, these essentials fit (the reserve grows with it)."""
+        cap = -(-self.tokens // 1000) * 1000
+        while self.tokens + reserve_for(cap) > cap:
+            cap += 1000
+        return cap
 
     def message(self) -> str:
         """One line: what does not fit, and the budget that would."""

@@ -21,7 +21,7 @@ from pathlib import PurePosixPath
 from pydantic import BaseModel
 
 from .file_views import MIN_REGION_TOKENS
-from .lean import CONVERSATION_RESERVE, LEAN_SHARE, Scoped
+from .lean import LEAN_SHARE, Scoped, reserve_for
 from .outline import python_imports
 from .plan import Plan, TaskNode
 from .ranking import module_index
@@ -69,7 +69,7 @@ def budget_for(natural_tokens: int, minimal_tokens: int) -> int:
     essentials (``minimal_tokens``) plus room for the conversation need it (up to 200k).
     Rounded up to a thousand so plans stay readable."""
     lean = max(MIN_DEFAULT_TOKENS, min(MAX_DEFAULT_TOKENS, _thousands(natural_tokens / LEAN_SHARE)))
-    essential = _thousands(minimal_tokens + CONVERSATION_RESERVE)
+    essential = _thousands(minimal_tokens + reserve_for(MAX_ESSENTIAL_TOKENS))
     return min(MAX_ESSENTIAL_TOKENS, max(lean, essential))
 
 

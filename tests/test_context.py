@@ -367,7 +367,7 @@ def test_essentials_over_the_cap_is_a_run_error_naming_the_smallest_budget(repo:
         assemble_worker_prompt(plan=plan, node=node, upstream=(), firewall=fw, now=NOW)
     message = str(caught.value)
     assert message.startswith("node events: its essential first prompt needs ")
-    assert "over its token_budget of 3,000; the smallest budget that fits is 6,000" in message
+    assert "over its token_budget of 3,000; the smallest budget that fits is 4,000" in message
     assert "orders/service.py 33" in message
 
 

@@ -47,7 +47,7 @@ def test_budget_formula_and_clamps() -> None:
     assert budget_for(12_001, 5_000) == 31_000  # 12,001 / 0.4, rounded up to a thousand
     assert budget_for(1_000_000, 5_000) == MAX_DEFAULT_TOKENS == 40_000
     # ... more only when even the smallest essentials plus a turn's room need it.
-    assert budget_for(100_000, 50_000) == 54_000
+    assert budget_for(100_000, 50_000) == 56_000  # + 4,096 output and 1,500 for a result
     assert budget_for(10**7, 10**6) == MAX_ESSENTIAL_TOKENS
     assert [tool_calls_for(n) for n in (0, 1, 3, 27, 100)] == [8, 8, 12, 60, 60]
 
