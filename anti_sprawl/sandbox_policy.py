@@ -39,6 +39,7 @@ from .toolchain import acceptable_toolchain, toolchain_trees
 __all__ = [
     "ETC_ALLOW",
     "LIMIT_NAMES",
+    "NETWORK_ETC",
     "SYSTEM_DIRS",
     "ResourceLimits",
     "SandboxLayer",
@@ -82,6 +83,8 @@ ETC_ALLOW = (
     "python3",
     f"python3.{sys.version_info.minor}",
 )
+# Only for a setup command allowed on the network: name resolution.
+NETWORK_ETC = ("resolv.conf",)
 _GIB = 1 << 30
 _MIB = 1 << 20
 _SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
@@ -160,6 +163,11 @@ class SandboxPolicy(BaseModel):
         default=65534, ge=1, description="Unprivileged uid commands run as when we are root."
     )
     bwrap_binary: str = Field(default="bwrap", description="The bubblewrap executable to use.")
+    setup_network: bool = Field(
+        default=False,
+        description="--allow-setup-network: the plan's setup_command shares the host network "
+        "(test commands never do).",
+    )
     limits: ResourceLimits = Field(default_factory=ResourceLimits)
 
 
@@ -216,8 +224,10 @@ def build_view(
     *,
     readable: Sequence[Path] = (),
     writable: Sequence[Path] = (),
+    network: bool = False,
 ) -> SandboxView:
-    """The allow-list view for one command run in ``workdir``."""
+    """The allow-list view for one command run in ``workdir`` (``network``: add the
+    resolver configuration a command that shares the host network needs)."""
     workdir = Path(os.path.realpath(workdir))
     view = SandboxView(workdir=workdir)
     for name in SYSTEM_DIRS:
@@ -226,7 +236,8 @@ def build_view(
             view.links.append((path, os.readlink(path)))
         elif path.is_dir():
             view.system.append(path)
-    view.etc = [Path("/etc", n) for n in ETC_ALLOW if os.path.lexists(Path("/etc", n))]
+    etc = (*ETC_ALLOW, *(NETWORK_ETC if network else ()))
+    view.etc = [Path("/etc", n) for n in etc if os.path.lexists(Path("/etc", n))]
     content = [workdir, *(Path(os.path.realpath(p)) for p in readable)]
     for raw in policy.allow_paths:
         path = Path(os.path.realpath(raw))
@@ -287,6 +298,8 @@ def describe_policy(policy: SandboxPolicy, layer: str) -> str:
     view = "view: worktree, toolchain, minimal /etc, private /tmp; secrets masked" + (
         extra if policy.allow_paths else ""
     )
+    if policy.setup_network:
+        limits += "; setup_command may use the network (--allow-setup-network)"
     if layer == "bwrap":
         who = f"uid {policy.sandbox_uid}" if os.geteuid() == 0 else "unprivileged user namespace"
         return f"bwrap ({who}, no network); {view}; {limits}"

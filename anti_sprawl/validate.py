@@ -20,8 +20,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from .command_template import template_problem
+from .errors import UsageError
 from .path_rules import DEFAULT_ALLOW, DEFAULT_DENY, DenyRules
-from .plan import Plan, TaskNode
+from .plan import Plan, TaskNode, command_argv
 from .scopes import Scope, entry_problem, is_glob, literal_prefix, may_overlap, normalize_entry
 
 __all__ = ["MAX_TOKEN_BUDGET", "MAX_TOOL_CALLS", "Problem", "Report", "find_cycle", "validate"]
@@ -88,6 +90,7 @@ def validate(data: dict[str, Any] | Plan, repo: Path | None = None) -> Report:
     errors.extend(_entry_problems(plan))
     warnings.extend(_secret_entries(plan))
     errors.extend(_budget_problems(plan))
+    errors.extend(_command_problems(plan))
 
     if repo is not None:
         r_errors, r_warnings = _repo_problems(plan, repo)
@@ -192,6 +195,19 @@ def _budget_problems(plan: Plan) -> Iterator[Problem]:
         if t.max_tool_calls <= 0 or t.max_tool_calls > MAX_TOOL_CALLS:
             msg = f"task '{t.task_id}' max_tool_calls {t.max_tool_calls} must be in 1..{MAX_TOOL_CALLS}"
             yield _p("bad_budget", msg, [t.task_id])
+
+
+def _command_problems(plan: Plan) -> Iterator[Problem]:
+    """Commands that cannot be split, or whose placeholders are unknown or malformed."""
+    for where, tasks, command in plan.commands():
+        try:
+            argv = command_argv(command) or []
+        except UsageError as exc:
+            yield _p("bad_command", f"{where}: {exc}", tasks)
+            continue
+        problem = template_problem(argv)
+        if problem:
+            yield _p("bad_command", f"{where}: {problem}", tasks)
 
 
 # --- repository-aware checks -------------------------------------------------------------
