@@ -13,6 +13,11 @@ literal braces, any other ``{name}`` (or a conversion, format spec, attribute or
 error that ``validate`` reports before a run starts. Placeholders are expanded per argument,
 after a string command has been split, so a checkout path with spaces stays one argument and
 is never re-parsed.
+
+An environment the command runs from (``{checkout}/.venv``, ``NODE_PATH={checkout}/
+node_modules``, or one a setup command made in the worktree) is bound without scanning it
+for secret names when git tracks nothing inside it: no committed file can hide there, and a
+virtualenv's CA bundle (``certifi/cacert.pem``) would otherwise be masked as a key file.
 """
 
 from __future__ import annotations
@@ -24,8 +29,18 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from .errors import UsageError
+from .gitcmd import run_git
+from .toolchain import environment_root, named_paths
 
-__all__ = ["PLACEHOLDERS", "BoundCommand", "bind_command", "expand", "template_problem", "uses"]
+__all__ = [
+    "PLACEHOLDERS",
+    "BoundCommand",
+    "bind_command",
+    "environments",
+    "expand",
+    "template_problem",
+    "uses",
+]
 
 PLACEHOLDERS = ("checkout",)
 _FORMATTER = string.Formatter()
@@ -87,15 +102,40 @@ class BoundCommand(BaseModel):
 
     argv: list[str]
     readable: list[Path]
+    unscanned: list[Path]
 
 
-def bind_command(argv: Sequence[str], checkout: Path) -> BoundCommand:
-    """Expand ``{checkout}`` to ``checkout``; the checkout is bound only when it is named."""
+def _tracks_nothing_in(tree: Path, directory: Path) -> bool:
+    rel = directory.relative_to(tree).as_posix()
+    listed = run_git(["ls-files", "-z", "--", rel], tree, check=False)
+    return listed.returncode == 0 and not listed.stdout
+
+
+def environments(argv: Sequence[str], trees: Sequence[Path], cwd: Path) -> list[Path]:
+    """Untracked environment directories inside ``trees`` that ``argv`` names (unscanned)."""
+    found: list[Path] = []
+    # Deepest tree first: a worktree inside the checkout is judged by its own index.
+    ordered = sorted(trees, key=lambda t: len(t.parts), reverse=True)
+    for path in named_paths(argv, cwd):
+        tree = next((t for t in ordered if path.is_relative_to(t)), None)
+        if tree is None or (root := environment_root(path, tree)) is None or root in found:
+            continue
+        if _tracks_nothing_in(tree, root):
+            found.append(root)
+    return found
+
+
+def bind_command(argv: Sequence[str], checkout: Path, workdir: Path) -> BoundCommand:
+    """Expand ``{checkout}`` to ``checkout`` for a command run in ``workdir``; the checkout
+    is bound only when it is named."""
     problem = template_problem(argv)
     if problem:
         raise UsageError(f"bad command {list(argv)!r}: {problem}")
     named = uses(argv, "checkout")
+    expanded = expand(argv, {"checkout": str(checkout)})
+    trees = [checkout, workdir] if named else [workdir]
     return BoundCommand(
-        argv=expand(argv, {"checkout": str(checkout)}),
+        argv=expanded,
         readable=[checkout] if named else [],
+        unscanned=environments(expanded, trees, workdir),
     )

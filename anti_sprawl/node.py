@@ -313,7 +313,7 @@ class NodeRunner:
     ) -> Callable[[], TestOutcome]:
         counter = iter(range(1, 10_000))
         # {checkout} names the user's checkout, bound read-only (command_template.py).
-        command = bind_command(argv, self.repo)
+        command = bind_command(argv, self.repo, ws.path)
 
         def run() -> TestOutcome:
             log = self.artifacts.root / node.task_id / f"tests-{next(counter)}.log"
@@ -323,6 +323,7 @@ class NodeRunner:
                 ws.path,
                 timeout=self.opts.test_timeout,
                 readable=command.readable,
+                unscanned=command.unscanned,
                 policy=self.opts.sandbox,
                 log_path=log,
                 env=self.opts.command_env,

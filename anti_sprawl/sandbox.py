@@ -39,6 +39,7 @@ from .sandbox_policy import (
     build_view,
     describe_policy,
 )
+from .toolchain import named_paths
 
 __all__ = [
     "CommandResult",
@@ -298,6 +299,7 @@ def run_command(
     env: Mapping[str, str] | None = None,
     redact: Callable[[str], str] = str,
     network: bool = False,
+    unscanned: Sequence[Path] = (),
 ) -> CommandResult:
     """Run ``argv`` in ``cwd`` under the policy's sandbox layer.
 
@@ -323,7 +325,15 @@ def run_command(
         view = SandboxView(workdir=cwd.resolve(), writable=[p.resolve() for p in writable])
     else:
         view = build_view(
-            policy, cwd, argv[0], cmd_env, readable=readable, writable=writable, network=network
+            policy,
+            cwd,
+            argv[0],
+            cmd_env,
+            readable=readable,
+            writable=writable,
+            network=network,
+            executables=named_paths(argv[1:], cwd),
+            unscanned=unscanned,
         )
     _readable_by_sandbox(view, layer, uid)
     full = _wrap(layer, argv, view, cmd_env, policy, uid, private, network)

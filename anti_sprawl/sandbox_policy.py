@@ -194,8 +194,10 @@ def _under(path: Path, roots: Iterable[Path]) -> bool:
     return any(path.is_relative_to(r) for r in roots)
 
 
-def mask_below(root: Path) -> list[Path]:
-    """Secret and internal paths inside ``root`` (symlinks left alone: never followed)."""
+def mask_below(root: Path, unscanned: Sequence[Path] = ()) -> list[Path]:
+    """Secret and internal paths inside ``root`` (symlinks left alone: never followed), not
+    looking inside ``unscanned`` directories (environments the command names)."""
+    skip = set(unscanned)
     out: list[Path] = []
     stack = [(root, "")]
     while stack:
@@ -211,7 +213,7 @@ def mask_below(root: Path) -> list[Path]:
             is_dir = entry.is_dir(follow_symlinks=False)
             if _MASK_RULES.entry_reason(sub, is_dir):
                 out.append(Path(entry.path))
-            elif is_dir:
+            elif is_dir and Path(entry.path) not in skip:
                 stack.append((Path(entry.path), sub))
     return sorted(out)
 
@@ -225,9 +227,17 @@ def build_view(
     readable: Sequence[Path] = (),
     writable: Sequence[Path] = (),
     network: bool = False,
+    executables: Sequence[Path] = (),
+    unscanned: Sequence[Path] = (),
 ) -> SandboxView:
-    """The allow-list view for one command run in ``workdir`` (``network``: add the
-    resolver configuration a command that shares the host network needs)."""
+    """The allow-list view for one command run in ``workdir``.
+
+    ``network``: add the resolver configuration a command sharing the host network needs;
+    ``executables``: other programs the command names, whose toolchains are bound too;
+    ``unscanned``: environment directories inside content trees (an untracked ``.venv`` the
+    command runs) whose files are not masked: a virtualenv's CA bundle (``cacert.pem``)
+    matches the secret catalogue, and scanning ``node_modules`` costs seconds per command.
+    """
     workdir = Path(os.path.realpath(workdir))
     view = SandboxView(workdir=workdir)
     for name in SYSTEM_DIRS:
@@ -247,7 +257,7 @@ def build_view(
             raise UsageError("--sandbox-allow /: would expose the whole host")
         content.append(path)
     homes = [policy.home] if policy.home is not None else []
-    for path in toolchain_trees(argv0, env):
+    for path in toolchain_trees(argv0, env, executables):
         if _under(path, view.system) or _under(path, content):
             continue
         if acceptable_toolchain(path, homes, content):
@@ -257,7 +267,8 @@ def build_view(
     # (under its masked .anti-sprawl) is bound again after the checkout's masks.
     view.content = sorted(dict.fromkeys(content), key=lambda p: (len(p.parts), str(p)))
     view.writable = [Path(os.path.realpath(p)) for p in writable]
-    view.masked = sorted({m for c in view.content for m in mask_below(c)})
+    skip = [Path(os.path.realpath(p)) for p in unscanned]
+    view.masked = sorted({m for c in view.content for m in mask_below(c, skip)})
     return view
 
 

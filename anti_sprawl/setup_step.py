@@ -103,7 +103,7 @@ def run_setup(
     redact: Callable[[str], str] = str,
 ) -> SetupResult:
     """Run the setup command in ``ws`` (writable), then keep only what it wrote in ignored paths."""
-    command = bind_command(argv, checkout)
+    command = bind_command(argv, checkout, ws.path)
     log.parent.mkdir(parents=True, exist_ok=True)
     res = run_command(
         command.argv,
@@ -111,6 +111,7 @@ def run_setup(
         timeout=timeout,
         writable=[ws.path],
         readable=command.readable,
+        unscanned=command.unscanned,
         policy=policy,
         log_path=log,
         env=env,

@@ -226,7 +226,7 @@ def test_a_hostile_test_cannot_read_secrets_through_the_checkout_bind(
 
 def test_placeholders_expand_per_argument_and_braces_stay_literal() -> None:
     argv = ["{checkout}/bin/x", "-c", "print({{'a': 1}})", "--root={checkout}"]
-    bound = bind_command(argv, Path("/home/u/my repo"))
+    bound = bind_command(argv, Path("/home/u/my repo"), Path("/home/u/my repo/wt"))
     assert bound.argv == [
         "/home/u/my repo/bin/x",
         "-c",
@@ -234,7 +234,7 @@ def test_placeholders_expand_per_argument_and_braces_stay_literal() -> None:
         "--root=/home/u/my repo",
     ]
     assert bound.readable == [Path("/home/u/my repo")]
-    assert bind_command(["pytest", "{{checkout}}"], Path("/r")).readable == []
+    assert bind_command(["pytest", "{{checkout}}"], Path("/r"), Path("/w")).readable == []
     assert expand(["{{checkout}}"], {"checkout": "/r"}) == ["{checkout}"]
     assert template_problem(["a{checkout}b", "{{}}"]) is None
 
@@ -264,3 +264,89 @@ def test_validate_reports_bad_placeholders_everywhere(command: Any, expected: st
         problem = next(p for p in report.errors if p.code == "bad_command")
         assert expected in problem.message, problem.message
         assert problem.tasks == (["a"] if where == "task" else [])
+
+
+def fake_interpreter(prefix: Path) -> Path:
+    """An executable standing in for an interpreter installed under ``prefix``."""
+    exe = prefix / "bin" / "python9.9"
+    exe.parent.mkdir(parents=True)
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+    return exe
+
+
+def test_toolchain_discovery_follows_a_venv_symlink_into_home(tmp_path: Path) -> None:
+    """``.venv/bin/python`` -> ``~/.pyenv/versions/9.9/bin/python9.9``: that prefix is bound
+    alone (never the home), also when the venv is named after ``env`` or ``timeout``."""
+    from anti_sprawl.sandbox_policy import build_view
+
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    interpreter = fake_interpreter(home / ".pyenv" / "versions" / "9.9")
+    checkout, work = tmp_path / "checkout", tmp_path / "work"
+    (checkout / ".venv" / "bin").mkdir(parents=True)
+    work.mkdir()
+    (checkout / ".venv" / "bin" / "python").symlink_to(interpreter)
+    venv_python = str(checkout / ".venv" / "bin" / "python")
+    policy = SandboxPolicy(home=home)
+    prefix = home / ".pyenv" / "versions" / "9.9"
+    for argv in ([venv_python], ["env", "A=1", venv_python], ["timeout", "60", venv_python]):
+        bound = bind_command(argv, checkout, work)
+        view = build_view(
+            policy, work, argv[0], {"PATH": "/usr/bin:/bin"},
+            readable=bound.readable, executables=[Path(a) for a in argv[1:]],
+        )  # fmt: skip
+        assert prefix in view.toolchain, argv
+        assert home not in view.toolchain and not any(home == p for p in view.content)
+    # A symlink whose target is the home itself is never bound.
+    (checkout / ".venv" / "bin" / "python").unlink()
+    (checkout / ".venv" / "bin" / "python").symlink_to(home)
+    view = build_view(policy, work, venv_python, {}, readable=[checkout])
+    assert not any(p == home or home.is_relative_to(p) for p in view.toolchain)
+
+
+CERT_PROBE = """
+import sys
+for path in sys.argv[1:]:
+    try:
+        print(path.rsplit("/", 3)[-3:], repr(open(path).read()))
+    except OSError as exc:
+        print(path.rsplit("/", 3)[-3:], "DENIED", type(exc).__name__)
+"""
+
+
+def test_the_environment_a_command_names_keeps_its_ca_bundle(
+    tmp_path: Path, wheelhouse: Path
+) -> None:
+    """A venv's ``certifi/cacert.pem`` matches the secret catalogue (``*.pem``); inside the
+    untracked environment the command runs from it stays readable. Everything else of the
+    checkout is still masked: its ``.env``, and a key inside a *tracked* directory that
+    merely claims to be an environment (a committed ``pyvenv.cfg``)."""
+    repo = checkout_with_venv(tmp_path, wheelhouse)
+    (repo / "fakeenv").mkdir()
+    (repo / "fakeenv" / "pyvenv.cfg").write_text("home = /usr/bin\n")
+    (repo / "fakeenv" / "server.pem").write_text("-----BEGIN CERT-----\n")
+    fx.git(repo, "add", "-A")
+    fx.git(repo, "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-qm", "fake env")
+    site_dir = next((repo / ".venv" / "lib").glob("python3*/site-packages"))
+    (site_dir / "certifi").mkdir()
+    (site_dir / "certifi" / "cacert.pem").write_text("CA-BUNDLE\n")
+    (repo / ".env").write_text(f"TOKEN={C['env']}\n")
+    work = tmp_path / "work"
+    work.mkdir(mode=0o755)
+    (work / "probe.py").write_text(CERT_PROBE)
+    targets = [f"{site_dir}/certifi/cacert.pem", f"{repo}/.env", f"{repo}/fakeenv/server.pem"]
+    argv = ["{checkout}/.venv/bin/python", "probe.py", *targets, "{checkout}/fakeenv/x"]
+    bound = bind_command(argv, repo, work)
+    assert bound.unscanned == [repo / ".venv"]  # fakeenv is tracked: scanned as usual
+    from anti_sprawl.sandbox import run_command
+
+    result = run_command(
+        bound.argv, work, timeout=60, policy=SandboxPolicy(), readable=bound.readable,
+        unscanned=bound.unscanned,
+    )  # fmt: skip
+    lines = result.output.splitlines()
+    assert "'CA-BUNDLE\\n'" in lines[0], result.output
+    assert "DENIED" in lines[1] or "''" in lines[1]
+    assert "DENIED" in lines[2] or "''" in lines[2]
+    assert C["env"] not in result.output and "BEGIN CERT" not in result.output
