@@ -79,6 +79,9 @@ def render_plan_tree(plan: Plan, console: Console) -> None:
                 f"; tests: {escape(cmd if isinstance(cmd, str) else ' '.join(cmd))}" if cmd else ""
             )
             node.add(f"budget: {t.token_budget:,} tokens, {t.max_tool_calls} tool calls{tests}")
+    if plan.setup_command:
+        cmd = plan.setup_command
+        root.add(f"setup (each worktree): {escape(cmd if isinstance(cmd, str) else ' '.join(cmd))}")
     console.print(root)
 
 

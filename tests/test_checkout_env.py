@@ -350,3 +350,31 @@ def test_the_environment_a_command_names_keeps_its_ca_bundle(
     assert "DENIED" in lines[1] or "''" in lines[1]
     assert "DENIED" in lines[2] or "''" in lines[2]
     assert C["env"] not in result.output and "BEGIN CERT" not in result.output
+
+
+def test_the_cli_validates_shows_and_documents_the_commands(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from anti_sprawl.cli import app
+
+    runner = CliRunner()
+    data = one_node_plan("{checkout}/.venv/bin/python -m pytest -q")
+    data["setup_command"] = "npm ci --offline"
+    good, _ = fx.write_inputs(tmp_path, data, fx.script())
+    shown = runner.invoke(app, ["show", str(good)])
+    assert shown.exit_code == 0
+    assert "setup (each worktree): npm ci --offline" in shown.output
+    assert "{checkout}/.venv/bin/python -m pytest -q" in shown.output
+    assert runner.invoke(app, ["validate", str(good)]).exit_code == 0
+    data["setup_command"] = ["cp", "-r", "{checkout}/{venv}", "."]
+    bad, _ = fx.write_inputs(tmp_path, data, fx.script())
+    done = runner.invoke(app, ["validate", str(bad), "--json"])
+    assert done.exit_code == 1
+    report = json.loads(done.stdout)
+    assert report["errors"][0]["code"] == "bad_command"
+    assert (
+        "setup_command: argument '{checkout}/{venv}': unknown placeholder {venv}"
+        in (report["errors"][0]["message"])
+    )
+    schema = runner.invoke(app, ["schema"]).stdout
+    assert "setup_command" in schema and "{checkout}" in schema

@@ -336,3 +336,26 @@ def test_npm_ci_offline_from_the_users_cache(tmp_path: Path) -> None:
     assert "# pass 1" in Path(record.tests.log).read_text()
     assert not any(p.startswith("node_modules") for p in fx.branch_tree(repo, "with-cache"))
     assert not record.violations  # npm ci leaves tracked files alone
+
+
+@pytest.mark.skipif(NPM is None, reason="npm is not installed")
+def test_the_checkouts_node_modules_through_node_path(tmp_path: Path) -> None:
+    """No setup at all: the tests require packages from the user's installed node_modules."""
+    repo = repo_with_ignores(tmp_path, "node_modules/\n")
+    (repo / "test").mkdir()
+    (repo / "test" / "value.test.js").write_text(NODE_TEST)
+    fx.git(repo, "add", "-A")
+    fx.git(repo, "-c", "user.name=u", "-c", "user.email=u@x", "commit", "-qm", "node tests")
+    dep = repo / "node_modules" / "tiny-dep"
+    dep.mkdir(parents=True)
+    (dep / "package.json").write_text('{"name": "tiny-dep", "version": "1.0.0"}\n')
+    (dep / "index.js").write_text("module.exports = { value: 42 };\n")
+    plan = one_node(None, ["env", "NODE_PATH={checkout}/node_modules", "node", "--test"])
+    state, _ = run(repo, plan)
+    record = state.tasks["a"]
+    assert state.status == "succeeded", record.message
+    assert "# pass 1" in Path(record.tests.log).read_text()
+    plan = one_node(None, ["node", "--test"])  # without the checkout: the module is missing
+    state, _ = run(repo, plan, branch="without")
+    assert state.tasks["a"].reason == "tests"
+    assert "Cannot find module 'tiny-dep'" in Path(state.tasks["a"].tests.log).read_text()
