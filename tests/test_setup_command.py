@@ -330,7 +330,8 @@ def test_npm_ci_offline_from_the_users_cache(tmp_path: Path) -> None:
     assert state.tasks["a"].reason == "setup", state.tasks["a"].message
     assert "ENOTCACHED" in Path(state.tasks["a"].setup.log).read_text()
 
-    state, _ = run(repo, plan, SandboxPolicy(allow_paths=(cache,)), branch="with-cache")
+    allowed = SandboxPolicy(allow_paths=(cache / "_cacache",))  # as the README says
+    state, _ = run(repo, plan, allowed, branch="with-cache")
     record = state.tasks["a"]
     assert state.status == "succeeded", record.message
     assert "# pass 1" in Path(record.tests.log).read_text()
