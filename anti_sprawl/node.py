@@ -17,6 +17,7 @@ from pathlib import Path
 from .artifacts import ArtifactStore
 from .audit import audit
 from .branch import TRAILER_RUN, TRAILER_TASK, TRAILER_TOKENS, RunBranch
+from .budget import RunBudget
 from .command_template import bind_command
 from .context import AssembledPrompt, assemble_worker_prompt, manifest_for_request
 from .errors import RunError
@@ -27,7 +28,7 @@ from .manifest import save_manifest
 from .memory import load_memory
 from .path_rules import Violation
 from .plan import TaskNode, command_argv
-from .providers.base import ModelRequest, Provider
+from .providers.base import ModelRequest, Provider, Usage
 from .redact import Redactor
 from .reducer import TaskResult, now, reduce, upstream_summary
 from .sandbox import SandboxPolicy, run_command
@@ -76,6 +77,9 @@ class ExecuteOptions:
     sparse: bool = False
     redactor: Redactor = field(default_factory=Redactor)
     context_window: int = 200_000
+    # Run-wide token cap over every model call (``--max-tokens``); on resume, None keeps the
+    # cap the run was started with.
+    max_tokens: int | None = None
 
 
 ABLATIONS = ("firewall", "clean-slate", "scoping")
@@ -106,6 +110,25 @@ class NodeRunner:
         self.worktrees = state_dir(repo) / "worktrees"
         self.memory = load_memory(state_dir(repo) / "memory.yaml")
         self._committed: dict[str, str] = {}  # task -> its commit, waiting to land
+        self._tokens_lock = threading.Lock()
+        state = journal.state
+        self.run_budget = RunBudget(
+            state.max_tokens,
+            state.tokens,
+            on_charge=self._charged,
+            on_exhausted=self._exhausted,
+        )
+
+    def _charged(self, spent: Usage) -> None:
+        """After every model call: the run's total is on disk before the next one."""
+        with self._tokens_lock:
+            self.journal.state.tokens = self.run_budget.spent
+            self.journal.save()
+
+    def _exhausted(self, why: str) -> None:
+        """The run cap refused a call: start nothing more; the run ends interrupted."""
+        self.journal.state.stopped_by = why
+        self.opts.stop.set()
 
     def _emit(self, record: TaskResult) -> None:
         # Every way out (run.json, result.json, PR.md, the verdict, --json, downstream
@@ -201,6 +224,7 @@ class NodeRunner:
                 artifacts=self.artifacts,
                 counter=self.counter,
                 run_tests=tests,
+                run_budget=self.run_budget,
                 on_request=self._manifest_hook(prompt, node.task_id),
                 on_tool=lambda name: _maybe_crash(
                     self.opts, "mid_write" if name == "write_file" else "", node.task_id
@@ -237,7 +261,7 @@ class NodeRunner:
             trailers = {
                 TRAILER_RUN: self.journal.state.run_id,
                 TRAILER_TASK: node.task_id,
-                TRAILER_TOKENS: f"{result.usage.total}/{node.token_budget}",
+                TRAILER_TOKENS: f"{result.usage.total} (cap {node.token_budget} per call)",
             }
             # The summary is the model's text: a token it copied must not reach the branch.
             message = self.opts.redactor(f"{node.name}\n\n{summary}")
