@@ -360,3 +360,31 @@ def test_the_checkouts_node_modules_through_node_path(tmp_path: Path) -> None:
     state, _ = run(repo, plan, branch="without")
     assert state.tasks["a"].reason == "tests"
     assert "Cannot find module 'tiny-dep'" in Path(state.tasks["a"].tests.log).read_text()
+
+
+SETUP_FROM_CHECKOUT = """
+import shutil, sys
+checkout = sys.argv[1]
+shutil.copytree(checkout + "/localdata", "build/localdata")
+try:
+    open(checkout + "/pwned.txt", "w").write("x")
+    print("wrote into the checkout")
+except OSError as exc:
+    print("checkout is read-only:", type(exc).__name__)
+"""
+
+
+def test_a_setup_naming_the_checkout_reads_it_but_cannot_write_it(tmp_path: Path) -> None:
+    repo = repo_with_ignores(tmp_path, "build/\nlocaldata/\n")
+    (repo / "localdata").mkdir()
+    (repo / "localdata" / "fixture.txt").write_text("from the user's checkout\n")
+    before = fx.checkout_fingerprint(repo)
+    check = "assert open('build/localdata/fixture.txt').read().startswith('from the user')"
+    setup = [sys.executable, "-c", SETUP_FROM_CHECKOUT, "{checkout}"]
+    state, _ = run(repo, one_node(setup, [sys.executable, "-c", check]))
+    record = state.tasks["a"]
+    assert state.status == "succeeded", record.message
+    assert "checkout is read-only" in Path(record.setup.log).read_text()
+    assert not (repo / "pwned.txt").exists()
+    assert fx.checkout_fingerprint(repo) == before
+    assert not any(p.startswith(("build", "localdata")) for p in fx.branch_tree(repo))
