@@ -200,6 +200,9 @@ def run_worker(ctx: WorkerContext) -> WorkerResult:
             reason: Reason = "script" if isinstance(exc, ScriptExhausted) else "provider"
             _log(ctx, state, {"event": "error", "message": str(exc)})
             return _result(ctx, state, "failed", reason, str(exc))
+        if ctx.stop.is_set():
+            # Stopped (Ctrl-C) while the call was in flight: its result is discarded unused.
+            return _result(ctx, state, "failed", "stopped", "stopped by the orchestrator")
         _account(ctx, state, request, response)
         if state.usage.total > limits.token_budget:
             msg = f"the provider reported {state.usage.total:,} tokens, over the budget"
