@@ -195,3 +195,27 @@ def test_unrunnable_command_refused_by_execute_before_the_run(tmp_path: Path) ->
     assert "test_command contains a NUL byte" in proc.stderr
     assert not (repo / ".anti-sprawl" / "runs").exists()
     assert fx.git(repo, "branch", "--list", "anti-sprawl/*") == ""
+
+
+def test_show_clips_long_texts_to_one_line_each(tmp_path: Path) -> None:
+    """A 2 MB one-line requirement, a name with newlines, 2,000 scope entries: short lines."""
+    data = plan_data(
+        node(
+            "a",
+            name="first line\nsecond line\x00",
+            read_scope=[f"src/m{i}.py" for i in range(2000)],
+            test_command=["python", "-c", "x" * 100_000],
+        ),
+        requirement="word " * 400_000,
+    )
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(data))
+    result = runner.invoke(app, ["show", str(path)])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert len(lines) == 6, lines
+    assert max(len(line) for line in lines) < 400
+    assert lines[0].endswith("… (1,999,799 more characters)")
+    assert "a first line second line?" in lines[2]
+    assert "(2,000 entries, 26,888 characters)" in lines[4]
+    assert lines[5].endswith("characters)")
