@@ -219,3 +219,37 @@ def test_show_clips_long_texts_to_one_line_each(tmp_path: Path) -> None:
     assert "a first line second line?" in lines[2]
     assert "(2,000 entries, 26,888 characters)" in lines[4]
     assert lines[5].endswith("characters)")
+
+
+def test_unwritable_plan_output_is_one_line(tmp_path: Path) -> None:
+    """-o under a regular file: one line naming the file, exit 2, no traceback."""
+    repo = fx.make_repo(tmp_path)
+    script = tmp_path / "script.yaml"
+    script.write_text(yaml.safe_dump({"plan": fx.plan()}))
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    args = ["plan", "req", "--repo", str(repo), "--script", str(script)]
+    target = blocker / "plan.yaml"
+    line = one_line_error(runner.invoke(app, [*args, "-o", str(target)]))
+    assert line == f"anti-sprawl: error: cannot write the plan file {target}: File exists", line
+
+
+def test_the_boundary_maps_every_exception_onto_the_tree() -> None:
+    from anti_sprawl.errors import (
+        InternalError,
+        RunError,
+        StorageError,
+        UsageError,
+        at_boundary,
+    )
+
+    usage = UsageError("bad flag")
+    assert at_boundary(usage) is usage
+    full = at_boundary(OSError(28, "No space left on device", "/x/run.json"))
+    assert isinstance(full, StorageError) and str(full) == "No space left on device: /x/run.json"
+    assert type(at_boundary(MemoryError())) is RunError
+    bug = at_boundary(KeyError("task"))
+    assert isinstance(bug, InternalError) and bug.exit_code == 1
+    assert str(bug) == (
+        "internal error (KeyError: 'task'); set ANTI_SPRAWL_DEBUG=1 to see the traceback"
+    )
