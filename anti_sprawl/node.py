@@ -108,6 +108,8 @@ class NodeRunner:
         self._committed: dict[str, str] = {}  # task -> its commit, waiting to land
         # Why the run stopped early, when not by Ctrl-C (a full disk, a checked-out branch).
         self.stop_error: AntiSprawlError | None = None
+        self._active = 0
+        self._active_lock = threading.Lock()
         journal.on_write_error = self.stop_run
 
     def stop_run(self, error: AntiSprawlError) -> None:
@@ -128,9 +130,26 @@ class NodeRunner:
         record.message = f"skipped because {because} failed"
         self._emit(record)
 
+    @property
+    def active_nodes(self) -> int:
+        """Node threads inside ``run_node`` right now (after a stop: ones stuck in a call)."""
+        with self._active_lock:
+            return self._active
+
     def run_node(self, task_id: str) -> NodeOutcome:
-        if self.opts.stop.is_set():
-            return "failed"  # handed out just before a stop: never started, stays `pending`
+        # Counted before the stop check: once the run sees no active node after a stop, any
+        # thread that enters later sees the stop and returns without touching anything.
+        with self._active_lock:
+            self._active += 1
+        try:
+            if self.opts.stop.is_set():
+                return "failed"  # handed out just before a stop: never started, stays pending
+            return self._run_node(task_id)
+        finally:
+            with self._active_lock:
+                self._active -= 1
+
+    def _run_node(self, task_id: str) -> NodeOutcome:
         node = self.plan.task(task_id)
         record = self.journal.state.tasks[task_id]
         record.status, record.started_at, record.finished_at = "running", now(), None

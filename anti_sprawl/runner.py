@@ -114,11 +114,10 @@ def _drive(run: NodeRunner, lock: RepoLock, already: list[str]) -> RunState:
     if run.opts.on_start:
         run.opts.on_start(run.journal.state)
     hint = f"'anti-sprawl resume {run.journal.state.run_id} --repo {run.repo}' finishes the run"
-    abandoned = True  # until run_dag returns with every node thread done
     try:
         with ctrl_c_stops(run.opts.stop) as ctrl_c:
             try:
-                sched = run_dag(
+                run_dag(
                     deps,
                     run.run_node,
                     jobs=run.opts.jobs,
@@ -129,26 +128,27 @@ def _drive(run: NodeRunner, lock: RepoLock, already: list[str]) -> RunState:
                     land=run.land,
                     grace=run.opts.stop_grace,
                 )
-                abandoned = bool(sched.abandoned)
             finally:
-                _wind_up(run, lock, abandoned)
+                _wind_up(run, lock)
     except KeyboardInterrupt:  # a second Ctrl-C: the journal is written, nothing waited for
         raise Interrupted(f"interrupted: {hint}") from None
     if run.stop_error is not None:
         error = run.stop_error
         raise type(error)(f"{error}; {hint}") from error
-    if ctrl_c.pressed:
+    if ctrl_c.pressed and run.journal.state.status != "succeeded":
         raise Interrupted(f"interrupted: {hint}")
     return run.journal.state
 
 
-def _wind_up(run: NodeRunner, lock: RepoLock, abandoned: bool) -> None:
+def _wind_up(run: NodeRunner, lock: RepoLock) -> None:
     """Clean up, write the journal one last time, then let go of the run.
 
-    With node threads still running (abandoned), their worktrees are left for ``resume`` to
-    remove and the lock is kept until the process exits, so nothing they do can overlap a
-    ``resume``; the journal is closed to them either way.
+    With node threads still running (abandoned after a stop: stuck in a model call, or left
+    by a second Ctrl-C), their worktrees are left for ``resume`` to remove and the lock is kept
+    until the process exits, so nothing they do can overlap a ``resume``; the journal is
+    closed to them either way.
     """
+    abandoned = run.active_nodes > 0
     if abandoned:
         _HELD_UNTIL_EXIT.append(lock)
     try:
