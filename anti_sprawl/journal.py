@@ -37,7 +37,7 @@ from .errors import StorageError, UsageError
 from .gitcmd import common_dir
 from .plan import Plan, atomic_write_text
 from .reducer import TaskResult, now
-from .validate import validate
+from .validate import find_cycle
 
 __all__ = ["Journal", "RepoLock", "RunState", "list_runs", "new_run_id", "state_dir"]
 
@@ -159,18 +159,27 @@ class Journal:
 
 
 def _inconsistency(state: RunState) -> str | None:
-    """What makes a schema-valid journal unusable: its plan and its task records disagree."""
+    """What makes a schema-valid journal unusable: its plan and its task records disagree,
+    or the plan is not a DAG of known ids (linear: never the full validation of a big plan)."""
     ids = [t.task_id for t in state.plan.tasks]
+    known = set(ids)
+    if len(known) != len(ids):
+        return "its plan has duplicate task ids"
     missing = [tid for tid in ids if tid not in state.tasks]
     if missing:
         return f"task {missing[0]!r} of the plan has no record"
-    extra = sorted(set(state.tasks) - set(ids))
+    extra = sorted(set(state.tasks) - known)
     if extra:
         return f"task {extra[0]!r} is not in the plan"
-    structural = ("duplicate_task", "self_dependency", "unknown_dependency", "cycle")
-    for problem in validate(state.plan).errors:
-        if problem.code in structural:
-            return problem.message
+    for t in state.plan.tasks:
+        for dep in t.dependencies:
+            if dep == t.task_id:
+                return f"task {dep!r} depends on itself"
+            if dep not in known:
+                return f"task {t.task_id!r} depends on unknown task {dep!r}"
+    cycle = find_cycle({t.task_id: list(t.dependencies) for t in state.plan.tasks})
+    if cycle:
+        return f"dependency cycle: {' -> '.join([*cycle, cycle[0]])}"
     return None
 
 
