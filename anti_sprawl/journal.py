@@ -126,6 +126,10 @@ class Journal:
                     if self.on_write_error is not None:
                         self.on_write_error(exc)
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def close(self) -> None:
         """No more writes from this object, whatever a straggling thread asks for."""
         with self._lock:

@@ -119,6 +119,8 @@ class NodeRunner:
         self.opts.stop.set()
 
     def _emit(self, record: TaskResult) -> None:
+        if self.journal.closed:
+            return  # the run is over: an abandoned node thread neither writes nor reports
         self.journal.update(record)
         if self.opts.on_event:
             self.opts.on_event(record)
