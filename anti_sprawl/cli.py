@@ -192,6 +192,64 @@ UnsafeOpt = Annotated[
 ]
 
 
+class SandboxChoice(StrEnum):
+    bwrap = "bwrap"
+    landlock = "landlock"
+
+
+SandboxOpt = Annotated[
+    SandboxChoice,
+    typer.Option(
+        "--sandbox",
+        help="OS sandbox for test commands: bwrap, or landlock (weaker: opt-in only).",
+    ),
+]
+SandboxAllowOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--sandbox-allow",
+        help="Extra read-only path test commands may see (repeatable); secrets stay masked.",
+    ),
+]
+SandboxLimitOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--sandbox-limit",
+        help="NAME=VALUE resource limit for test commands (repeatable): processes, memory, "
+        "file-size, tmp, output; e.g. memory=2G.",
+    ),
+]
+
+
+def _sandbox_policy(
+    layer: SandboxChoice,
+    allow: list[Path] | None,
+    limits: list[str] | None,
+    allow_unsandboxed: bool,
+) -> Any:
+    """The one SandboxPolicy of a run, from the flags and this process's $HOME."""
+    import os
+
+    from pydantic import ValidationError
+
+    from .sandbox_policy import ResourceLimits, SandboxPolicy, parse_limit
+
+    fields = dict(parse_limit(text) for text in limits or ())
+    try:
+        resources = ResourceLimits(**fields)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise UsageError(f"--sandbox-limit {first['loc'][0]}: {first['msg']}") from None
+    home = os.environ.get("HOME")
+    return SandboxPolicy(
+        allow_unsandboxed=allow_unsandboxed,
+        layers=(layer.value,),
+        allow_paths=tuple(p.absolute() for p in allow or ()),
+        home=Path(home) if home else None,
+        limits=resources,
+    )
+
+
 def _provider(
     provider: str | None, model: str | None, base_url: str | None, script: Path | None
 ) -> Any:
@@ -208,14 +266,13 @@ def _provider(
 def _run_options(
     provider: Any,
     jobs: int,
-    allow_unsandboxed: bool,
+    sandbox: Any,
     *,
     branch: str | None = None,
     base: str | None = None,
 ) -> Any:
     from .redact import Redactor, env_secrets
     from .runner import ExecuteOptions
-    from .sandbox import SandboxPolicy
 
     return ExecuteOptions(
         provider=provider,
@@ -223,7 +280,7 @@ def _run_options(
         jobs=jobs,
         branch=branch,
         base=base,
-        sandbox=SandboxPolicy(allow_unsandboxed=allow_unsandboxed),
+        sandbox=sandbox,
         crash_at=os.environ.get("ANTI_SPRAWL_CRASH_AT") or None,
     )
 
@@ -319,6 +376,9 @@ def execute(
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
     script: ScriptOpt = None,
+    sandbox: SandboxOpt = SandboxChoice.bwrap,
+    sandbox_allow: SandboxAllowOpt = None,
+    sandbox_limit: SandboxLimitOpt = None,
     allow_unsandboxed: UnsafeOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -334,8 +394,9 @@ def execute(
         first = report.errors[0].message if report.errors else "invalid plan"
         raise UsageError(f"{plan_file} is not a valid plan: {first} (see 'anti-sprawl validate')")
     plan = report.plan
+    policy = _sandbox_policy(sandbox, sandbox_allow, sandbox_limit, allow_unsandboxed)
     chosen = _provider(provider, model, base_url, script)
-    opts = _run_options(chosen, jobs, allow_unsandboxed, branch=branch, base=base)
+    opts = _run_options(chosen, jobs, policy, branch=branch, base=base)
     opts.sparse = sparse
     pending = uncommitted_changes(repo)
     if pending and base is None:
@@ -357,14 +418,18 @@ def resume(
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
     script: ScriptOpt = None,
+    sandbox: SandboxOpt = SandboxChoice.bwrap,
+    sandbox_allow: SandboxAllowOpt = None,
+    sandbox_limit: SandboxLimitOpt = None,
     allow_unsandboxed: UnsafeOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Continue an interrupted run; nodes already on the branch are never redone."""
     from .runner import resume as run_resume
 
+    policy = _sandbox_policy(sandbox, sandbox_allow, sandbox_limit, allow_unsandboxed)
     chosen = _provider(provider, model, base_url, script)
-    opts = _run_options(chosen, jobs, allow_unsandboxed)
+    opts = _run_options(chosen, jobs, policy)
     _run_and_report(lambda o: run_resume(run_id, repo, o), opts, as_json)
 
 

@@ -35,6 +35,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from .errors import StorageError, UsageError
 from .gitcmd import common_dir
+from .internal_state import check_state_dir
 from .plan import Plan, atomic_write_text
 from .reducer import TaskResult, now
 from .validate import find_cycle
@@ -49,7 +50,8 @@ _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,100}$")
 
 
 def state_dir(repo: Path) -> Path:
-    return repo / ".anti-sprawl"
+    """``<repo>/.anti-sprawl``, checked: never tracked, never a symlink (see internal_state)."""
+    return check_state_dir(repo)
 
 
 def new_run_id(plan_id: str) -> str:

@@ -22,12 +22,13 @@ from .branch import RunBranch, check_branch_name, refuse_checked_out
 from .errors import Interrupted, RunError, StorageError, UsageError
 from .gitcmd import GitError, run_git
 from .gitlocks import clean_stale_locks
+from .internal_state import ensure_state_dir
 from .interrupts import ctrl_c_stops
 from .journal import Journal, RepoLock, RunState, new_run_id, state_dir
 from .node import ABLATIONS, CRASH_POINTS, ExecuteOptions, NodeRunner
 from .plan import Plan
 from .reducer import TaskResult, now
-from .sandbox import probe_sandbox
+from .sandbox import probe_sandbox, umask_problem, unavailable_message
 from .scheduler import run_dag
 from .validate import validate
 from .workspace import ensure_excluded, remove_stale_worktrees
@@ -155,7 +156,7 @@ def _wind_up(run: NodeRunner, lock: RepoLock) -> None:
         if not abandoned:
             # Leftovers (a failed removal) are removed by the next resume, before anything runs.
             with contextlib.suppress(RunError, OSError):
-                remove_stale_worktrees(run.repo, run.worktrees)
+                remove_stale_worktrees(run.repo, run.worktrees, run.journal.state.run_id)
         _finish(run)
     finally:
         if not abandoned:
@@ -176,8 +177,11 @@ def execute(plan: Plan, repo: Path, opts: ExecuteOptions) -> RunState:
         base = _git_out(repo, ["rev-parse", "--verify", f"{base_ref}^{{commit}}"])
     except GitError:
         raise UsageError(f"unknown base revision: {base_ref}") from None
-    if probe_sandbox(opts.sandbox).layer is None:
-        raise UsageError("no sandbox layer works here for test commands (install bubblewrap)")
+    sandbox = probe_sandbox(opts.sandbox)
+    if sandbox.layer is None:
+        raise UsageError(unavailable_message(sandbox))
+    if problem := umask_problem(sandbox):
+        raise UsageError(problem)
     if base_ref == "HEAD":
         head = run_git(["symbolic-ref", "--quiet", "--short", "HEAD"], repo, check=False)
         base_branch = head.stdout.decode("utf-8", "replace").strip() or None
@@ -189,6 +193,8 @@ def execute(plan: Plan, repo: Path, opts: ExecuteOptions) -> RunState:
     branch_name = opts.branch or f"anti-sprawl/{plan.plan_id}"
     check_branch_name(repo, branch_name)
     refuse_checked_out(repo, branch_name, "pass --branch NAME")
+    # Before anything is written: the state directory must be ours, not repository content.
+    ensure_state_dir(repo)
     run_id = new_run_id(plan.plan_id)
     lock = RepoLock(repo)
     lock.acquire(run_id)
@@ -208,7 +214,7 @@ def execute(plan: Plan, repo: Path, opts: ExecuteOptions) -> RunState:
             sparse=opts.sparse,
             provider=opts.provider.name,
             model=opts.provider.model,
-            sandbox=probe_sandbox(opts.sandbox).detail,
+            sandbox=sandbox.policy,
             plan=plan,
             tasks={
                 t.task_id: TaskResult(
@@ -238,10 +244,16 @@ def execute(plan: Plan, repo: Path, opts: ExecuteOptions) -> RunState:
 def resume(run_id: str, repo: Path, opts: ExecuteOptions) -> RunState:
     """Continue an interrupted or failed run: git first, then only what is left."""
     repo = check_repo(repo)
+    ensure_state_dir(repo)
     journal = Journal.load(repo, run_id)
     refuse_checked_out(
         repo, journal.state.branch, "check out another branch there, then resume again"
     )
+    sandbox = probe_sandbox(opts.sandbox)
+    if sandbox.layer is None:
+        raise UsageError(unavailable_message(sandbox))
+    if problem := umask_problem(sandbox):
+        raise UsageError(problem)
     lock = RepoLock(repo)
     lock.acquire(run_id)
     try:
@@ -251,7 +263,7 @@ def resume(run_id: str, repo: Path, opts: ExecuteOptions) -> RunState:
         if not branch.exists():
             branch.create(state.base)
         worktrees = state_dir(repo) / "worktrees"
-        remove_stale_worktrees(repo, worktrees)
+        remove_stale_worktrees(repo, worktrees, run_id)
         landed = branch.landed_tasks()
         already: list[str] = []
         artifacts = journal.run_dir / "artifacts"
@@ -264,6 +276,7 @@ def resume(run_id: str, repo: Path, opts: ExecuteOptions) -> RunState:
             else:
                 record.status, record.skipped_because = "pending", None
         state.status = "running"
+        state.sandbox = sandbox.policy
         journal.save()
     except BaseException:
         lock.release()
