@@ -1,7 +1,7 @@
 """A full disk under the run directory: a real, small tmpfs in a private mount namespace.
 
-``unshare --user --map-root-user --mount`` gives the test its own mount table, where a 64 KiB
-tmpfs is mounted over ``.anti-sprawl/runs`` and filled up with ``dd``, either before the run
+``unshare --mount`` (as root) gives the test its own mount table, where a 64 KiB tmpfs is
+mounted over ``.anti-sprawl/runs`` and filled up with ``dd``, either before the run
 (the first journal write fails) or while node ``a`` runs (a later one does). The CLI runs
 inside that namespace; the shell script around it keeps its exit code, output and run data
 (copied back to the real directory, as a user would find it after freeing space).
@@ -21,7 +21,8 @@ import pytest
 from . import e2e_fixture as fx
 
 CLI = [sys.executable, "-m", "anti_sprawl.cli"]
-UNSHARE = ["unshare", "--user", "--map-root-user", "--mount"]
+# No user namespace: in one, the sandbox could not switch test commands to its own uid.
+UNSHARE = ["unshare", "--mount", "--propagation", "private"]
 
 
 def _namespaces_work() -> bool:
@@ -34,12 +35,13 @@ def _namespaces_work() -> bool:
 
 
 pytestmark = pytest.mark.skipif(
-    not _namespaces_work(), reason="needs user and mount namespaces to mount a small tmpfs"
+    not _namespaces_work(), reason="needs root and a mount namespace to mount a small tmpfs"
 )
 
 FIRST_SAVE = """
 mount -t tmpfs -o size=64k tmpfs "$RUNS"
-dd if=/dev/zero of="$RUNS/fill" bs=4096 2>/dev/null
+mkdir "$RUNS/filler"  # a directory: internal_state refuses a plain file among the runs
+dd if=/dev/zero of="$RUNS/filler/zeros" bs=4096 2>/dev/null
 "$PY" -m anti_sprawl.cli execute "$PLAN" --repo "$REPO" --script "$SCRIPT" \
     >"$OUT/stdout" 2>"$OUT/stderr"
 echo $? >"$OUT/rc"
@@ -55,10 +57,11 @@ while ! ls "$RUNS"/*/manifests/a/1.json >/dev/null 2>&1; do
     kill -0 $pid 2>/dev/null || break
     sleep 0.02
 done
-dd if=/dev/zero of="$RUNS/fill" bs=4096 2>/dev/null
+mkdir "$RUNS/filler"
+dd if=/dev/zero of="$RUNS/filler/zeros" bs=4096 2>/dev/null
 wait $pid
 echo $? >"$OUT/rc"
-rm -f "$RUNS/fill"
+rm -rf "$RUNS/filler"
 mkdir "$OUT/runs" && cp -a "$RUNS/." "$OUT/runs/"
 """
 
@@ -101,7 +104,7 @@ def test_full_disk_at_the_first_journal_write_starts_nothing(tmp_path: Path) -> 
     line = _stderr_line(out)
     assert line.startswith("anti-sprawl: error: cannot write the run journal "), line
     assert line.endswith("run.json: No space left on device; nothing was started"), line
-    assert (out / "ls").read_text().split() == ["fill"]  # no half-made run directory
+    assert (out / "ls").read_text().split() == ["filler"]  # no half-made run directory
     assert fx.git(repo, "branch", "--list", "anti-sprawl/*") == ""
     assert fx.checkout_fingerprint(repo) == before
     # with room again, the same execute simply works
