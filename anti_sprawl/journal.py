@@ -37,7 +37,9 @@ from .errors import StorageError, UsageError
 from .gitcmd import common_dir
 from .internal_state import check_state_dir
 from .plan import Plan, atomic_write_text
+from .providers.base import Usage
 from .reducer import TaskResult, now
+from .replan import PlanRevision
 from .validate import find_cycle
 
 __all__ = ["Journal", "RepoLock", "RunState", "list_runs", "new_run_id", "state_dir"]
@@ -77,17 +79,25 @@ class RunState(BaseModel):
     provider: str = ""
     model: str = ""
     sandbox: str = ""
-    # The plan as validated at start: scopes are read from here on resume, never widened.
+    # The plan as validated at start: scopes are read from here on resume, never widened
+    # (``resume --plan`` may only change nodes that did not succeed; see replan.py).
     plan: Plan
     tasks: dict[str, TaskResult] = Field(default_factory=dict)
+    max_tokens: int | None = Field(default=None, description="The run's cap (--max-tokens).")
+    tokens: Usage = Field(
+        default_factory=Usage,
+        description="Every model call of the run, every attempt and session (what the cap counts).",
+    )
+    stopped_by: str | None = Field(default=None, description="Why the run was interrupted.")
+    revisions: list[PlanRevision] = Field(default_factory=list, description="resume --plan edits.")
 
 
 class Journal:
     """Atomic, thread-safe persistence of one run's ``RunState``.
 
     ``save`` raises ``StorageError`` when the write fails (the previous journal stays);
-    ``update``, called as nodes progress, records the first such error in ``write_error`` and
-    calls ``on_write_error`` (the run stops) instead. After ``close`` nothing is written: the
+    ``update`` and ``checkpoint``, called as nodes progress, record the first such error in
+    ``write_error`` and call ``on_write_error`` (the run stops) instead. After ``close`` nothing is written: the
     process no longer owns the run once it lets go of the lock.
     """
 
@@ -120,6 +130,11 @@ class Journal:
             if self._closed:
                 return
             self.state.tasks[task.task_id] = task
+            self.checkpoint()
+
+    def checkpoint(self) -> None:
+        """``save`` during a run: a failure is recorded and reported, not raised."""
+        with self._lock:
             try:
                 self.save()
             except StorageError as exc:

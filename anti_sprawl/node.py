@@ -19,6 +19,7 @@ from pathlib import Path
 from .artifacts import ArtifactStore
 from .audit import audit
 from .branch import TRAILER_RUN, TRAILER_TASK, TRAILER_TOKENS, BranchCheckedOut, RunBranch
+from .budget import RunBudget
 from .context import AssembledPrompt, assemble_worker_prompt, manifest_for_request
 from .errors import AntiSprawlError, RunError, StorageError, at_boundary
 from .firewall import DEFAULT_DENY, Firewall
@@ -27,7 +28,7 @@ from .journal import Journal, RunState, state_dir
 from .manifest import save_manifest
 from .memory import load_memory
 from .plan import TaskNode
-from .providers.base import ModelRequest, Provider
+from .providers.base import ModelRequest, Provider, Usage
 from .redact import Redactor
 from .reducer import TaskResult, now, reduce, upstream_summary
 from .sandbox import SandboxPolicy, run_command
@@ -77,6 +78,9 @@ class ExecuteOptions:
     sparse: bool = False
     redactor: Redactor = field(default_factory=Redactor)
     context_window: int = 200_000
+    # Run-wide token cap over every model call (``--max-tokens``); on resume, None keeps the
+    # cap the run was started with.
+    max_tokens: int | None = None
 
 
 ABLATIONS = ("firewall", "clean-slate", "scoping")
@@ -112,6 +116,25 @@ class NodeRunner:
         self._active = 0
         self._active_lock = threading.Lock()
         journal.on_write_error = self.stop_run
+        self._tokens_lock = threading.Lock()
+        state = journal.state
+        self.run_budget = RunBudget(
+            state.max_tokens,
+            state.tokens,
+            on_charge=self._charged,
+            on_exhausted=self._exhausted,
+        )
+
+    def _charged(self, spent: Usage) -> None:
+        """After every model call: the run's total is on disk before the next one."""
+        with self._tokens_lock:
+            self.journal.state.tokens = self.run_budget.spent
+            self.journal.checkpoint()
+
+    def _exhausted(self, why: str) -> None:
+        """The run cap refused a call: start nothing more; the run ends interrupted."""
+        self.journal.state.stopped_by = why
+        self.opts.stop.set()
 
     def stop_run(self, error: AntiSprawlError) -> None:
         """Stop handing out nodes (running ones wind down); the first reason is reported."""
@@ -240,6 +263,7 @@ class NodeRunner:
                 artifacts=self.artifacts,
                 counter=self.counter,
                 run_tests=tests,
+                run_budget=self.run_budget,
                 on_request=self._manifest_hook(prompt, node.task_id),
                 on_tool=lambda name: _maybe_crash(
                     self.opts, "mid_write" if name == "write_file" else "", node.task_id
@@ -275,7 +299,7 @@ class NodeRunner:
             trailers = {
                 TRAILER_RUN: self.journal.state.run_id,
                 TRAILER_TASK: node.task_id,
-                TRAILER_TOKENS: f"{result.usage.total}/{node.token_budget}",
+                TRAILER_TOKENS: f"{result.usage.total} (cap {node.token_budget} per call)",
             }
             # The summary is the model's text: a token it copied must not reach the branch.
             message = self.opts.redactor(f"{node.name}\n\n{summary}")

@@ -40,7 +40,7 @@ def _verdict_text(r: TaskResult) -> str:
 
 def _table(state: RunState, *, title: str) -> Table:
     table = Table(title=title, expand=False)
-    for col in ("task", "status", "tokens / budget", "tool calls", "violations", "tests"):
+    for col in ("task", "status", "tokens (cap/call)", "tool calls", "violations", "tests"):
         table.add_column(
             col, no_wrap=col != "status", overflow="fold", min_width=11 if col == "status" else None
         )
@@ -51,7 +51,7 @@ def _table(state: RunState, *, title: str) -> Table:
         table.add_row(
             escape(r.task_id),
             f"[{style}]{escape(_verdict_text(r))}[/]",
-            f"{r.tokens.total:,} / {r.token_budget:,}",
+            _tokens_cell(r),
             f"{r.tool_calls} / {r.max_tool_calls}",
             str(len(r.violations)),
             tests,
@@ -59,15 +59,24 @@ def _table(state: RunState, *, title: str) -> Table:
     return table
 
 
+def _tokens_cell(r: TaskResult) -> str:
+    """A node's tokens over all its calls, and its per-call cap."""
+    return f"{r.tokens.total:,} ({r.token_budget:,}/call)"
+
+
 def _totals(state: RunState) -> str:
     tasks = list(state.tasks.values())
     counts = {s: sum(1 for t in tasks if t.status == s) for s in ("succeeded", "failed", "skipped")}
-    tokens = sum(t.tokens.total for t in tasks)
-    cached = sum(t.tokens.cache_read for t in tasks)
+    # The run's own total counts every attempt of every node; older journals only have the
+    # nodes' last attempts.
+    run = state.tokens
+    tokens = run.total or sum(t.tokens.total for t in tasks)
+    cached = run.cache_read_tokens if run.total else sum(t.tokens.cache_read_tokens for t in tasks)
+    cap = f" of --max-tokens {state.max_tokens:,}" if state.max_tokens else ""
     violations = sum(len(t.violations) for t in tasks)
     return (
         f"{counts['succeeded']} succeeded, {counts['failed']} failed, {counts['skipped']} skipped; "
-        f"{tokens:,} tokens ({cached:,} cache reads); {violations} violations blocked"
+        f"{tokens:,} tokens{cap} ({cached:,} cache reads); {violations} violations blocked"
     )
 
 
@@ -75,6 +84,12 @@ def render_verdict(state: RunState, console: Console) -> None:
     """The end-of-run table: per node succeeded / failed (why) / skipped (because of which)."""
     console.print(_table(state, title=f"run {state.run_id}: {state.status}"))
     console.print(_totals(state), soft_wrap=True)
+    if state.status == "interrupted" and state.stopped_by:
+        console.print(
+            f"interrupted: {escape(state.stopped_by)}; 'anti-sprawl resume {state.run_id}' "
+            "with a higher --max-tokens finishes it",
+            soft_wrap=True,
+        )
     console.print(f"branch: {state.branch}", soft_wrap=True)
     for r in state.tasks.values():
         for v in r.violations:
@@ -111,7 +126,7 @@ class Progress:
                 return
             line = f"{record.task_id}: {_verdict_text(record)}"
             if record.status in ("succeeded", "failed"):
-                line += f" [{record.tokens.total:,}/{record.token_budget:,} tokens, {record.tool_calls} tool calls]"
+                line += f" [{_tokens_cell(record)} tokens, {record.tool_calls} tool calls]"
             self.console.print(escape(line), highlight=False, soft_wrap=True)
 
     def stop(self) -> None:
@@ -156,7 +171,7 @@ def pr_body(state: RunState) -> str:
         "",
         "## Nodes",
         "",
-        "| task | status | write scope | read scope | files changed | tokens / budget | tool calls | violations blocked | tests |",
+        "| task | status | write scope | read scope | files changed | tokens (cap/call) | tool calls | violations blocked | tests |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for task in plan.tasks:
@@ -175,7 +190,7 @@ def pr_body(state: RunState) -> str:
                     _md(", ".join(f"`{e}`" for e in task.write_scope)),
                     _md(", ".join(f"`{e}`" for e in task.read_scope) or "-"),
                     _md(", ".join(f"`{f}`" for f in r.files_changed) or "-"),
-                    f"{r.tokens.total:,} / {r.token_budget:,}",
+                    _tokens_cell(r),
                     f"{r.tool_calls} / {r.max_tool_calls}",
                     str(len(r.violations)),
                     tests,
