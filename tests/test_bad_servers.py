@@ -128,7 +128,7 @@ def test_execute_with_a_broken_response_fails_the_node(
     assert state["status"] == "failed"
     assert record["status"] == "failed" and record["reason"] == "provider", record
     assert EXPECTED.get(kind, "malformed response") in record["message"]
-    assert record["tokens"]["input"] >= 0 and record["tokens"]["output"] >= 0
+    assert record["tokens"]["input_tokens"] >= 0 and record["tokens"]["output_tokens"] >= 0
     # the journal on disk says the same: nothing is left `running`
     journal = repo / ".anti-sprawl" / "runs" / state["run_id"] / "run.json"
     assert json.loads(journal.read_text())["tasks"]["a"]["status"] == "failed"
