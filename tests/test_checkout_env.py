@@ -249,7 +249,8 @@ def test_placeholders_expand_per_argument_and_braces_stay_literal() -> None:
         (["{checkout.parent}/x"], "unknown placeholder {checkout.parent}"),
         (["x{"], "Single '{'"),
         (["x}"], "Single '}'"),
-        ("pytest 'unclosed", "cannot split command"),
+        ("pytest 'unclosed", "cannot be split into arguments"),
+        (["pytest", "x\x00"], "contains a NUL byte"),
     ],
 )
 def test_validate_reports_bad_placeholders_everywhere(command: Any, expected: str) -> None:
