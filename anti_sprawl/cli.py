@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 from collections.abc import Callable
 from enum import StrEnum
@@ -18,7 +19,7 @@ from typing import Annotated, Any, ParamSpec, TypeVar
 import typer
 from rich.console import Console
 
-from .errors import AntiSprawlError, UsageError
+from .errors import InternalError, Interrupted, UsageError, at_boundary
 
 __all__ = ["app", "main"]
 
@@ -45,21 +46,39 @@ def _stderr() -> Console:
 
 
 def handle_errors(fn: Callable[P, R]) -> Callable[P, R]:
-    """Turn our errors into one line on stderr and the matching exit code."""
+    """The error boundary: one line on stderr and the matching exit code, never a traceback.
+
+    Our own errors carry their exit code; anything else is mapped by ``errors.at_boundary``
+    (an OSError such as a full disk, a bug). Typer's own exits pass through untouched.
+    """
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
-        except AntiSprawlError as exc:
-            message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            _stderr().print(f"anti-sprawl: error: {message}", markup=False)
-            raise typer.Exit(exc.exit_code) from None
+        except (typer.Exit, typer.Abort, typer.TyperException):
+            raise
         except KeyboardInterrupt:
             _stderr().print("anti-sprawl: interrupted", markup=False)
             raise typer.Exit(130) from None
+        except Exception as exc:
+            error = at_boundary(exc)
+            if isinstance(error, InternalError) and os.environ.get("ANTI_SPRAWL_DEBUG"):
+                raise
+            text = str(error).strip()
+            message = _redact(text.splitlines()[0] if text else type(error).__name__)
+            prefix = "" if isinstance(error, Interrupted) else "error: "
+            _stderr().print(f"anti-sprawl: {prefix}{message}", markup=False)
+            raise typer.Exit(error.exit_code) from None
 
     return wrapper
+
+
+def _redact(text: str) -> str:
+    """Secret values of this environment never reach the terminal, even inside an error."""
+    from .redact import Redactor, env_secrets
+
+    return Redactor(env_secrets(os.environ))(text)
 
 
 def _print_json(data: Any) -> None:
@@ -213,6 +232,13 @@ SandboxAllowOpt = Annotated[
         help="Extra read-only path test commands may see (repeatable); secrets stay masked.",
     ),
 ]
+SetupNetworkOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-setup-network",
+        help="Let the plan's setup_command use the network (e.g. npm ci); test commands never can.",
+    ),
+]
 SandboxLimitOpt = Annotated[
     list[str] | None,
     typer.Option(
@@ -228,6 +254,7 @@ def _sandbox_policy(
     allow: list[Path] | None,
     limits: list[str] | None,
     allow_unsandboxed: bool,
+    setup_network: bool = False,
 ) -> Any:
     """The one SandboxPolicy of a run, from the flags and this process's $HOME."""
     import os
@@ -242,6 +269,10 @@ def _sandbox_policy(
     except ValidationError as exc:
         first = exc.errors()[0]
         raise UsageError(f"--sandbox-limit {first['loc'][0]}: {first['msg']}") from None
+    if setup_network and layer is not SandboxChoice.bwrap:
+        raise UsageError(
+            "--allow-setup-network needs --sandbox bwrap (Landlock has no network mode)"
+        )
     home = os.environ.get("HOME")
     return SandboxPolicy(
         allow_unsandboxed=allow_unsandboxed,
@@ -249,14 +280,13 @@ def _sandbox_policy(
         allow_paths=tuple(p.absolute() for p in allow or ()),
         home=Path(home) if home else None,
         limits=resources,
+        setup_network=setup_network,
     )
 
 
 def _provider(
     provider: str | None, model: str | None, base_url: str | None, script: Path | None
 ) -> Any:
-    import os
-
     from .providers import select_provider
     from .redact import RedactingProvider, Redactor, env_secrets
 
@@ -276,8 +306,6 @@ def _run_options(
     base: str | None = None,
     max_tokens: int | None = None,
 ) -> Any:
-    import os
-
     from .redact import Redactor, env_secrets
     from .runner import ExecuteOptions
 
@@ -389,6 +417,7 @@ def execute(
     sandbox_allow: SandboxAllowOpt = None,
     sandbox_limit: SandboxLimitOpt = None,
     allow_unsandboxed: UnsafeOpt = False,
+    allow_setup_network: SetupNetworkOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Run a plan: one worktree, firewall and commit per node; leaves a branch and a PR body."""
@@ -396,7 +425,9 @@ def execute(
     from .runner import uncommitted_changes
 
     plan = _plan_for(plan_file, repo)
-    policy = _sandbox_policy(sandbox, sandbox_allow, sandbox_limit, allow_unsandboxed)
+    policy = _sandbox_policy(
+        sandbox, sandbox_allow, sandbox_limit, allow_unsandboxed, allow_setup_network
+    )
     chosen = _provider(provider, model, base_url, script)
     opts = _run_options(chosen, jobs, policy, branch=branch, base=base, max_tokens=max_tokens)
     opts.sparse = sparse
@@ -438,13 +469,16 @@ def resume(
     sandbox_allow: SandboxAllowOpt = None,
     sandbox_limit: SandboxLimitOpt = None,
     allow_unsandboxed: UnsafeOpt = False,
+    allow_setup_network: SetupNetworkOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Continue an interrupted run; nodes already on the branch are never redone."""
     from .runner import resume as run_resume
 
     plan = _plan_for(plan_file, repo) if plan_file is not None else None
-    policy = _sandbox_policy(sandbox, sandbox_allow, sandbox_limit, allow_unsandboxed)
+    policy = _sandbox_policy(
+        sandbox, sandbox_allow, sandbox_limit, allow_unsandboxed, allow_setup_network
+    )
     chosen = _provider(provider, model, base_url, script)
     opts = _run_options(chosen, jobs, policy, max_tokens=max_tokens)
     source = str(plan_file) if plan_file is not None else ""
@@ -548,8 +582,6 @@ def pr_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Push a run's branch, then open its pull request with gh or print how to."""
-    import os
-
     from .pr import PrOptions, publish, render_outcome
 
     opts = PrOptions(

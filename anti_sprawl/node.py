@@ -7,32 +7,37 @@ memory) and is what the scheduler calls for each ready node.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .artifacts import ArtifactStore
 from .audit import audit
-from .branch import TRAILER_RUN, TRAILER_TASK, TRAILER_TOKENS, RunBranch
+from .branch import TRAILER_RUN, TRAILER_TASK, TRAILER_TOKENS, BranchCheckedOut, RunBranch
 from .budget import RunBudget
+from .command_template import bind_command
 from .context import AssembledPrompt, assemble_worker_prompt, manifest_for_request
-from .errors import RunError
+from .errors import AntiSprawlError, RunError, StorageError, at_boundary
 from .firewall import DEFAULT_DENY, Firewall
 from .gitcmd import run_git
 from .journal import Journal, RunState, state_dir
 from .lean import lean_target
 from .manifest import save_manifest
 from .memory import load_memory
-from .plan import TaskNode
+from .path_rules import Violation
+from .plan import TaskNode, command_argv
 from .providers.base import ModelRequest, Provider, Usage
 from .redact import Redactor
 from .reducer import TaskResult, now, reduce, upstream_summary
 from .sandbox import SandboxPolicy, run_command
 from .scheduler import NodeOutcome
 from .secret_scan import staged_secrets
+from .setup_step import failure_message, run_setup
 from .tokens import TokenCounter
 from .worker import TestOutcome, WorkerContext, WorkerLimits, run_worker
 from .workspace import Workspace, commit
@@ -65,6 +70,8 @@ class ExecuteOptions:
     on_event: Callable[[TaskResult], None] | None = None
     on_start: Callable[[RunState], None] | None = None
     stop: threading.Event = field(default_factory=threading.Event)
+    # After a stop (Ctrl-C), how long running nodes get to wind down before they are abandoned.
+    stop_grace: float = 5.0
     command_env: dict[str, str] | None = None
     # Evaluation ablations, each switching one boundary off (never for real work):
     #   firewall:    tool scope checks and the post-node audit off (.git stays protected)
@@ -109,6 +116,11 @@ class NodeRunner:
         self.worktrees = state_dir(repo) / "worktrees"
         self.memory = load_memory(state_dir(repo) / "memory.yaml")
         self._committed: dict[str, str] = {}  # task -> its commit, waiting to land
+        # Why the run stopped early, when not by Ctrl-C (a full disk, a checked-out branch).
+        self.stop_error: AntiSprawlError | None = None
+        self._active = 0
+        self._active_lock = threading.Lock()
+        journal.on_write_error = self.stop_run
         self._tokens_lock = threading.Lock()
         state = journal.state
         self.run_budget = RunBudget(
@@ -122,14 +134,22 @@ class NodeRunner:
         """After every model call: the run's total is on disk before the next one."""
         with self._tokens_lock:
             self.journal.state.tokens = self.run_budget.spent
-            self.journal.save()
+            self.journal.checkpoint()
 
     def _exhausted(self, why: str) -> None:
         """The run cap refused a call: start nothing more; the run ends interrupted."""
         self.journal.state.stopped_by = why
         self.opts.stop.set()
 
+    def stop_run(self, error: AntiSprawlError) -> None:
+        """Stop handing out nodes (running ones wind down); the first reason is reported."""
+        if self.stop_error is None:
+            self.stop_error = error
+        self.opts.stop.set()
+
     def _emit(self, record: TaskResult) -> None:
+        if self.journal.closed:
+            return  # the run is over: an abandoned node thread neither writes nor reports
         # Every way out (run.json, result.json, PR.md, the verdict, --json, downstream
         # prompts) reads this record: redact it in place, once, before anything sees it.
         clean = self.opts.redactor.model(record)
@@ -146,7 +166,26 @@ class NodeRunner:
         record.message = f"skipped because {because} failed"
         self._emit(record)
 
+    @property
+    def active_nodes(self) -> int:
+        """Node threads inside ``run_node`` right now (after a stop: ones stuck in a call)."""
+        with self._active_lock:
+            return self._active
+
     def run_node(self, task_id: str) -> NodeOutcome:
+        # Counted before the stop check: once the run sees no active node after a stop, any
+        # thread that enters later sees the stop and returns without touching anything.
+        with self._active_lock:
+            self._active += 1
+        try:
+            if self.opts.stop.is_set():
+                return "failed"  # handed out just before a stop: never started, stays pending
+            return self._run_node(task_id)
+        finally:
+            with self._active_lock:
+                self._active -= 1
+
+    def _run_node(self, task_id: str) -> NodeOutcome:
         node = self.plan.task(task_id)
         record = self.journal.state.tasks[task_id]
         record.status, record.started_at, record.finished_at = "running", now(), None
@@ -157,6 +196,15 @@ class NodeRunner:
             outcome = self._run_in_worktree(node, record)
         except RunError as exc:
             record.status, record.reason, record.message = "failed", "error", str(exc)
+            outcome = "failed"
+        except Exception as exc:
+            # A node is never left `running`: a full disk or a bug fails this node, with the
+            # traceback kept beside its transcript, and the run goes on or stops cleanly.
+            error = at_boundary(exc)
+            reason = "storage" if isinstance(error, StorageError) else "internal"
+            record.status, record.reason, record.message = "failed", reason, str(error)
+            with contextlib.suppress(OSError):
+                self.artifacts.put(task_id, "error.txt", "".join(traceback.format_exception(exc)))
             outcome = "failed"
         record.finished_at = now()
         self._emit(record)
@@ -185,6 +233,9 @@ class NodeRunner:
                 redact=self.opts.redactor,
             ) as firewall,
         ):
+            prepared = self._prepare(node, ws, record)
+            if prepared is None:
+                return "failed"
             upstream = [upstream_summary(self.journal.state.tasks[d]) for d in node.dependencies]
             budget = lean_target(node.token_budget, self.opts.context_budget)
             prompt_node = node
@@ -232,9 +283,10 @@ class NodeRunner:
             result = run_worker(ctx)
             _maybe_crash(self.opts, "before_audit", node.task_id)
             checked = audit(ws, ["**"] if "firewall" in ablate else node.write_scope)
+            violations = [*prepared, *checked.violations]
             final_tests = tests() if tests and result.status == "succeeded" else None
             if result.status != "succeeded" or (final_tests and not final_tests.passed):
-                reduce(record, result, ws, tip, None, checked.violations, final_tests)
+                reduce(record, result, ws, tip, None, violations, final_tests)
                 record.status = "failed"
                 if result.status != "succeeded":
                     record.reason, record.message = result.reason, result.message
@@ -246,7 +298,7 @@ class NodeRunner:
                 return "failed"
             leaked = staged_secrets(ws, self.opts.redactor)
             if leaked:
-                reduce(record, result, ws, tip, None, checked.violations, final_tests)
+                reduce(record, result, ws, tip, None, violations, final_tests)
                 record.status, record.reason = "failed", "secret"
                 record.message = (
                     f"the change adds what looks like a secret ({leaked}); not committed"
@@ -262,7 +314,7 @@ class NodeRunner:
             # The summary is the model's text: a token it copied must not reach the branch.
             message = self.opts.redactor(f"{node.name}\n\n{summary}")
             sha = commit(ws, message, trailers) or _empty_commit(ws, message, trailers)
-            reduce(record, result, ws, tip, sha, checked.violations, final_tests)
+            reduce(record, result, ws, tip, sha, violations, final_tests)
             # The commit outlives the worktree; `land` puts it on the run branch in order.
             self._committed[node.task_id] = sha
             return "succeeded"
@@ -274,9 +326,20 @@ class NodeRunner:
         record.status = "succeeded"
         # Kept beside the commit so a crash between landing and the journal loses nothing.
         clean = self.opts.redactor.model(record)
-        self.artifacts.put(task_id, "result.json", clean.model_dump_json(indent=1))
+        try:
+            self.artifacts.put(task_id, "result.json", clean.model_dump_json(indent=1))
+        except OSError as exc:
+            record.status, record.reason = "failed", "storage"
+            record.message = f"not landed: cannot keep its result ({at_boundary(exc)})"
+            self._emit(record)
+            return "failed"
         try:
             record.commit = self.branch.land(sha, task_id)
+        except BranchCheckedOut as exc:
+            # Not this node's fault: the run stops; the node is left for `resume` to redo.
+            self.stop_run(exc)
+            record.status, record.commit = "pending", None
+            return "failed"
         except RunError as exc:
             record.status, record.reason, record.message = "failed", "landing", str(exc)
             record.commit = None
@@ -285,6 +348,35 @@ class NodeRunner:
         _maybe_crash(self.opts, "after_commit_before_journal", task_id)
         self._emit(record)
         return "succeeded"
+
+    def _prepare(self, node: TaskNode, ws: Workspace, record: TaskResult) -> list[Violation] | None:
+        """The plan's setup_command in the fresh worktree (setup_step.py): the violations it
+        caused, or None when it failed (``record`` then says why; no model call is made)."""
+        argv = command_argv(self.plan.setup_command)
+        if not argv:
+            return []
+        log = self.artifacts.root / node.task_id / f"setup-{record.attempts}.log"
+        try:
+            done = run_setup(
+                ws,
+                argv,
+                checkout=self.repo,
+                policy=self.opts.sandbox,
+                timeout=self.opts.test_timeout,
+                log=log,
+                env=self.opts.command_env,
+                redact=self.opts.redactor,
+            )
+        except RunError as exc:
+            record.status, record.reason, record.message = "failed", "setup", str(exc)
+            return None
+        record.setup = done.outcome
+        if not done.outcome.passed:
+            record.violations = done.violations
+            record.status, record.reason = "failed", "setup"
+            record.message = failure_message(done.outcome)
+            return None
+        return done.violations
 
     def _with_foreign_transcripts(self, prompt: AssembledPrompt, task_id: str) -> AssembledPrompt:
         """Ablation: the polluted context a shared chat history would give this worker."""
@@ -303,14 +395,18 @@ class NodeRunner:
         self, node: TaskNode, ws: Workspace, argv: list[str]
     ) -> Callable[[], TestOutcome]:
         counter = iter(range(1, 10_000))
+        # {checkout} names the user's checkout, bound read-only (command_template.py).
+        command = bind_command(argv, self.repo, ws.path)
 
         def run() -> TestOutcome:
             log = self.artifacts.root / node.task_id / f"tests-{next(counter)}.log"
             log.parent.mkdir(parents=True, exist_ok=True)
             res = run_command(
-                argv,
+                command.argv,
                 ws.path,
                 timeout=self.opts.test_timeout,
+                readable=command.readable,
+                unscanned=command.unscanned,
                 policy=self.opts.sandbox,
                 log_path=log,
                 env=self.opts.command_env,
@@ -318,7 +414,7 @@ class NodeRunner:
             )
             tail = "\n".join(res.output.splitlines()[-40:])
             return TestOutcome(
-                command=list(argv),
+                command=list(command.argv),
                 exit_code=res.exit_code,
                 timed_out=res.timed_out,
                 limit=res.limit_detail,

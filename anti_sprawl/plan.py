@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StringConstraints
 
 from .errors import UsageError
+from .userdata import load_document, read_user_file
 
 __all__ = [
     "DEFAULT_MAX_TOOL_CALLS",
@@ -49,21 +50,23 @@ class TaskNode(BaseModel):
         default_factory=list,
         description="Repo-relative files, directories or globs the worker may create or change.",
     )
-    token_budget: int = Field(
+    # Strict: `token_budget: true` or `30000.0` is a mistake to report, not a 1 or a 30000.
+    token_budget: StrictInt = Field(
         default=DEFAULT_TOKEN_BUDGET,
         description="Per-call cap: no model call of this node carries more than this many "
         "tokens (its input plus the output it may produce). Older tool output is masked or "
         "digested to stay under it; the node spends at most about "
         "token_budget x (max_tool_calls + 2) in all.",
     )
-    max_tool_calls: int = Field(
+    max_tool_calls: StrictInt = Field(
         default=DEFAULT_MAX_TOOL_CALLS,
         description="Tool-call cap; model calls are capped at max_tool_calls + 2 "
         "(turns without a tool call count too).",
     )
     test_command: TestCommand = Field(
         default=None,
-        description="What run_tests executes (argv list or a string split like a shell would).",
+        description="What run_tests executes (argv list or a string split like a shell would); "
+        "'{checkout}' is the user's checkout, bound read-only; '{{' and '}}' are literal braces.",
     )
 
 
@@ -76,6 +79,11 @@ class Plan(BaseModel):
     requirement: str = Field(min_length=1)
     base: str | None = Field(default=None, description="Commit the plan was made against.")
     test_command: TestCommand = Field(default=None, description="Default test command for nodes.")
+    setup_command: TestCommand = Field(
+        default=None,
+        description="Run once in each node's worktree before the worker (sandboxed; it may "
+        "write only git-ignored paths, e.g. node_modules/ or .venv/; nothing it writes lands).",
+    )
     tasks: list[TaskNode] = Field(min_length=1)
 
     def task(self, task_id: str) -> TaskNode:
@@ -85,9 +93,21 @@ class Plan(BaseModel):
         raise KeyError(task_id)
 
     def test_command_for(self, node: TaskNode) -> list[str] | None:
+        """The node's test command (its own, else the plan's) as a template argv."""
         return command_argv(
             node.test_command if node.test_command is not None else self.test_command
         )
+
+    def commands(self) -> list[tuple[str, list[str], TestCommand]]:
+        """Every command of the plan: ``(where, task ids, command)`` for validation."""
+        out: list[tuple[str, list[str], TestCommand]] = [
+            ("the plan's test_command", [], self.test_command),
+            ("the plan's setup_command", [], self.setup_command),
+        ]
+        out += [
+            (f"task '{t.task_id}' test_command", [t.task_id], t.test_command) for t in self.tasks
+        ]
+        return [entry for entry in out if entry[2] is not None]
 
 
 def command_argv(command: TestCommand) -> list[str] | None:
@@ -99,29 +119,15 @@ def command_argv(command: TestCommand) -> list[str] | None:
     try:
         return shlex.split(command) or None
     except ValueError as exc:
-        raise UsageError(f"cannot split test command {command!r}: {exc}") from exc
-
-
-def read_user_file(path: Path, what: str) -> str:
-    """A file the user named on the command line; any problem is a one-line UsageError."""
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"{what} file not found: {path}") from None
-    except IsADirectoryError:
-        raise UsageError(f"{what} path is a directory: {path}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read {what} file {path}: {exc}") from exc
+        raise UsageError(f"cannot split command {command!r}: {exc}") from exc
 
 
 def load_plan_data(path: Path) -> dict[str, Any]:
-    """Read a plan file as a mapping; any unreadable or unparseable file is a UsageError."""
-    text = read_user_file(path, "plan")
-    try:
-        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise UsageError(f"cannot parse plan file {path}: {first}") from exc
+    """Read a plan file as a mapping; any unreadable or unparseable file is a UsageError.
+
+    Size, nesting, integer and duplicate-key limits are those of :mod:`.userdata`.
+    """
+    data = load_document(path, "plan")
     if not isinstance(data, dict):
         raise UsageError(f"plan file {path} must contain a mapping with 'plan_id' and 'tasks'")
     return data
