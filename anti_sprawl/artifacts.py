@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from .plan import atomic_write_text
+from .files import atomic_write_text
 from .providers.base import ToolCall, ToolResult
 from .trust import wrap_data
 

@@ -288,7 +288,8 @@ def _provider(
     provider: str | None, model: str | None, base_url: str | None, script: Path | None
 ) -> Any:
     from .providers import select_provider
-    from .redact import RedactingProvider, Redactor, env_secrets
+    from .providers.redacting import RedactingProvider
+    from .redact import Redactor, env_secrets
 
     chosen = select_provider(
         provider=provider, model=model, base_url=base_url, script=script, env=os.environ
@@ -322,12 +323,19 @@ def _run_options(
 
 
 def _run_and_report(start: Callable[[Any], Any], opts: Any, as_json: bool) -> None:
-    from .run_report import Progress, render_verdict
+    from .run_report import Progress, render_verdict, write_pr_body
 
     console = _stdout() if not as_json else Console(stderr=True, highlight=False)
     progress = Progress(console)
     opts.on_event = progress.event
     opts.on_start = progress.start
+    written: list[Path] = []
+
+    def pr_body(state: Any, paths: Any) -> None:
+        write_pr_body(state, paths.pr_body)
+        written.append(paths.pr_body)
+
+    opts.on_finish = pr_body
     try:
         state = start(opts)
     finally:
@@ -336,9 +344,8 @@ def _run_and_report(start: Callable[[Any], Any], opts: Any, as_json: bool) -> No
         sys.stdout.write(state.model_dump_json(indent=2) + "\n")
     else:
         render_verdict(state, console)
-        pr = Path(state.repo) / ".anti-sprawl" / "runs" / state.run_id / "PR.md"
-        if pr.exists():
-            console.print(f"PR body: {pr}", soft_wrap=True)
+        for path in written:
+            console.print(f"PR body: {path}", soft_wrap=True)
         console.print(f"run id: {state.run_id}", soft_wrap=True)
     if state.status != "succeeded":
         raise typer.Exit(1)
@@ -551,7 +558,7 @@ def inspect(
     journal = Journal.load(_existing_dir(repo) or Path("."), run_id)
     if task is not None and task not in journal.state.tasks:
         raise UsageError(f"run {run_id} has no task {task!r}")
-    manifests = load_manifests(journal.run_dir, task)
+    manifests = load_manifests(journal.paths.manifests, task)
     if as_json:
         _print_json([m.model_dump(mode="json") for m in manifests])
     else:

@@ -8,24 +8,132 @@ that directory's entries. So before any use: nothing under ``.anti-sprawl`` may 
 real directory or file (``lstat``, never following a link), and it must sit directly in the
 resolved repository root. Any breach is a ``UsageError``: one line, exit 2, nothing written.
 The directory is created mode 0700: run data is private to the user who ran the tool.
+
+``StateLayout`` is the one place that spells out what lives where; every other module asks it
+for a path instead of joining names itself::
+
+    <git common dir>/anti-sprawl-run.flock     the run lock (one execute/resume per repository)
+    .anti-sprawl/runs/<run_id>/run.json        the journal (RunState)
+    .anti-sprawl/runs/<run_id>/manifests/      one ContextManifest per model call
+    .anti-sprawl/runs/<run_id>/artifacts/      transcripts, full tool outputs, test logs
+    .anti-sprawl/runs/<run_id>/PR.md           the pull-request body
+    .anti-sprawl/worktrees/                    per-node worktrees (temporary)
+    .anti-sprawl/plans/<plan_id>.yaml          plans written by ``plan`` without ``-o``
+    .anti-sprawl/planner/<stamp>/manifests/    the planner's context manifests
+    .anti-sprawl/memory.yaml                   facts the user keeps for every run
+
+The lock lives in the common git directory, not here, so every checkout of one repository
+(the main one and each ``git worktree add``) shares it.
 """
 
 from __future__ import annotations
 
 import os
 import stat
+from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import UsageError
-from .gitcmd import run_git
+from .gitcmd import common_dir, run_git
+from .ids import STATE_DIR_NAME
 
-__all__ = ["STATE_DIR_NAME", "InternalStateError", "check_state_dir", "ensure_state_dir"]
+__all__ = [
+    "LOCK_NAME",
+    "STATE_DIR_NAME",
+    "InternalStateError",
+    "RunPaths",
+    "StateLayout",
+    "check_state_dir",
+    "ensure_state_dir",
+]
 
-STATE_DIR_NAME = ".anti-sprawl"
-# Names the tool itself creates directly under the state directory.
-_FIXED = ("runs", "worktrees", "plans", "planner", "run.lock", "memory.yaml")
+# Not "*.lock": git's own stale-lock cleanup (gitlocks.py) removes those.
+LOCK_NAME = "anti-sprawl-run.flock"
+_RUNS, _WORKTREES, _PLANS, _PLANNER, _MEMORY = (
+    "runs",
+    "worktrees",
+    "plans",
+    "planner",
+    "memory.yaml",
+)
+# Names the tool itself creates directly under the state directory ("run.lock" is where 0.1
+# kept its lock: an older anti-sprawl would still follow it, so it is checked too).
+_FIXED = (_RUNS, _WORKTREES, _PLANS, _PLANNER, "run.lock", _MEMORY)
 # Directories whose entries are per-run (or per-node) and must be real directories too.
-_PER_ENTRY = ("runs", "worktrees")
+_PER_ENTRY = (_RUNS, _WORKTREES)
+
+
+@dataclass(frozen=True)
+class RunPaths:
+    """Where one run's files live: ``.anti-sprawl/runs/<run_id>/``."""
+
+    root: Path
+
+    @property
+    def journal(self) -> Path:
+        return self.root / "run.json"
+
+    @property
+    def manifests(self) -> Path:
+        return self.root / "manifests"
+
+    @property
+    def artifacts(self) -> Path:
+        return self.root / "artifacts"
+
+    @property
+    def pr_body(self) -> Path:
+        return self.root / "PR.md"
+
+
+@dataclass(frozen=True)
+class StateLayout:
+    """Every path anti-sprawl keeps for the repository rooted at ``repo`` (plain data).
+
+    Build it with ``checked`` (nothing created) or ``ensured`` (the directory made, 0700):
+    both refuse a state directory that is repository content.
+    """
+
+    repo: Path
+
+    @classmethod
+    def checked(cls, repo: Path) -> StateLayout:
+        check_state_dir(repo)
+        return cls(repo.resolve())
+
+    @classmethod
+    def ensured(cls, repo: Path) -> StateLayout:
+        ensure_state_dir(repo)
+        return cls(repo.resolve())
+
+    @property
+    def root(self) -> Path:
+        return self.repo / STATE_DIR_NAME
+
+    @property
+    def runs(self) -> Path:
+        return self.root / _RUNS
+
+    def run(self, run_id: str) -> RunPaths:
+        return RunPaths(self.runs / run_id)
+
+    @property
+    def worktrees(self) -> Path:
+        return self.root / _WORKTREES
+
+    def plan_file(self, plan_id: str) -> Path:
+        return self.root / _PLANS / f"{plan_id}.yaml"
+
+    def planner_manifests(self, stamp: str) -> Path:
+        return self.root / _PLANNER / stamp / "manifests"
+
+    @property
+    def memory(self) -> Path:
+        return self.root / _MEMORY
+
+    def lock(self) -> Path:
+        """The run lock, in the common git directory (asks git where that is)."""
+        return common_dir(self.repo) / LOCK_NAME
 
 
 class InternalStateError(UsageError):

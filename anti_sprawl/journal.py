@@ -1,12 +1,6 @@
 """The run journal (``run.json``, written atomically after every change) and the repo lock.
 
-Layout under the target repository (excluded from git via ``.git/info/exclude``)::
-
-    <git common dir>/anti-sprawl-run.flock   flock held by the one execute/resume at a time
-    .anti-sprawl/runs/<run_id>/run.json      RunState
-    .anti-sprawl/runs/<run_id>/manifests/    one ContextManifest per model call
-    .anti-sprawl/runs/<run_id>/artifacts/    transcripts, full tool outputs, test logs
-    .anti-sprawl/worktrees/                  per-node worktrees (temporary)
+Where each file lives is ``internal_state.StateLayout`` (the run's ``RunPaths``).
 
 The journal is a cache of progress; git is the truth: on resume, a node whose commit is on
 the run branch counts as succeeded even if the journal missed it. So a journal write that fails
@@ -34,26 +28,19 @@ from typing import IO, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from .errors import StorageError, UsageError
-from .gitcmd import common_dir
-from .internal_state import check_state_dir
-from .plan import Plan, atomic_write_text
+from .files import atomic_write_text
+from .internal_state import RunPaths, StateLayout
+from .plan import Plan
 from .providers.base import Usage
 from .reducer import TaskResult, now
 from .replan import PlanRevision
 from .validate import find_cycle
 
-__all__ = ["Journal", "RepoLock", "RunState", "list_runs", "new_run_id", "state_dir"]
+__all__ = ["Journal", "RepoLock", "RunState", "list_runs", "new_run_id"]
 
 RunStatus = Literal["running", "succeeded", "failed", "interrupted"]
 JOURNAL_VERSION = 1
-# Not "*.lock": git's own stale-lock cleanup (gitlocks.py) removes those.
-LOCK_NAME = "anti-sprawl-run.flock"
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,100}$")
-
-
-def state_dir(repo: Path) -> Path:
-    """``<repo>/.anti-sprawl``, checked: never tracked, never a symlink (see internal_state)."""
-    return check_state_dir(repo)
 
 
 def new_run_id(plan_id: str) -> str:
@@ -101,8 +88,8 @@ class Journal:
     process no longer owns the run once it lets go of the lock.
     """
 
-    def __init__(self, run_dir: Path, state: RunState):
-        self.run_dir = run_dir
+    def __init__(self, paths: RunPaths, state: RunState):
+        self.paths = paths
         self.state = state
         self._lock = threading.RLock()
         self._closed = False
@@ -111,7 +98,7 @@ class Journal:
 
     @property
     def path(self) -> Path:
-        return self.run_dir / "run.json"
+        return self.paths.journal
 
     def save(self) -> None:
         with self._lock:
@@ -157,8 +144,8 @@ class Journal:
         """The run's journal; a missing, unreadable or inconsistent one is a UsageError."""
         if not _RUN_ID.match(run_id):
             raise UsageError(f"invalid run id: {run_id!r}")
-        run_dir = state_dir(repo) / "runs" / run_id
-        path = run_dir / "run.json"
+        paths = StateLayout.checked(repo).run(run_id)
+        path = paths.journal
         try:
             text = path.read_bytes().decode("utf-8")
         except FileNotFoundError:
@@ -176,7 +163,7 @@ class Journal:
         problem = _inconsistency(state)
         if problem:
             raise UsageError(f"run journal {path} is damaged: {problem}")
-        return cls(run_dir, state)
+        return cls(paths, state)
 
 
 def _inconsistency(state: RunState) -> str | None:
@@ -206,15 +193,14 @@ def _inconsistency(state: RunState) -> str | None:
 
 def list_runs(repo: Path) -> list[RunState]:
     """Every readable run journal under the repo, oldest first."""
-    runs_dir = state_dir(repo) / "runs"
+    layout = StateLayout.checked(repo)
     out: list[RunState] = []
-    if not runs_dir.is_dir():
+    if not layout.runs.is_dir():
         return out
-    for entry in sorted(runs_dir.iterdir()):
+    for entry in sorted(layout.runs.iterdir()):
         try:
-            out.append(
-                RunState.model_validate_json((entry / "run.json").read_text(encoding="utf-8"))
-            )
+            text = layout.run(entry.name).journal.read_text(encoding="utf-8")
+            out.append(RunState.model_validate_json(text))
         except (OSError, ValidationError, ValueError):
             continue
     return sorted(out, key=lambda s: s.created_at)
@@ -229,7 +215,7 @@ class RepoLock:
 
     def __init__(self, repo: Path):
         self.repo = repo
-        self.path = common_dir(repo) / LOCK_NAME
+        self.path = StateLayout(repo).lock()
         self._fh: IO[str] | None = None
 
     def acquire(self, run_id: str) -> None:

@@ -21,7 +21,8 @@ from rich.text import Text
 
 from .digest import DIGEST_HEADER
 from .errors import UsageError
-from .plan import TaskId, atomic_write_text
+from .files import atomic_write_text
+from .ids import TaskId
 from .providers.base import AssistantMessage, Message, ToolSpec, UserMessage, turn_text
 from .tokens import count_tokens
 from .trust import count_hidden_chars
@@ -138,14 +139,15 @@ class ContextManifest(BaseModel):
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
 
 
-def manifest_path(run_dir: Path, task_id: str, n: int) -> Path:
-    """Where the manifest of call ``n`` of ``task_id`` lives under ``run_dir``."""
-    return run_dir / "manifests" / task_id / f"{n}.json"
+def manifest_path(manifests: Path, task_id: str, n: int) -> Path:
+    """Where the manifest of call ``n`` of ``task_id`` lives in a ``manifests`` directory
+    (a run's ``RunPaths.manifests``, or the planner's)."""
+    return manifests / task_id / f"{n}.json"
 
 
-def save_manifest(run_dir: Path, manifest: ContextManifest) -> Path:
-    """Write ``manifest`` atomically to ``manifests/<task_id>/<n>.json``; returns the path."""
-    path = manifest_path(run_dir, manifest.task_id, manifest.n)
+def save_manifest(manifests: Path, manifest: ContextManifest) -> Path:
+    """Write ``manifest`` atomically to ``<manifests>/<task_id>/<n>.json``; returns the path."""
+    path = manifest_path(manifests, manifest.task_id, manifest.n)
     atomic_write_text(path, manifest.model_dump_json(indent=2) + "\n")
     return path
 
@@ -154,9 +156,9 @@ def _call_index(path: Path) -> int | None:
     return int(path.stem) if path.stem.isdigit() else None
 
 
-def load_manifests(run_dir: Path, task_id: str | None = None) -> list[ContextManifest]:
+def load_manifests(manifests: Path, task_id: str | None = None) -> list[ContextManifest]:
     """All saved manifests (of one task if given), ordered by task id then call index."""
-    root = run_dir / "manifests"
+    root = manifests
     task_dirs = [root / task_id] if task_id is not None else sorted(root.glob("*"))
     out: list[ContextManifest] = []
     for task_dir in task_dirs:

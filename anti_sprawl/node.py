@@ -25,7 +25,8 @@ from .context import AssembledPrompt, assemble_worker_prompt, manifest_for_reque
 from .errors import AntiSprawlError, RunError, StorageError, at_boundary
 from .firewall import DEFAULT_DENY, Firewall
 from .gitcmd import run_git
-from .journal import Journal, RunState, state_dir
+from .internal_state import RunPaths, StateLayout
+from .journal import Journal, RunState
 from .lean import lean_target
 from .manifest import save_manifest
 from .memory import load_memory
@@ -40,7 +41,7 @@ from .secret_scan import staged_secrets
 from .setup_step import failure_message, run_setup
 from .tokens import TokenCounter
 from .worker import TestOutcome, WorkerContext, WorkerLimits, run_worker
-from .workspace import Workspace, commit
+from .workspace import Workspace, commit, compose_message
 
 __all__ = ["ABLATIONS", "CRASH_POINTS", "ExecuteOptions", "NodeRunner"]
 
@@ -69,6 +70,8 @@ class ExecuteOptions:
     crash_at: str | None = None
     on_event: Callable[[TaskResult], None] | None = None
     on_start: Callable[[RunState], None] | None = None
+    # A finished (not interrupted) run, before its lock is released: the CLI writes PR.md.
+    on_finish: Callable[[RunState, RunPaths], None] | None = None
     stop: threading.Event = field(default_factory=threading.Event)
     # After a stop (Ctrl-C), how long running nodes get to wind down before they are abandoned.
     stop_grace: float = 5.0
@@ -112,9 +115,10 @@ class NodeRunner:
         # a quarter more than ours: budget checks stop early rather than overrun.
         exact = opts.provider.name == "scripted"
         self.counter = TokenCounter(ratio=1.0 if exact else 1.25)
-        self.artifacts = ArtifactStore(journal.run_dir / "artifacts")
-        self.worktrees = state_dir(repo) / "worktrees"
-        self.memory = load_memory(state_dir(repo) / "memory.yaml")
+        layout = StateLayout.checked(repo)
+        self.artifacts = ArtifactStore(journal.paths.artifacts)
+        self.worktrees = layout.worktrees
+        self.memory = load_memory(layout.memory)
         self._committed: dict[str, str] = {}  # task -> its commit, waiting to land
         # Why the run stopped early, when not by Ctrl-C (a full disk, a checked-out branch).
         self.stop_error: AntiSprawlError | None = None
@@ -432,7 +436,7 @@ class NodeRunner:
             if n > 1:
                 _maybe_crash(self.opts, "after_llm_response", task_id)
             manifest = manifest_for_request(prompt, request, n=n)
-            save_manifest(self.journal.run_dir, self.opts.redactor.model(manifest))
+            save_manifest(self.journal.paths.manifests, self.opts.redactor.model(manifest))
             record = self.journal.state.tasks[task_id]
             for item in manifest.items:
                 if item.hidden_chars:
@@ -454,8 +458,6 @@ def _root_files(repo: Path, commit: str) -> list[str]:
 
 def _empty_commit(ws: Workspace, message: str, trailers: dict[str, str]) -> str:
     """A node that changed nothing still leaves its one commit: git is the record of done."""
-    from .workspace import compose_message
-
     ws.git(
         ["commit", "--quiet", "--allow-empty", "--no-verify", "-F", "-"],
         input_bytes=compose_message(message, trailers).encode("utf-8"),

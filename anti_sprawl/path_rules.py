@@ -122,8 +122,7 @@ DEFAULT_DENY: tuple[str, ...] = (
     "*.tfstate",
     "*.tfstate.*",
     # the tool's own state and git's: never served, whatever the configuration says
-    ".git/",
-    ".anti-sprawl/",
+    *(f"{name}/" for name in ALWAYS_DENIED_DIRS),
 )
 DEFAULT_ALLOW: tuple[str, ...] = (".env.example",)
 

@@ -3,31 +3,28 @@
 from __future__ import annotations
 
 import json
-import os
 import shlex
-import tempfile
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 from .errors import UsageError
-from .userdata import load_document, read_user_file
+from .files import atomic_write_text
+from .ids import TaskId
+from .userdata import load_document
 
 __all__ = [
     "DEFAULT_MAX_TOOL_CALLS",
     "DEFAULT_TOKEN_BUDGET",
     "Plan",
-    "TaskId",
     "TaskNode",
     "command_argv",
     "load_plan_data",
-    "read_user_file",
     "save_plan",
 ]
 
-TaskId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]
 DEFAULT_TOKEN_BUDGET = 60_000
 DEFAULT_MAX_TOOL_CALLS = 30
 TestCommand = str | list[str] | None
@@ -144,18 +141,3 @@ def save_plan(plan: Plan, path: Path) -> None:
     """Write ``plan`` atomically; JSON when the suffix is .json, YAML otherwise."""
     text = dump_plan(plan, "json" if path.suffix.lower() == ".json" else "yaml")
     atomic_write_text(path, text)
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write via a temp file in the same directory plus rename, so readers never see half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

@@ -17,12 +17,13 @@ from rich.markup import escape
 
 from .errors import UsageError
 from .essentials import first_prompts, start_commit
-from .internal_state import ensure_state_dir
-from .plan import read_user_file, save_plan
+from .internal_state import StateLayout
+from .plan import save_plan
 from .planner import PlannerResult, plan_requirement
 from .providers.base import Provider
 from .report import render_plan_tree
 from .scope_assist import CostEstimate, cost_estimate
+from .userdata import read_user_file
 from .workspace import ensure_excluded
 
 __all__ = ["default_plan_path", "read_requirement", "run_plan_command"]
@@ -41,7 +42,7 @@ def read_requirement(requirement: str) -> str:
 
 def default_plan_path(repo: Path, plan_id: str) -> Path:
     """Where a plan goes without ``-o``: ``<repo>/.anti-sprawl/plans/<plan_id>.yaml``."""
-    return ensure_state_dir(repo) / "plans" / f"{plan_id}.yaml"
+    return StateLayout.ensured(repo).plan_file(plan_id)
 
 
 def run_plan_command(
@@ -64,7 +65,7 @@ def run_plan_command(
     if (repo / ".git").exists():
         ensure_excluded(repo)  # planner manifests and default plan files never show in git
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-    manifest_dir = ensure_state_dir(repo) / "planner" / stamp / "manifests"
+    manifest_dir = StateLayout.ensured(repo).planner_manifests(stamp)
     result = plan_requirement(
         text,
         repo,

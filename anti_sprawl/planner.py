@@ -22,8 +22,10 @@ from .errors import UsageError
 from .firewall import Firewall, FirewallError, Violation
 from .gitcmd import run_git
 from .handlers import read_handlers, tool_table
+from .ids import PLANNER_TASK_ID, SUBMIT_PLAN_TOOL
 from .loop import Ending, Handler, Loop, Tool, ToolOutcome, ToolRefusal
-from .plan import Plan, atomic_write_text
+from .manifest import save_manifest
+from .plan import Plan
 from .planner_prompt import (
     PromptPart,
     first_message_parts,
@@ -39,7 +41,6 @@ from .planner_tools import (
     submission_data,
 )
 from .providers.base import ModelRequest, ModelResponse, Provider, ToolCall, Usage, UserMessage
-from .providers.scripted import PLANNER_TASK_ID, SUBMIT_PLAN_TOOL
 from .repofiles import list_repo_files
 from .repomap import build_repo_map
 from .scope_assist import (
@@ -341,6 +342,4 @@ class _Session:
         if self.manifest_dir is None:
             return
         manifest = planner_manifest(request, self.parts, n=n)
-        path = self.manifest_dir / PLANNER_TASK_ID / f"{n}.json"
-        atomic_write_text(path, manifest.model_dump_json(indent=2) + "\n")
-        self.manifests.append(path)
+        self.manifests.append(save_manifest(self.manifest_dir, manifest))

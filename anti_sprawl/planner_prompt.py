@@ -12,6 +12,7 @@ import hashlib
 import json
 from typing import Any, NamedTuple
 
+from .ids import PLANNER_TASK_ID, SUBMIT_PLAN_TOOL
 from .manifest import ContextManifest, ItemKind, Trust, conversation_items, make_item, tool_json
 from .plan import Plan
 from .providers.base import (
@@ -19,7 +20,6 @@ from .providers.base import (
     SystemBlock,
     ToolSpec,
 )
-from .providers.scripted import PLANNER_TASK_ID, SUBMIT_PLAN_TOOL
 from .tools import PLANNER_TOOLS
 from .trust import wrap_data
 

@@ -13,7 +13,7 @@ import hashlib
 import re
 from typing import Any
 
-from .providers.scripted import SUBMIT_PLAN_TOOL
+from .ids import SUBMIT_PLAN_TOOL
 from .validate import Report
 
 __all__ = [

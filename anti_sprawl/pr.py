@@ -20,9 +20,9 @@ from pydantic import BaseModel, Field
 from rich.console import Console
 
 from .errors import RunError, UsageError
+from .files import atomic_write_text
 from .gitcmd import run_git
 from .journal import Journal, RepoLock, RunState
-from .plan import atomic_write_text
 from .run_report import pr_body
 
 __all__ = [
@@ -248,7 +248,7 @@ def publish(repo: Path, run_id: str, opts: PrOptions) -> PrOutcome:
     )
     if tip.returncode != 0:
         raise UsageError(f"the run branch {state.branch!r} no longer exists in {repo}")
-    body_path = journal.run_dir / "PR.md"
+    body_path = journal.paths.pr_body
     atomic_write_text(body_path, pr_markdown(state))
     push_branch(repo, opts.remote, state.branch, opts.env)
     base = opts.base_branch or state.base_branch or base_branch_of(repo, state.base, state.branch)

@@ -10,6 +10,10 @@ the one placeholder format of the tool; ``http=True`` adds the shapes of HTTP cr
 the pre-commit scan (``findings``), so what is redacted on the way out is also what a node may
 not commit. Writing a placeholder back into a file is refused by the worker, so a real secret
 is never overwritten with its placeholder.
+
+It imports nothing of ours, so every layer can use it: the provider errors redact the SDK's
+messages with it, and ``providers/redacting.py`` wraps a provider so each request is redacted
+before it leaves the process.
 """
 
 from __future__ import annotations
@@ -21,23 +25,10 @@ from typing import Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel
 
-from .providers.base import (
-    AssistantMessage,
-    Message,
-    ModelRequest,
-    ModelResponse,
-    Provider,
-    ToolCall,
-    ToolResult,
-    ToolResultMessage,
-    UserMessage,
-)
-
 __all__ = [
     "PLACEHOLDER",
     "SECRET_SHAPES",
     "Finding",
-    "RedactingProvider",
     "Redactor",
     "env_secrets",
     "placeholder",
@@ -177,44 +168,6 @@ class Redactor:
         if isinstance(value, dict):
             return {k: self._value(v) for k, v in value.items()}
         return value
-
-    def request(self, request: ModelRequest) -> ModelRequest:
-        """A copy of ``request`` with every text field redacted."""
-        return request.model_copy(
-            update={
-                "system": [b.model_copy(update={"text": self(b.text)}) for b in request.system],
-                "messages": [self._message(m) for m in request.messages],
-            }
-        )
-
-    def _message(self, message: Message) -> Message:
-        if isinstance(message, UserMessage):
-            return UserMessage(content=self(message.content))
-        if isinstance(message, AssistantMessage):
-            calls = [self._call(c) for c in message.tool_calls]
-            return AssistantMessage(text=self(message.text), tool_calls=calls)
-        results = [
-            ToolResult(call_id=r.call_id, content=self(r.content), is_error=r.is_error)
-            for r in message.results
-        ]
-        return ToolResultMessage(results=results)
-
-    def _call(self, call: ToolCall) -> ToolCall:
-        args = {k: self(v) if isinstance(v, str) else v for k, v in call.arguments.items()}
-        return call.model_copy(update={"arguments": args})
-
-
-class RedactingProvider:
-    """Wraps a provider so every request is redacted before it leaves the process."""
-
-    def __init__(self, inner: Provider, redactor: Redactor):
-        self.inner = inner
-        self.redactor = redactor
-        self.name = inner.name
-        self.model = inner.model
-
-    def complete(self, request: ModelRequest) -> ModelResponse:
-        return self.inner.complete(self.redactor.request(request))
 
 
 def redact_data(value: Any, redact: Callable[[str], str]) -> Any:

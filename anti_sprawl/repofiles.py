@@ -19,6 +19,7 @@ import pathspec
 from . import safe_fs
 from .errors import UsageError
 from .path_rules import DEFAULT_ALLOW, DEFAULT_DENY, DenyRules
+from .scopes import ALWAYS_DENIED_DIRS
 
 __all__ = [
     "BINARY_PROBE",
@@ -33,7 +34,7 @@ __all__ = [
 
 MAX_READ_BYTES = 512 * 1024
 BINARY_PROBE = 8192
-SKIP_DIRS = frozenset({".git", ".anti-sprawl", "node_modules", ".venv", "__pycache__"})
+SKIP_DIRS = frozenset({*ALWAYS_DENIED_DIRS, "node_modules", ".venv", "__pycache__"})
 _GIT_TIMEOUT = 120
 # docs/security.md SL-1, plus the firewall's extra key and credential files; case-insensitive (P6).
 # The firewall's own deny rules: one list of secret names for the whole tool.

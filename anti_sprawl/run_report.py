@@ -10,8 +10,8 @@ from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
 
+from .files import atomic_write_text
 from .journal import RunState
-from .plan import atomic_write_text
 from .reducer import TaskResult
 from .report import plan_mermaid
 

@@ -23,9 +23,9 @@ from .errors import Interrupted, RunError, StorageError, UsageError
 from .essentials import check_first_prompts
 from .gitcmd import GitError, run_git
 from .gitlocks import clean_stale_locks
-from .internal_state import ensure_state_dir
+from .internal_state import StateLayout
 from .interrupts import ctrl_c_stops
-from .journal import Journal, RepoLock, RunState, new_run_id, state_dir
+from .journal import Journal, RepoLock, RunState, new_run_id
 from .node import ABLATIONS, CRASH_POINTS, ExecuteOptions, NodeRunner
 from .plan import Plan
 from .reducer import TaskResult, now
@@ -102,10 +102,9 @@ def _finish(run: NodeRunner) -> RunState:
     except StorageError as exc:  # the previous journal stays; resume reconciles with git
         run.stop_run(exc)
     run.journal.close()  # from here on, a straggling node thread writes nothing
-    if state.status not in ("interrupted", "running") and run.stop_error is None:
-        from .run_report import write_pr_body
-
-        write_pr_body(state, run.journal.run_dir / "PR.md")
+    finished = state.status not in ("interrupted", "running") and run.stop_error is None
+    if finished and run.opts.on_finish:  # the views write PR.md, while the lock is held
+        run.opts.on_finish(state, run.journal.paths)
     return state
 
 
@@ -199,7 +198,7 @@ def execute(plan: Plan, repo: Path, opts: ExecuteOptions) -> RunState:
     check_branch_name(repo, branch_name)
     refuse_checked_out(repo, branch_name, "pass --branch NAME")
     # Before anything is written: the state directory must be ours, not repository content.
-    ensure_state_dir(repo)
+    layout = StateLayout.ensured(repo)
     run_id = new_run_id(plan.plan_id)
     lock = RepoLock(repo)
     lock.acquire(run_id)
@@ -232,12 +231,12 @@ def execute(plan: Plan, repo: Path, opts: ExecuteOptions) -> RunState:
                 for t in plan.tasks
             },
         )
-        journal = Journal(state_dir(repo) / "runs" / run_id, state)
+        journal = Journal(layout.run(run_id), state)
         try:
             journal.save()
         except StorageError as exc:
             # Nothing ran: leave nothing behind, so the same execute works once there is room.
-            shutil.rmtree(journal.run_dir, ignore_errors=True)
+            shutil.rmtree(journal.paths.root, ignore_errors=True)
             if created:
                 run_git(["update-ref", "-d", branch.ref, base], repo, check=False)
             raise StorageError(f"{exc}; nothing was started") from exc
@@ -258,7 +257,7 @@ def resume(
     cap when given.
     """
     repo = check_repo(repo)
-    ensure_state_dir(repo)
+    layout = StateLayout.ensured(repo)
     journal = Journal.load(repo, run_id)
     refuse_checked_out(
         repo, journal.state.branch, "check out another branch there, then resume again"
@@ -283,11 +282,10 @@ def resume(
         branch = RunBranch(repo, state.branch, run_id)
         if not branch.exists():
             branch.create(state.base)
-        worktrees = state_dir(repo) / "worktrees"
-        remove_stale_worktrees(repo, worktrees, run_id)
+        remove_stale_worktrees(repo, layout.worktrees, run_id)
         landed = branch.landed_tasks()
         already: list[str] = []
-        artifacts = journal.run_dir / "artifacts"
+        artifacts = journal.paths.artifacts
         for tid, record in state.tasks.items():
             if landed.get(tid):
                 if record.status != "succeeded":

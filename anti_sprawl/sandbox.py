@@ -30,7 +30,7 @@ from . import landlock
 from .bwrap import bwrap_argv, rlimits
 from .errors import RunError
 from .execution import OutputCapture, execute
-from .plan import atomic_write_text
+from .files import atomic_write_text
 from .sandbox_limits import LimitHit, handed_over, limit_hit
 from .sandbox_policy import (
     SandboxLayer,

@@ -18,6 +18,8 @@ from functools import lru_cache
 
 import pathspec
 
+from .ids import STATE_DIR_NAME
+
 __all__ = [
     "ALWAYS_DENIED_DIRS",
     "MAX_COMPONENT",
@@ -32,7 +34,7 @@ __all__ = [
 
 MAX_PATH = 4096
 MAX_COMPONENT = 255
-ALWAYS_DENIED_DIRS = (".git", ".anti-sprawl")
+ALWAYS_DENIED_DIRS = (".git", STATE_DIR_NAME)
 _GLOB_CHARS = frozenset("*?[")
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")

@@ -25,6 +25,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from .scopes import ALWAYS_DENIED_DIRS
+
 __all__ = [
     "ENVIRONMENT_MARKERS",
     "acceptable_toolchain",
@@ -51,9 +53,9 @@ def acceptable_toolchain(path: Path, homes: Sequence[Path], content: Sequence[Pa
         return False
     if any(home.is_relative_to(path) for home in _homes(homes)):
         return False
-    if any(os.path.lexists(path / name) for name in (".git", ".anti-sprawl")):
+    if any(os.path.lexists(path / name) for name in ALWAYS_DENIED_DIRS):
         return False
-    if any(part in (".git", ".anti-sprawl") for part in path.parts):
+    if any(part in ALWAYS_DENIED_DIRS for part in path.parts):
         return False
     return not any(c.is_relative_to(path) for c in content)
 

@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from .ids import FINISH_TOOL
 from .providers.base import ToolSpec
 
 __all__ = [
@@ -95,7 +96,7 @@ _SPECS: dict[str, tuple[str, type[_Args]]] = {
         "Run this task's test command (read-only, no network, time-limited).",
         RunTestsArgs,
     ),
-    "finish": ("Finish the task with a summary for the tasks that depend on it.", FinishArgs),
+    FINISH_TOOL: ("Finish the task with a summary for the tasks that depend on it.", FinishArgs),
 }
 
 

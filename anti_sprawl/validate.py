@@ -26,7 +26,15 @@ from pydantic import BaseModel, Field, ValidationError
 from .command_template import template_problem
 from .path_rules import DEFAULT_ALLOW, DEFAULT_DENY, DenyRules
 from .plan import Plan, TaskNode, command_argv
-from .scopes import Scope, entry_problem, is_glob, literal_prefix, may_overlap, normalize_entry
+from .scopes import (
+    ALWAYS_DENIED_DIRS,
+    Scope,
+    entry_problem,
+    is_glob,
+    literal_prefix,
+    may_overlap,
+    normalize_entry,
+)
 
 __all__ = [
     "MAX_TOKEN_BUDGET",
@@ -276,7 +284,7 @@ def repo_files(repo: Path) -> list[str]:
     root = str(repo)
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         rel_dir = os.path.relpath(dirpath, root)
-        dirnames[:] = sorted(d for d in dirnames if d.lower() not in (".git", ".anti-sprawl"))
+        dirnames[:] = sorted(d for d in dirnames if d.lower() not in ALWAYS_DENIED_DIRS)
         for name in sorted(filenames):
             out.append(name if rel_dir == "." else f"{rel_dir.replace(os.sep, '/')}/{name}")
             if len(out) >= MAX_REPO_FILES:

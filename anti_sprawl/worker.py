@@ -28,6 +28,7 @@ from .budget import Budget, RunBudget
 from .digest import Compactor
 from .firewall import Firewall, Violation
 from .handlers import read_handlers, tool_table, write_handlers
+from .ids import FINISH_TOOL
 from .loop import Ending, Loop, ToolOutcome, Transcript
 from .providers.base import (
     ModelRequest,
@@ -154,7 +155,7 @@ class _Worker:
             **read_handlers(ctx.firewall, limits.observation_chars),
             **write_handlers(ctx.firewall),
             "run_tests": self._run_tests,
-            "finish": _finish,
+            FINISH_TOOL: _finish,
         }
         self.loop = Loop(
             task_id=ctx.task_id,

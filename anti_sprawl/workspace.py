@@ -3,8 +3,8 @@
 A node works in its own worktree on a temporary branch ``anti-sprawl/wt/<name>`` under
 ``<repo>/.anti-sprawl/worktrees/``; the user's branch, index and working tree are never
 touched (docs/architecture.md, guarantee 5). Git always runs through :mod:`.gitcmd` (no hooks,
-no repo-configured programs). The audit lives in :mod:`.audit`, stale git locks in
-:mod:`.gitlocks`; both are re-exported here.
+no repo-configured programs). The audit of a worktree is :mod:`.audit` (it takes a
+``Workspace``; this module never imports it), stale git locks are :mod:`.gitlocks`.
 """
 
 from __future__ import annotations
@@ -21,35 +21,26 @@ from types import TracebackType
 
 from pydantic import BaseModel
 
-from .audit import AuditResult, Change, ChangeKind, audit, changes
 from .errors import RunError
-from .gitcmd import DEFAULT_IDENTITY, GitError, common_dir, git_dir, run_git
-from .gitlocks import clean_stale_locks
-from .plan import atomic_write_text
+from .files import atomic_write_text
+from .gitcmd import DEFAULT_IDENTITY, common_dir, git_dir, run_git
+from .ids import STATE_DIR_NAME
 
 __all__ = [
     "BRANCH_PREFIX",
-    "AuditResult",
-    "Change",
-    "ChangeKind",
     "DiffStat",
     "FileStat",
-    "GitError",
     "Workspace",
-    "audit",
-    "changes",
-    "clean_stale_locks",
     "commit",
-    "common_dir",
+    "compose_message",
     "diff",
     "diffstat",
     "ensure_excluded",
-    "git_dir",
     "remove_stale_worktrees",
 ]
 
 BRANCH_PREFIX = "anti-sprawl/wt/"
-EXCLUDE_LINE = "/.anti-sprawl/"
+EXCLUDE_LINE = f"/{STATE_DIR_NAME}/"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 _TRAILER_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
 
@@ -261,7 +252,8 @@ def ensure_excluded(repo: Path) -> None:
     exclude = common_dir(repo) / "info" / "exclude"
     text = exclude.read_text(encoding="utf-8", errors="surrogateescape") if exclude.exists() else ""
     lines = {line.strip() for line in text.splitlines()}
-    if lines & {EXCLUDE_LINE, ".anti-sprawl/", "/.anti-sprawl", ".anti-sprawl"}:
+    name = STATE_DIR_NAME
+    if lines & {EXCLUDE_LINE, f"{name}/", f"/{name}", name}:
         return
     if text and not text.endswith("\n"):
         text += "\n"

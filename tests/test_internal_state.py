@@ -7,6 +7,7 @@ filesystem outside the repository, the branch, and what the model was sent.
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import sys
@@ -17,7 +18,7 @@ from typer.testing import CliRunner
 
 from anti_sprawl.cli import app
 from anti_sprawl.errors import UsageError
-from anti_sprawl.internal_state import InternalStateError, check_state_dir
+from anti_sprawl.internal_state import InternalStateError, StateLayout, check_state_dir
 from anti_sprawl.plan import Plan
 from anti_sprawl.providers.base import request_text
 from anti_sprawl.providers.scripted import Script, ScriptedProvider
@@ -205,3 +206,30 @@ def test_the_state_dir_is_private_and_checked_before_use(tmp_path: Path) -> None
     (repo / ".anti-sprawl" / "worktrees" / "planted").symlink_to(tmp_path)
     with pytest.raises(UsageError, match="worktrees/planted is not a directory"):
         check_state_dir(repo)
+
+
+def test_every_file_a_run_writes_is_where_the_layout_says(tmp_path: Path) -> None:
+    """The one layout object names every path a real CLI run leaves behind, and nothing else
+    appears under ``.anti-sprawl``."""
+    repo = fx.make_repo(tmp_path)
+    plan_path, script_path = fx.write_inputs(tmp_path, fx.plan(), fx.script())
+    args = ["execute", str(plan_path), "--repo", str(repo), "--script", str(script_path)]
+    done = runner.invoke(app, [*args, "--json"])
+    assert done.exit_code == 0, done.output
+    run_id = json.loads(done.stdout)["run_id"]
+    layout = StateLayout.checked(repo)
+    paths = layout.run(run_id)
+    assert layout.root == repo.resolve() / ".anti-sprawl"
+    assert json.loads(paths.journal.read_text())["status"] == "succeeded"
+    assert "## DAG" in paths.pr_body.read_text()  # the views wrote it through the CLI
+    assert {p.parent.name for p in paths.manifests.rglob("*.json")} == {"a", "b", "c"}
+    assert {p.name for p in paths.artifacts.iterdir()} >= {"a", "b", "c"}
+    assert layout.lock().is_file() and layout.lock().parent == repo / ".git"
+    named = {paths.journal, paths.pr_body}
+    for path in layout.root.rglob("*"):
+        if path.is_file():
+            inside = path in named or any(
+                path.is_relative_to(d) for d in (paths.manifests, paths.artifacts)
+            )
+            assert inside, path
+    assert not any(layout.worktrees.iterdir())  # removed after the run

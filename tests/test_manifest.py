@@ -64,8 +64,8 @@ def _manifest(task_id: str, n: int, *, hidden: int = 0) -> ContextManifest:
 
 def test_save_writes_task_call_path_and_roundtrips(tmp_path: Path) -> None:
     m = _manifest("t1", 0)
-    path = save_manifest(tmp_path, m)
-    assert path == tmp_path / "manifests" / "t1" / "0.json"
+    path = save_manifest(tmp_path, m)  # a run's RunPaths.manifests, or the planner's
+    assert path == tmp_path / "t1" / "0.json"
     assert json.loads(path.read_text())["task_id"] == "t1"
     assert load_manifests(tmp_path) == [m]
     # No temp files left behind by the atomic write.
@@ -75,7 +75,7 @@ def test_save_writes_task_call_path_and_roundtrips(tmp_path: Path) -> None:
 def test_load_orders_numerically_and_filters_by_task(tmp_path: Path) -> None:
     for task_id, n in [("b", 10), ("a", 2), ("b", 2), ("b", 0), ("a", 0)]:
         save_manifest(tmp_path, _manifest(task_id, n))
-    (tmp_path / "manifests" / "b" / "notes.json").write_text("{}")  # not a call index: ignored
+    (tmp_path / "b" / "notes.json").write_text("{}")  # not a call index: ignored
     got = [(m.task_id, m.n) for m in load_manifests(tmp_path)]
     assert got == [("a", 0), ("a", 2), ("b", 0), ("b", 2), ("b", 10)]
     assert [m.n for m in load_manifests(tmp_path, "b")] == [0, 2, 10]

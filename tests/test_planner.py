@@ -14,11 +14,11 @@ import yaml
 from rich.console import Console
 
 from anti_sprawl.errors import UsageError
+from anti_sprawl.ids import PLANNER_TASK_ID
 from anti_sprawl.plan import load_plan_data
 from anti_sprawl.plan_cmd import run_plan_command
 from anti_sprawl.planner import NUDGE, plan_requirement
 from anti_sprawl.providers import (
-    PLANNER_TASK_ID,
     Script,
     ScriptedProvider,
     ToolResultMessage,

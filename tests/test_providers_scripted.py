@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from anti_sprawl.errors import UsageError
+from anti_sprawl.ids import PLANNER_TASK_ID
 from anti_sprawl.providers import (
-    PLANNER_TASK_ID,
     BadRequest,
     ModelRequest,
     Provider,

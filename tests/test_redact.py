@@ -12,8 +12,9 @@ import pytest
 from anti_sprawl.artifacts import ArtifactStore
 from anti_sprawl.firewall import Firewall
 from anti_sprawl.providers.base import SystemBlock, request_text
+from anti_sprawl.providers.redacting import RedactingProvider
 from anti_sprawl.providers.scripted import Script, ScriptedProvider
-from anti_sprawl.redact import RedactingProvider, Redactor, env_secrets
+from anti_sprawl.redact import Redactor, env_secrets
 from anti_sprawl.worker import WorkerContext, WorkerLimits, run_worker
 
 from . import e2e_fixture as fx

@@ -19,8 +19,9 @@ import pytest
 
 from anti_sprawl.plan import Plan
 from anti_sprawl.providers.base import request_text
+from anti_sprawl.providers.redacting import RedactingProvider
 from anti_sprawl.providers.scripted import Script, ScriptedProvider
-from anti_sprawl.redact import RedactingProvider, Redactor
+from anti_sprawl.redact import Redactor
 from anti_sprawl.runner import ExecuteOptions, execute
 from anti_sprawl.secret_scan import staged_secrets
 from anti_sprawl.workspace import Workspace

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from anti_sprawl.audit import audit
 from anti_sprawl.sandbox import (
     SandboxLayer,
     SandboxPolicy,
@@ -20,7 +21,7 @@ from anti_sprawl.sandbox import (
     probe_sandbox,
     run_command,
 )
-from anti_sprawl.workspace import Workspace, audit, commit
+from anti_sprawl.workspace import Workspace, commit
 
 CANARIES = {
     "ANTHROPIC_API_KEY": "CANARY-KEY",

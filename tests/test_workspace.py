@@ -9,12 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from anti_sprawl.audit import audit, changes
 from anti_sprawl.errors import RunError
+from anti_sprawl.gitlocks import clean_stale_locks
 from anti_sprawl.workspace import (
     Workspace,
-    audit,
-    changes,
-    clean_stale_locks,
     commit,
     diff,
     diffstat,

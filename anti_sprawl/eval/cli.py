@@ -14,7 +14,7 @@ from pathlib import Path
 from rich.console import Console
 
 from ..errors import UsageError
-from ..plan import atomic_write_text
+from ..files import atomic_write_text
 from ..providers import select_provider
 from ..providers.base import Provider
 from ..sandbox import SandboxPolicy

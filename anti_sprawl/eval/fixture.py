@@ -8,11 +8,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ..gitcmd import run_git
+from ..ids import STATE_DIR_NAME
 
 __all__ = ["branch_checkout", "changed_files", "commit_log", "make_fixture_repo"]
 
 # Build litter of the fixture folder itself; never part of a case.
-_IGNORED = shutil.ignore_patterns("__pycache__", ".pytest_cache", ".anti-sprawl", ".git")
+_IGNORED = shutil.ignore_patterns("__pycache__", ".pytest_cache", STATE_DIR_NAME, ".git")
 
 
 def make_fixture_repo(fixture: Path, repo: Path, message: str) -> str:

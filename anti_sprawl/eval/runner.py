@@ -21,11 +21,13 @@ import yaml
 
 from ..budget import total_usage
 from ..errors import AntiSprawlError, UsageError
+from ..ids import PLANNER_TASK_ID
+from ..internal_state import StateLayout
 from ..journal import RunState
 from ..plan import Plan
 from ..planner import plan_requirement
 from ..providers.base import Provider, raw_request_tokens
-from ..providers.scripted import PLANNER_TASK_ID, Script, ScriptedProvider
+from ..providers.scripted import Script, ScriptedProvider
 from ..runner import ABLATIONS, ExecuteOptions, execute
 from ..sandbox import SandboxPolicy
 from .cases import Case
@@ -259,7 +261,7 @@ def run_case(
             sandbox=opts.sandbox,
             test_timeout=opts.test_timeout,
             scan_dirs=[
-                d for d in (repo / ".anti-sprawl", root / "planner-manifests") if d.is_dir()
+                d for d in (StateLayout(repo).root, root / "planner-manifests") if d.is_dir()
             ],
         )
         out = out_of_scope(changed, run.plan, run.state)

@@ -43,16 +43,14 @@ from .base import (
     with_retries,
 )
 from .openai import DEFAULT_OPENAI_MODEL, OpenAIProvider
-from .scripted import PLANNER_TASK_ID, SUBMIT_PLAN_TOOL, Script, ScriptedProvider
+from .scripted import Script, ScriptedProvider
 
 __all__ = [
     "DEFAULT_ANTHROPIC_MODEL",
     "DEFAULT_OPENAI_MODEL",
     "INVALID_ARGUMENTS_KEY",
     "NO_PROVIDER_MESSAGE",
-    "PLANNER_TASK_ID",
     "PROVIDER_NAMES",
-    "SUBMIT_PLAN_TOOL",
     "AnthropicProvider",
     "AssistantMessage",
     "AuthenticationFailed",

@@ -26,6 +26,7 @@ from types import ModuleType
 from typing import Any, ClassVar
 
 from ..errors import ProviderError
+from ..redact import Redactor
 
 __all__ = [
     "AuthenticationFailed",
@@ -99,8 +100,6 @@ class ScriptExhausted(ProviderFailure):
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
     """``text`` with known secret values, HTTP credentials and key shapes redacted."""
-    from ..redact import Redactor  # here: redact.py imports the providers package
-
     return Redactor(secrets, min_value=4, http=True)(text)
 
 

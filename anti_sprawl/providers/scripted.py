@@ -20,22 +20,19 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import UsageError
+from ..ids import FINISH_TOOL, PLANNER_TASK_ID, SUBMIT_PLAN_TOOL
 from ..tokens import count_tokens
 from ..userdata import load_document
 from .base import ModelRequest, ModelResponse, ToolCall, Usage, raw_request_tokens, turn_text
 from .errors import BadRequest, ScriptExhausted
 
 __all__ = [
-    "PLANNER_TASK_ID",
-    "SUBMIT_PLAN_TOOL",
     "Script",
     "ScriptedCall",
     "ScriptedProvider",
     "ScriptedTurn",
 ]
 
-PLANNER_TASK_ID = "__planner__"
-SUBMIT_PLAN_TOOL = "submit_plan"
 _TOP_KEYS = ("plan", "planner", "workers")
 _TURN_KEYS = ("tool", "args", "text")
 
@@ -183,7 +180,7 @@ class ScriptedProvider:
 def _exhausted_message(task: str, count: int) -> str:
     if count == 0:
         return f"scripted model: the script has no turns for task {task!r}"
-    last = SUBMIT_PLAN_TOOL if task == PLANNER_TASK_ID else "finish"
+    last = SUBMIT_PLAN_TOOL if task == PLANNER_TASK_ID else FINISH_TOOL
     return (
         f"scripted model: the script for task {task!r} ran out after {count} turn(s) "
         f"before '{last}'"
