@@ -1,12 +1,42 @@
 """One error tree for the whole tool, and the boundary that maps anything else onto it.
 
-    AntiSprawlError
-    ├── UsageError            the user's mistake: bad flag, unreadable plan, wrong repo (exit 2)
-    ├── Interrupted           Ctrl-C: the run stopped and is resumable (exit 130)
-    └── RunError              the work itself failed: invalid plan, a node failed (exit 1)
-        ├── ProviderError     a model provider call failed (translated at the SDK boundary)
-        ├── StorageError      local state could not be written or read (disk full, quota)
-        └── InternalError     a bug: an exception nothing else translated
+Two roots. An ``AntiSprawlError`` is what a command can end with: its class fixes the exit
+code. A ``ToolError`` is what a model's tool call can run into: the agent loop answers it with
+an error observation and the conversation goes on; it never reaches the CLI. Every exception
+class of the package is drawn here, in the module that defines it, and
+``tests/test_errors.py`` checks the drawing against the real classes::
+
+    AntiSprawlError              errors            raised on purpose; carries .exit_code
+    ├── UsageError               errors            the user's mistake: bad flag or plan (exit 2)
+    │   ├── InternalStateError   internal_state    .anti-sprawl is tracked, a symlink, not ours
+    │   └── BranchCheckedOut     branch            the run branch is checked out somewhere
+    ├── Interrupted              errors            Ctrl-C: stopped, resumable (exit 130)
+    └── RunError                 errors            the work failed: a node, git, a model (exit 1)
+        ├── GitError             gitcmd            a git command failed; its stderr is kept
+        ├── LandingConflict      branch            a commit does not replay onto the run branch
+        ├── SandboxUnavailable   sandbox           no OS sandbox works here
+        ├── StorageError         errors            local state unwritable (disk full, quota)
+        ├── InternalError        errors            a bug: an exception nothing translated
+        └── ProviderError        errors            a model call failed; .retryable, .status
+            └── ProviderFailure  providers.errors  translated from an SDK; .retry_after
+                ├── RateLimited              providers.errors  429               retryable
+                ├── Overloaded               providers.errors  5xx, 529          retryable
+                ├── ProviderTimeout          providers.errors  timeout, 408      retryable
+                ├── ProviderConnectionError  providers.errors  refused, reset    retryable
+                ├── BadRequest               providers.errors  other 4xx
+                ├── AuthenticationFailed     providers.errors  401, 403
+                ├── MalformedResponse        providers.errors  a body we cannot read
+                └── ScriptExhausted          providers.errors  the scripted model ran out
+
+    ToolError                    errors            a tool call that cannot be done as asked
+    ├── FirewallError            path_rules        refused by the scope firewall; .violation
+    ├── EditError                path_rules        edit_file's old text: zero or several matches
+    │   └── LineRangeError       file_views        a line range outside the file
+    └── ToolRefusal              loop              a handler's refusal, worded for the model
+
+    Exception                                      signals that never leave their module:
+    ├── Refusal                  path_rules        the firewall words it as a FirewallError
+    └── _Limit                   userdata          worded as a UsageError naming the file
 
 Foreign exceptions (OSError, git, SDK errors) are translated where they enter our code,
 with ``raise ... from exc`` so the cause is kept for debugging. ``at_boundary`` is the last
@@ -23,6 +53,7 @@ __all__ = [
     "ProviderError",
     "RunError",
     "StorageError",
+    "ToolError",
     "UsageError",
     "at_boundary",
 ]
@@ -67,6 +98,13 @@ class StorageError(RunError):
 
 class InternalError(RunError):
     """An exception nothing translated: a bug, reported in one line instead of a traceback."""
+
+
+class ToolError(Exception):
+    """A tool call that cannot be done as asked; the model is told why and may try otherwise.
+
+    Not an ``AntiSprawlError``: it ends a tool call, never a command.
+    """
 
 
 def at_boundary(exc: Exception) -> AntiSprawlError:

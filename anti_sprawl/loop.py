@@ -22,8 +22,8 @@ from pydantic import BaseModel, ValidationError
 
 from .artifacts import ArtifactStore, Observer
 from .budget import Budget, Refusal
-from .errors import ProviderError
-from .firewall import EditError, FirewallError
+from .errors import ProviderError, ToolError
+from .firewall import FirewallError
 from .providers.base import (
     INVALID_ARGUMENTS_KEY,
     AssistantMessage,
@@ -63,7 +63,7 @@ class Ending:
     value: Any = None
 
 
-class ToolRefusal(Exception):
+class ToolRefusal(ToolError):
     """Raised by a handler: the call is answered with this message as an error observation."""
 
 
@@ -123,7 +123,7 @@ def dispatch(
         v = exc.violation
         text = f"blocked by the scope firewall: {v.op} {v.path!r}: {v.reason}. {v.detail}"
         return observer.error(call, text.strip()), None
-    except (EditError, ToolRefusal) as exc:
+    except ToolError as exc:  # EditError, ToolRefusal: the message is for the model
         return observer.error(call, str(exc)), None
     content = observer.render(call, outcome)
     return ToolResult(call_id=call.id, content=content, is_error=outcome.status == "error"), outcome

@@ -18,6 +18,7 @@ from typing import Any, Literal
 import pathspec
 from pydantic import BaseModel, ConfigDict
 
+from .errors import ToolError
 from .scopes import ALWAYS_DENIED_DIRS, MAX_COMPONENT, MAX_PATH
 
 __all__ = [
@@ -162,7 +163,7 @@ class Violation(BaseModel):
     detail: str = ""
 
 
-class FirewallError(Exception):
+class FirewallError(ToolError):
     """An operation the firewall refused; ``violation`` says which and why."""
 
     def __init__(self, violation: Violation):
@@ -171,7 +172,7 @@ class FirewallError(Exception):
         self.violation = violation
 
 
-class EditError(Exception):
+class EditError(ToolError):
     """``edit_text`` found its old text zero or several times; the file was not changed."""
 
 

@@ -1,15 +1,8 @@
 """Typed provider errors, and their translation from the SDKs' exceptions at the boundary.
 
-    ProviderError (anti_sprawl.errors)      .retryable, .status
-    └── ProviderFailure                     .retry_after (seconds, from the server, or None)
-        ├── RateLimited                     429                        retryable
-        ├── Overloaded                      5xx, 529                   retryable
-        ├── ProviderTimeout                 timeout, 408               retryable
-        ├── ProviderConnectionError         connection refused/reset   retryable
-        ├── BadRequest                      other 4xx                  not retryable
-        ├── AuthenticationFailed            401, 403                   not retryable
-        ├── MalformedResponse               a body we cannot read      not retryable
-        └── ScriptExhausted                 the scripted model ran out not retryable
+Their place in the one error tree (``ProviderError`` -> ``ProviderFailure`` -> one class per
+cause, with the HTTP statuses each stands for and whether a retry can help) is drawn in
+``anti_sprawl/errors.py``; ``ProviderFailure.retry_after`` is the server's wait in seconds.
 
 Messages never contain API keys: the known key values and anything that looks like an
 ``Authorization``/``x-api-key`` header or a bearer token are replaced by ``[REDACTED:<kind>]``
