@@ -36,7 +36,7 @@ from .providers.base import ModelRequest, Provider, Usage
 from .redact import Redactor
 from .reducer import TaskResult, now, reduce, upstream_summary
 from .sandbox import SandboxPolicy, run_command
-from .scheduler import NodeOutcome
+from .scheduler import NodeVerdict
 from .secret_scan import staged_secrets
 from .setup_step import failure_message, run_setup
 from .tokens import TokenCounter
@@ -176,7 +176,7 @@ class NodeRunner:
         with self._active_lock:
             return self._active
 
-    def run_node(self, task_id: str) -> NodeOutcome:
+    def run_node(self, task_id: str) -> NodeVerdict:
         # Counted before the stop check: once the run sees no active node after a stop, any
         # thread that enters later sees the stop and returns without touching anything.
         with self._active_lock:
@@ -189,7 +189,7 @@ class NodeRunner:
             with self._active_lock:
                 self._active -= 1
 
-    def _run_node(self, task_id: str) -> NodeOutcome:
+    def _run_node(self, task_id: str) -> NodeVerdict:
         node = self.plan.task(task_id)
         record = self.journal.state.tasks[task_id]
         record.status, record.started_at, record.finished_at = "running", now(), None
@@ -214,7 +214,7 @@ class NodeRunner:
         self._emit(record)
         return outcome
 
-    def _run_in_worktree(self, node: TaskNode, record: TaskResult) -> NodeOutcome:
+    def _run_in_worktree(self, node: TaskNode, record: TaskResult) -> NodeVerdict:
         tip = self.branch.tip()
         name = f"{self.journal.state.run_id}-{node.task_id}-{record.attempts}"
         ablate = self.opts.ablate
@@ -323,7 +323,7 @@ class NodeRunner:
             self._committed[node.task_id] = sha
             return "succeeded"
 
-    def land(self, task_id: str) -> NodeOutcome:
+    def land(self, task_id: str) -> NodeVerdict:
         """Replay the node's commit onto the run branch (called in the run's fixed order)."""
         record = self.journal.state.tasks[task_id]
         sha = self._committed.pop(task_id)

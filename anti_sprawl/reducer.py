@@ -8,12 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, Field
 
 from .firewall import Violation
 from .providers.base import Usage
+from .scheduler import NodeStatus
 from .sections import UpstreamSummary
 from .tools import FinishArgs
 from .worker import TestOutcome, WorkerResult
@@ -21,7 +22,7 @@ from .workspace import DiffStat, Workspace, diff, diffstat
 
 __all__ = ["Status", "TaskResult", "Tokens", "now", "reduce", "upstream_summary"]
 
-Status = Literal["pending", "running", "succeeded", "failed", "skipped"]
+Status = NodeStatus  # the scheduler's words: pending, running, succeeded, failed, skipped
 MAX_DIFF_CHARS = 200_000
 
 

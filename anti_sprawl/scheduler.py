@@ -21,9 +21,12 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
 
-__all__ = ["DagScheduler", "NodeOutcome", "run_dag", "topological_order"]
+__all__ = ["DagScheduler", "NodeStatus", "NodeVerdict", "run_dag", "topological_order"]
 
-NodeOutcome = Literal["succeeded", "failed"]
+# Where a node stands in a run; the journal's TaskResult.status speaks the same words.
+NodeStatus = Literal["pending", "running", "succeeded", "failed", "skipped"]
+# What running (or landing) one node came to.
+NodeVerdict = Literal["succeeded", "failed"]
 
 
 class DagScheduler:
@@ -37,12 +40,12 @@ class DagScheduler:
         for t, ds in deps.items():
             for d in ds:
                 self._dependents[d].append(t)
-        self.status: dict[str, str] = dict.fromkeys(deps, "pending")
+        self.status: dict[str, NodeStatus] = dict.fromkeys(deps, "pending")
         self.skipped_because: dict[str, str] = {}
         self.abandoned: set[str] = set()  # still running when run_dag gave up waiting
         self._handed_out: set[str] = set()
 
-    def mark(self, task: str, outcome: str) -> None:
+    def mark(self, task: str, outcome: NodeVerdict) -> None:
         """Record an outcome known before running (e.g. from a resumed journal)."""
         if outcome == "succeeded":
             self._handed_out.add(task)
@@ -65,7 +68,7 @@ class DagScheduler:
             self.status[t] = "running"
         return ready
 
-    def done(self, task: str, outcome: NodeOutcome) -> list[str]:
+    def done(self, task: str, outcome: NodeVerdict) -> list[str]:
         """Mark ``task`` finished; returns the nodes newly skipped because it failed."""
         self.status[task] = outcome
         if outcome == "succeeded":
@@ -76,7 +79,7 @@ class DagScheduler:
         stack = list(self._dependents[task])
         while stack:
             child = stack.pop()
-            if self.status[child] in ("pending",):
+            if self.status[child] == "pending":
                 self.status[child] = "skipped"
                 self.skipped_because[child] = task
                 skipped.append(child)
@@ -90,14 +93,14 @@ class DagScheduler:
 
 def run_dag(
     deps: Mapping[str, Sequence[str]],
-    run_node: Callable[[str], NodeOutcome],
+    run_node: Callable[[str], NodeVerdict],
     *,
     jobs: int = 1,
     order: Sequence[str] | None = None,
     already_succeeded: Sequence[str] = (),
     on_skip: Callable[[str, str], None] | None = None,
     stop: threading.Event | None = None,
-    land: Callable[[str], NodeOutcome] | None = None,
+    land: Callable[[str], NodeVerdict] | None = None,
     grace: float | None = None,
 ) -> DagScheduler:
     """Run every node through ``run_node`` respecting dependencies, ``jobs`` at a time.
@@ -135,7 +138,7 @@ def run_dag(
     return sched
 
 
-_Done = tuple[str, NodeOutcome, BaseException | None]
+_Done = tuple[str, NodeVerdict, BaseException | None]
 
 
 class _Driver:
@@ -144,7 +147,7 @@ class _Driver:
     def __init__(
         self,
         sched: DagScheduler,
-        run_node: Callable[[str], NodeOutcome],
+        run_node: Callable[[str], NodeVerdict],
         jobs: int,
         stop: threading.Event,
         on_skip: Callable[[str, str], None] | None,
@@ -167,7 +170,7 @@ class _Driver:
         except BaseException as exc:  # reported to the loop, which fails the node
             self.results.put((task, "failed", exc))
 
-    def _finish(self, task: str, outcome: NodeOutcome) -> None:
+    def _finish(self, task: str, outcome: NodeVerdict) -> None:
         for child in self.sched.done(task, outcome):
             if self.on_skip:
                 self.on_skip(child, task)
@@ -233,7 +236,7 @@ def topological_order(
 class _Lander:
     """Lands finished nodes one at a time, in a fixed topological order."""
 
-    def __init__(self, order: list[str], land: Callable[[str], NodeOutcome]):
+    def __init__(self, order: list[str], land: Callable[[str], NodeVerdict]):
         self.order = order
         self.land = land
         self.ready: set[str] = set()
@@ -242,7 +245,7 @@ class _Lander:
     def land_in_order(
         self,
         sched: DagScheduler,
-        finish: Callable[[str, NodeOutcome], None],
+        finish: Callable[[str, NodeVerdict], None],
         errors: list[BaseException],
     ) -> None:
         while self.position < len(self.order):

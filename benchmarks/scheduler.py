@@ -35,7 +35,7 @@ from anti_sprawl.plan import Plan, command_argv, load_plan_data
 from anti_sprawl.providers import Script, ScriptedProvider
 from anti_sprawl.reducer import TaskResult
 from anti_sprawl.runner import ExecuteOptions, execute
-from anti_sprawl.scheduler import NodeOutcome, run_dag
+from anti_sprawl.scheduler import NodeVerdict, run_dag
 from anti_sprawl.workspace import Workspace, commit
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -77,7 +77,7 @@ def critical_path(deps: dict[str, list[str]], durations: dict[str, float]) -> tu
 def simulate(deps: dict[str, list[str]], nominal: dict[str, float], jobs: int) -> dict[str, float]:
     measured: dict[str, float] = {}
 
-    def run_node(task: str) -> NodeOutcome:
+    def run_node(task: str) -> NodeVerdict:
         start = time.perf_counter()
         time.sleep(nominal[task])
         measured[task] = time.perf_counter() - start

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from anti_sprawl.scheduler import DagScheduler, NodeOutcome, run_dag
+from anti_sprawl.scheduler import DagScheduler, NodeVerdict, run_dag
 
 DIAMOND = {"a": [], "b": ["a"], "c": ["a"], "d": ["b", "c"], "e": []}
 
@@ -40,7 +40,7 @@ def test_run_dag_overlaps_independent_nodes() -> None:
     barrier = threading.Barrier(2, timeout=10)
     seen: list[str] = []
 
-    def run_node(task: str) -> NodeOutcome:
+    def run_node(task: str) -> NodeVerdict:
         if task in ("x", "y"):
             barrier.wait()  # deadlocks (BrokenBarrierError) unless both run at once
         seen.append(task)
@@ -54,7 +54,7 @@ def test_run_dag_overlaps_independent_nodes() -> None:
 def test_run_dag_propagates_failure_and_continues_elsewhere() -> None:
     skipped: list[tuple[str, str]] = []
 
-    def run_node(task: str) -> NodeOutcome:
+    def run_node(task: str) -> NodeVerdict:
         return "failed" if task == "b" else "succeeded"
 
     sched = run_dag(DIAMOND, run_node, jobs=2, on_skip=lambda t, why: skipped.append((t, why)))
@@ -71,7 +71,7 @@ def test_run_dag_propagates_failure_and_continues_elsewhere() -> None:
 def test_already_succeeded_nodes_are_not_rerun() -> None:
     ran: list[str] = []
 
-    def run_node(task: str) -> NodeOutcome:
+    def run_node(task: str) -> NodeVerdict:
         ran.append(task)
         return "succeeded"
 
@@ -82,7 +82,7 @@ def test_already_succeeded_nodes_are_not_rerun() -> None:
 def test_stop_prevents_new_starts() -> None:
     stop = threading.Event()
 
-    def run_node(task: str) -> NodeOutcome:
+    def run_node(task: str) -> NodeVerdict:
         stop.set()
         time.sleep(0.01)
         return "succeeded"
@@ -92,7 +92,7 @@ def test_stop_prevents_new_starts() -> None:
 
 
 def test_exception_in_a_node_is_raised_after_running_nodes_finish() -> None:
-    def run_node(task: str) -> NodeOutcome:
+    def run_node(task: str) -> NodeVerdict:
         if task == "a":
             raise RuntimeError("boom")
         return "succeeded"
@@ -105,11 +105,11 @@ def test_land_runs_in_topological_order_whatever_finishes_first() -> None:
     landed: list[str] = []
     delays = {"a": 0.15, "b": 0.0, "c": 0.05, "d": 0.0, "e": 0.0}
 
-    def run_node(task: str) -> NodeOutcome:
+    def run_node(task: str) -> NodeVerdict:
         time.sleep(delays[task])
         return "succeeded"
 
-    def land(task: str) -> NodeOutcome:
+    def land(task: str) -> NodeVerdict:
         landed.append(task)
         return "failed" if task == "c" else "succeeded"
 
@@ -139,7 +139,7 @@ def test_stop_hands_out_nothing_more_and_abandons_stuck_nodes_after_the_grace() 
     release = threading.Event()
     started: list[str] = []
 
-    def run_node(task: str) -> NodeOutcome:
+    def run_node(task: str) -> NodeVerdict:
         started.append(task)
         stop.set()
         if task == "n0":
