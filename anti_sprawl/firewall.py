@@ -33,6 +33,7 @@ from .path_rules import (
     display_path,
     split_request,
 )
+from .scoped_change import delete_path, move_path
 from .scoped_write import plan_write, write_file
 from .scopes import Scope
 
@@ -156,6 +157,31 @@ class Firewall:
             raise EditError(f"{display_path(path)}: old text {where}; nothing was changed")
         self.write_text(path, text.replace(old, new, 1))
 
+    def delete(self, path: str) -> list[str]:
+        """Delete an in-scope file, symlink or directory (every file below it writable).
+
+        Returns the canonical paths removed; see ``scoped_change`` for the rules.
+        """
+        try:
+            return delete_path(self._c, _change_parts(path))
+        except Refusal as refusal:
+            raise self._refuse("delete", path, refusal) from None
+        except OSError as exc:
+            raise self._refuse("delete", path, refusal_from_os(exc)) from None
+
+    def move(self, source: str, destination: str) -> list[tuple[str, str]]:
+        """Rename ``source`` to ``destination`` (which must not exist), both in the write scope.
+
+        Returns the (old, new) canonical path of every file moved.
+        """
+        shown = f"{display_path(source)} -> {display_path(destination)}"
+        try:
+            return move_path(self._c, _change_parts(source), _change_parts(destination))
+        except Refusal as refusal:
+            raise self._refuse("move", shown, refusal) from None
+        except OSError as exc:
+            raise self._refuse("move", shown, refusal_from_os(exc)) from None
+
     def list_dir(self, path: str = "") -> list[DirEntry]:
         """Entries of a directory in (or leading into) scope; denied names are hidden."""
         try:
@@ -254,6 +280,16 @@ class Firewall:
                 continue  # binaries, oversize, hard links, races: not searched, not shown
             finally:
                 os.close(fd)
+
+
+def _change_parts(path: object) -> tuple[str, ...]:
+    """A delete or move target: a file or directory, never the repository root."""
+    if isinstance(path, str) and path.endswith("/"):
+        path = path.rstrip("/")  # "src/old/" names the directory src/old
+    parts = split_request(path, want_file=False)
+    if not parts:
+        raise Refusal("scope_root", "the repository root is never deleted or moved")
+    return parts
 
 
 def _grep_text(text: str, rel: str, regex: re.Pattern[str], out: list[GrepMatch], cap: int) -> None:

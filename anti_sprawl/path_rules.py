@@ -36,7 +36,7 @@ __all__ = [
     "split_request",
 ]
 
-Op = Literal["read", "write", "list", "search", "command", "audit"]
+Op = Literal["read", "write", "delete", "move", "list", "search", "command", "audit"]
 Reason = Literal[
     "absolute",
     "escape_root",
@@ -58,6 +58,9 @@ Reason = Literal[
     "bad_content",
     "race",
     "io_error",
+    "symlink_path",
+    "scope_root",
+    "exists",
 ]
 
 DEFAULT_DENY: tuple[str, ...] = (
