@@ -36,6 +36,7 @@ from .path_rules import (
 from .scoped_change import delete_path, move_path
 from .scoped_write import plan_write, write_file
 from .scopes import Scope
+from .text_fidelity import TextShape, for_model, from_model
 
 __all__ = [
     "DEFAULT_ALLOW",
@@ -123,39 +124,54 @@ class Firewall:
             raise self._refuse("write", path, refusal) from None
 
     def read_text(self, path: str) -> str:
-        """The UTF-8 text of an in-scope regular file (capped, no binaries)."""
+        """The UTF-8 text of an in-scope regular file (capped, no binaries).
+
+        A file whose line breaks are all CRLF is returned with ``\\n`` (``text_fidelity``).
+        """
         try:
-            return self._c.read(split_request(path, want_file=True))
+            return for_model(self._c.read(split_request(path, want_file=True)))
         except Refusal as refusal:
             raise self._refuse("read", path, refusal) from None
 
-    def write_text(self, path: str, content: str) -> None:
-        """Create or replace an in-scope file, creating parents inside the write scope."""
+    def write_text(self, path: str, content: str, *, append: bool = False) -> str:
+        """Create, replace or (``append``) extend an in-scope file; parents made in scope.
+
+        An existing file keeps its mode, its CRLF line endings and, on a whole rewrite, its
+        missing final newline; a binary or non-UTF-8 file is refused. Returns a note on what
+        was kept ('' when nothing).
+        """
         try:
             parts = split_request(path, want_file=True)
-            try:
-                data = content.encode("utf-8")
-            except (UnicodeEncodeError, AttributeError):
-                raise Refusal("bad_content", "content is not encodable as UTF-8 text") from None
-            write_file(self._c, parts, data)
+            if not isinstance(content, str):
+                raise Refusal("bad_content", "content must be text")
+            shape, existing = self._existing(parts, append=append)
+            text = from_model(content, shape, whole=not append)
+            self._write(parts, existing + text if append else text)
+            return shape.kept(whole=not append) if shape else ""
         except Refusal as refusal:
             raise self._refuse("write", path, refusal) from None
 
-    def edit_text(self, path: str, old: str, new: str) -> None:
+    def edit_text(self, path: str, old: str, new: str) -> str:
         """Replace the one exact occurrence of ``old`` with ``new``; EditError otherwise."""
         try:
             parts = split_request(path, want_file=True)
             plan_write(self._c, parts)
-            text = self._c.read(parts)
+            stored = self._c.read(parts)
         except Refusal as refusal:
             raise self._refuse("write", path, refusal) from None
+        text = for_model(stored)
         if not old:
             raise EditError(f"{display_path(path)}: the old text is empty; nothing was changed")
         count = text.count(old)
         if count != 1:
             where = "not found" if count == 0 else f"matches {count} times"
             raise EditError(f"{display_path(path)}: old text {where}; nothing was changed")
-        self.write_text(path, text.replace(old, new, 1))
+        shape = TextShape.of(stored)
+        try:
+            self._write(parts, from_model(text.replace(old, new, 1), shape, whole=False))
+        except Refusal as refusal:
+            raise self._refuse("write", path, refusal) from None
+        return shape.kept(whole=False)
 
     def delete(self, path: str) -> list[str]:
         """Delete an in-scope file, symlink or directory (every file below it writable).
@@ -236,6 +252,26 @@ class Firewall:
         with self._lock:
             self.violations.append(violation)
         return FirewallError(violation)
+
+    def _existing(self, parts: Sequence[str], *, append: bool) -> tuple[TextShape | None, str]:
+        """The shape and (for an append) the text of the file a write would replace."""
+        try:
+            stored = self._c.read(parts)
+        except Refusal as refusal:
+            if refusal.reason == "binary":
+                raise
+            if refusal.reason == "too_large" and append:
+                raise Refusal("too_large", f"cannot append: {refusal.detail}") from None
+            # Missing (a new file), or a refusal the write itself will state.
+            return None, ""
+        return TextShape.of(stored), stored if append else ""
+
+    def _write(self, parts: Sequence[str], text: str) -> None:
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise Refusal("bad_content", "content is not encodable as UTF-8 text") from None
+        write_file(self._c, parts, data)
 
     def _is_dir(self, parts: Sequence[str]) -> bool:
         fd = self._c.open(parts)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -259,14 +259,16 @@ class NodeRunner:
 
     def _test_runner(
         self, node: TaskNode, ws: Workspace, argv: list[str]
-    ) -> Callable[[], TestOutcome]:
+    ) -> Callable[..., TestOutcome]:
         counter = iter(range(1, 10_000))
 
-        def run() -> TestOutcome:
+        def run(extra: Sequence[str] = ()) -> TestOutcome:
+            """The test command, plus the worker's extra arguments (the final check has none)."""
+            command = [*argv, *extra]
             log = self.artifacts.root / node.task_id / f"tests-{next(counter)}.log"
             log.parent.mkdir(parents=True, exist_ok=True)
             res = run_command(
-                argv,
+                command,
                 ws.path,
                 timeout=self.opts.test_timeout,
                 policy=self.opts.sandbox,
@@ -276,7 +278,7 @@ class NodeRunner:
             )
             tail = "\n".join(res.output.splitlines()[-40:])
             return TestOutcome(
-                command=list(argv),
+                command=command,
                 exit_code=res.exit_code,
                 timed_out=res.timed_out,
                 tail=tail,

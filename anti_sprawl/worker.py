@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from . import change_tools
 from .artifacts import ArtifactStore, Observation
 from .errors import ProviderError
 from .firewall import EditError, Firewall, FirewallError, Violation
@@ -38,7 +39,6 @@ from .providers.base import (
     estimate_request_tokens,
     observe_usage,
 )
-from .redact import PLACEHOLDER
 from .tokens import TokenCounter
 from .tools import WORKER_TOOLS, FinishArgs, tool_args_model
 from .trust import wrap_data
@@ -149,7 +149,8 @@ class WorkerContext:
     limits: WorkerLimits
     artifacts: ArtifactStore
     counter: TokenCounter = field(default_factory=TokenCounter)
-    run_tests: Callable[[], TestOutcome] | None = None
+    # the node's test command with extra arguments appended (none: the whole command)
+    run_tests: Callable[[Sequence[str]], TestOutcome] | None = None
     tools: tuple[ToolSpec, ...] = WORKER_TOOLS
     on_request: Callable[[ModelRequest, int], None] | None = None
     on_tool: Callable[[str], None] | None = None  # after each executed tool call (crash tests)
@@ -346,24 +347,20 @@ def _execute(ctx: WorkerContext, state: _State, name: str, args: Any) -> tuple[s
     if name == "grep":
         matches = fw.grep(args.pattern, args.path)
         return "ok", "\n".join(f"{m.path}:{m.line_no}: {m.line}" for m in matches) or "(no matches)"
-    if name in ("write_file", "edit_file"):
-        text = args.content if name == "write_file" else args.new
-        if PLACEHOLDER in text:
-            # The model saw a redacted secret; writing the placeholder back would destroy it.
-            raise EditError(
-                "the new text contains a [REDACTED:...] placeholder; edit around the secret "
-                "with edit_file instead of rewriting it"
-            )
     if name == "write_file":
-        fw.write_text(args.path, args.content)
-        return "ok", f"wrote {args.path} ({len(args.content)} chars)"
+        return "ok", change_tools.write_file(fw, args)
+    if name == "delete_file":
+        return "ok", change_tools.delete_file(fw, args)
+    if name == "move_file":
+        return "ok", change_tools.move_file(fw, args)
     if name == "edit_file":
-        fw.edit_text(args.path, args.old, args.new)
-        return "ok", f"edited {args.path}"
+        change_tools.refuse_placeholder(args.new)
+        kept = fw.edit_text(args.path, args.old, args.new)
+        return "ok", f"edited {args.path}" + (f" ({kept})" if kept else "")
     if name == "run_tests":
         if ctx.run_tests is None:
             return "error", "this task has no test command"
-        run = ctx.run_tests()
+        run = ctx.run_tests(args.args)
         state.tests = run
         verdict = "passed" if run.passed else ("timed out" if run.timed_out else "failed")
         head = f"tests {verdict} (exit code {run.exit_code}): {' '.join(run.command)}"

@@ -153,7 +153,7 @@ def test_sections_come_in_the_fixed_order(repo: Path) -> None:
         i.item_id for i, s in zip(p.manifest_items, p.item_sections, strict=True) if s == "stable"
     ]
     tools = [x for x in stable if x.startswith("tool:")]
-    assert stable[:2] == ["rules", "data_policy"] and tools == sorted(tools) and len(tools) == 7
+    assert stable[:2] == ["rules", "data_policy"] and tools == sorted(tools) and len(tools) == 9
     assert p.system[-1].cache and not p.system[0].cache
 
 

@@ -52,7 +52,7 @@ def run(
         first_message="Change hello() to return 'hello'.",
         limits=WorkerLimits(token_budget=budget, max_tool_calls=max_tool_calls),
         artifacts=artifacts,
-        run_tests=(lambda: tests) if tests else None,
+        run_tests=(lambda args: tests) if tests else None,
     )
     return run_worker(ctx), provider, artifacts
 
