@@ -372,7 +372,7 @@ def _observe(ctx: WorkerContext, state: _State, call: ToolCall, status: str, tex
     """The text the model sees; long outputs are kept in full as an artifact."""
     text = ctx.redact(text)  # before it is kept, logged, stored or shown to the model
     kept = state.kept[call.id] = _Kept(status, text)
-    path = call.arguments.get("path")
+    path = call.arguments.get("path") or call.arguments.get("source")
     source = f"{call.name} {path}" if isinstance(path, str) and path else call.name
     if len(text) > ctx.limits.observation_chars:
         kept.ref = ctx.artifacts.save(ctx.task_id, f"{call.name}-output", text)
