@@ -17,6 +17,7 @@ from typing import Annotated, Any, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
+from typer.core import TyperCommand
 
 from .errors import AntiSprawlError, UsageError
 
@@ -34,6 +35,35 @@ app = typer.Typer(
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
+
+class _Command(TyperCommand):
+    """Usage lines say ``PLAN`` and ``[RUN_ID]``, not Typer's ``{PLAN}`` for required ones."""
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        pieces = super().collect_usage_pieces(ctx)
+        return [p[1:-1] if p.startswith("{") and p.endswith("}") else p for p in pieces]
+
+
+def _version(value: bool) -> None:
+    if value:
+        from . import __version__
+
+        sys.stdout.write(f"anti-sprawl {__version__}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", is_eager=True, callback=_version, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Run coding agents on a DAG of scoped subtasks: clean-slate prompts, a path firewall,
+    hard token and tool-call budgets."""
 
 
 def _stdout() -> Console:
@@ -356,15 +386,16 @@ def resume(
 @app.command()
 @handle_errors
 def status(
-    run_id: Annotated[str | None, typer.Argument(metavar="[RUN_ID]")] = None,
+    run_id: Annotated[str | None, typer.Argument(metavar="RUN_ID")] = None,
     repo: RepoReq = Path("."),
     as_json: JsonOpt = False,
 ) -> None:
     """List runs, or show one run's nodes."""
     from .journal import Journal, list_runs
     from .run_report import render_runs, render_verdict
+    from .runner import check_repo
 
-    _existing_dir(repo)
+    repo = check_repo(repo)
     if run_id is None:
         runs = list_runs(repo)
         if as_json:
@@ -495,6 +526,11 @@ def eval_cmd(
     )
     if code:
         raise typer.Exit(code)
+
+
+for _info in app.registered_commands:
+    if _info.cls in (None, TyperCommand):
+        _info.cls = _Command  # every command, without repeating cls= on each
 
 
 def main() -> None:

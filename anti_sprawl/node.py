@@ -20,12 +20,13 @@ from .branch import TRAILER_RUN, TRAILER_TASK, TRAILER_TOKENS, RunBranch
 from .context import AssembledPrompt, assemble_worker_prompt, manifest_for_request
 from .errors import RunError
 from .firewall import DEFAULT_DENY, Firewall
-from .gitcmd import run_git
+from .gitcmd import run_git, user_identity
 from .journal import Journal, RunState, state_dir
 from .manifest import save_manifest
 from .memory import load_memory
 from .plan import TaskNode
 from .providers.base import ModelRequest, Provider
+from .providers.limits import default_output_limit
 from .redact import Redactor
 from .reducer import TaskResult, now, reduce, upstream_summary
 from .sandbox import SandboxPolicy, run_command
@@ -72,6 +73,8 @@ class ExecuteOptions:
     sparse: bool = False
     redactor: Redactor = field(default_factory=Redactor)
     context_window: int = 200_000
+    # Output cap of one model response; None: the provider/model default (providers/limits.py).
+    max_output_tokens: int | None = None
 
 
 ABLATIONS = ("firewall", "clean-slate", "scoping")
@@ -101,6 +104,10 @@ class NodeRunner:
         self.artifacts = ArtifactStore(journal.run_dir / "artifacts")
         self.worktrees = state_dir(repo) / "worktrees"
         self.memory = load_memory(state_dir(repo) / "memory.yaml")
+        self.author = user_identity(repo)  # commits are the user's; trailers name the tool
+        self.max_output_tokens = opts.max_output_tokens or default_output_limit(
+            opts.provider.name, opts.provider.model
+        )
         self._committed: dict[str, str] = {}  # task -> its commit, waiting to land
 
     def _emit(self, record: TaskResult) -> None:
@@ -178,7 +185,9 @@ class NodeRunner:
                 system=prompt.system,
                 first_message=prompt.first_user_message,
                 limits=WorkerLimits(
-                    token_budget=node.token_budget, max_tool_calls=node.max_tool_calls
+                    token_budget=node.token_budget,
+                    max_tool_calls=node.max_tool_calls,
+                    max_output_tokens=self.max_output_tokens,
                 ),
                 artifacts=self.artifacts,
                 counter=self.counter,
@@ -220,7 +229,9 @@ class NodeRunner:
                 TRAILER_TOKENS: f"{result.usage.total}/{node.token_budget}",
             }
             message = f"{node.name}\n\n{summary}"
-            sha = commit(ws, message, trailers) or _empty_commit(ws, message, trailers)
+            # A node that changed nothing still leaves its one commit: git records what is done.
+            sha = commit(ws, message, trailers, author=self.author, allow_empty=True)
+            assert sha is not None
             reduce(record, result, ws, tip, sha, checked.violations, final_tests)
             # The commit outlives the worktree; `land` puts it on the run branch in order.
             self._committed[node.task_id] = sha
@@ -327,14 +338,3 @@ def _added_secrets(ws: Workspace, redactor: Redactor) -> str:
             kind = redactor(line).split("[REDACTED:", 1)[1].split("]", 1)[0]
             return f"{kind} in {path}"
     return ""
-
-
-def _empty_commit(ws: Workspace, message: str, trailers: dict[str, str]) -> str:
-    """A node that changed nothing still leaves its one commit: git is the record of done."""
-    from .workspace import compose_message
-
-    ws.git(
-        ["commit", "--quiet", "--allow-empty", "--no-verify", "-F", "-"],
-        input_bytes=compose_message(message, trailers).encode("utf-8"),
-    )
-    return ws.head

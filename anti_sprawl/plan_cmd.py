@@ -8,6 +8,7 @@ file or repository is a ``UsageError`` (exit 2, raised to the CLI).
 from __future__ import annotations
 
 import json
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -77,7 +78,7 @@ def run_plan_command(
         plan_file = output if output is not None else default_plan_path(repo, result.plan.plan_id)
         save_plan(result.plan, plan_file)
     if as_json:
-        _print_json(console, _json_document(result, plan_file))
+        _print_json(_json_document(result, plan_file))
     elif plan_file is not None:
         console.print(f"plan written to {escape(str(plan_file))}", soft_wrap=True)
     else:
@@ -125,7 +126,7 @@ def _json_document(result: PlannerResult, plan_file: Path | None) -> dict[str, A
     }
 
 
-def _print_json(console: Console, data: dict[str, Any]) -> None:
-    # straight to the console's file: no markup, highlighting or wrapping of the document
-    console.file.write(json.dumps(data, indent=2) + "\n")
-    console.file.flush()
+def _print_json(data: dict[str, Any]) -> None:
+    # --json: the one document on stdout (people's output went to stderr), never wrapped
+    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    sys.stdout.flush()

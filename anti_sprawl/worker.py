@@ -56,6 +56,15 @@ Reason = Literal["finished", "budget", "tool_calls", "script", "provider", "stop
 CONTINUE_PROMPT = "Continue with your tools; call `finish` when the task is done."
 
 
+def cut_message(max_output_tokens: int) -> str:
+    """What the model is told when its response hit the output limit (its tool call is lost)."""
+    return (
+        f"Your response was cut at {max_output_tokens:,} output tokens (the output limit), so "
+        "the tool call in it was lost and nothing was done. Write large files in parts: "
+        "write_file with the first part, then write_file with append: true for each next part."
+    )
+
+
 class TokenUsage(BaseModel):
     """Tokens summed over a node's calls (input includes cached tokens)."""
 
@@ -133,6 +142,7 @@ class WorkerResult(BaseModel):
     tool_calls: int = 0
     violations: list[Violation] = Field(default_factory=list)
     tool_errors: list[str] = Field(default_factory=list)
+    truncated: int = Field(default=0, description="Responses cut at the output limit.")
     tests: TestOutcome | None = None
     transcript: str | None = None
 
@@ -165,6 +175,7 @@ class _State:
     calls: int = 0
     tool_calls: int = 0
     tool_errors: list[str] = field(default_factory=list)
+    truncated: int = 0
     tests: TestOutcome | None = None
     kept: dict[str, _Kept] = field(default_factory=dict)  # call_id -> the full observation
     transcript: list[dict[str, Any]] = field(default_factory=list)
@@ -205,6 +216,11 @@ def run_worker(ctx: WorkerContext) -> WorkerResult:
         if state.usage.total > limits.token_budget:
             msg = f"the provider reported {state.usage.total:,} tokens, over the budget"
             return _result(ctx, state, "failed", "budget", msg)
+        if response.stop_reason == "max_tokens":
+            # A cut response's tool call is incomplete: never run it, say what happened.
+            state.truncated += 1
+            state.messages.append(UserMessage(content=cut_message(request.max_output_tokens)))
+            continue
         if not response.tool_calls:
             state.messages.append(UserMessage(content=CONTINUE_PROMPT))
             continue
@@ -285,7 +301,8 @@ def _account(ctx: WorkerContext, state: _State, req: ModelRequest, resp: ModelRe
     u = resp.usage
     state.usage = state.usage.plus(TokenUsage.of_usage(u))
     observe_usage(req, u, ctx.counter)
-    state.messages.append(AssistantMessage(text=resp.text, tool_calls=resp.tool_calls))
+    calls = [] if resp.stop_reason == "max_tokens" else resp.tool_calls
+    state.messages.append(AssistantMessage(text=resp.text, tool_calls=calls))
     _log(
         ctx,
         state,
@@ -406,6 +423,7 @@ def _result(
         tool_calls=state.tool_calls,
         violations=list(ctx.firewall.violations),
         tool_errors=list(state.tool_errors),
+        truncated=state.truncated,
         tests=state.tests,
         transcript=state.transcript_ref,
     )

@@ -112,7 +112,9 @@ def test_good_plan_is_saved_and_shown(tmp_path: Path, repo: Path) -> None:
     provider.assert_complete()
 
 
-def test_json_output_and_explicit_output_file(tmp_path: Path, repo: Path) -> None:
+def test_json_output_and_explicit_output_file(
+    tmp_path: Path, repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     provider = scripted(tmp_path, [submit(GOOD)])
     out, buf = console()
     target = tmp_path / "out" / "plan.json"
@@ -126,7 +128,8 @@ def test_json_output_and_explicit_output_file(tmp_path: Path, repo: Path) -> Non
         console=out,
         as_json=True,
     )
-    doc = json.loads(buf.getvalue())
+    doc = json.loads(capsys.readouterr().out)
+    assert buf.getvalue() == ""
     assert code == 0
     assert set(doc) == {"plan_file", "plan", "warnings", "estimated_tokens", "valid", "errors"}
     assert doc["plan_file"] == str(target) and doc["valid"] is True and doc["errors"] == []
@@ -178,14 +181,15 @@ def test_a_plan_that_stays_invalid_fails_after_the_limit(tmp_path: Path, repo: P
     assert not (repo / ".anti-sprawl" / "plans").exists()
 
 
-def test_failure_as_json(tmp_path: Path, repo: Path) -> None:
+def test_failure_as_json(tmp_path: Path, repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = plan_data(node("a", write_scope=["/etc/passwd"]))
     provider = scripted(tmp_path, [submit(bad)])
     out, buf = console()
     code = run_plan_command(
         "X", repo, None, provider, expand_read_scope=False, max_rounds=1, console=out, as_json=True
     )
-    doc = json.loads(buf.getvalue())
+    doc = json.loads(capsys.readouterr().out)
+    assert buf.getvalue() == ""
     assert code == 1
     assert doc["valid"] is False and doc["plan"] is None and doc["plan_file"] is None
     assert [e["code"] for e in doc["errors"]] == ["bad_scope"]

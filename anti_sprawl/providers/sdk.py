@@ -12,6 +12,7 @@ from typing import Any
 
 from .base import ModelRequest, ModelResponse
 from .errors import translate_sdk_error
+from .limits import response_timeout
 from .retry import with_retries
 
 __all__ = ["SdkProvider"]
@@ -49,6 +50,9 @@ class SdkProvider:
     def complete(self, request: ModelRequest) -> ModelResponse:
         """One call, retried on rate limits, overload, timeouts and connection resets."""
         params = self._params(request)
+        base = self._client.timeout
+        if isinstance(base, int | float):  # a long response is not a stalled one
+            params["timeout"] = response_timeout(float(base), request.max_output_tokens)
         raw = with_retries(lambda: self._call(params), attempts=self._attempts, sleep=self._sleep)
         return self._response(request, raw)
 
