@@ -193,6 +193,15 @@ ScriptOpt = Annotated[
     Path | None, typer.Option("--script", help="Script file for the scripted (offline) provider.")
 ]
 RepoReq = Annotated[Path, typer.Option("--repo", help="The git repository to work on.")]
+MaxOutOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-output-tokens",
+        min=256,
+        help="Output cap of one model response (default: the model's own limit; 4096 for an "
+        "unknown model on a --base-url server).",
+    ),
+]
 JobsOpt = Annotated[int, typer.Option("--jobs", "-j", min=1, max=64, help="Nodes run at once.")]
 UnsafeOpt = Annotated[
     bool,
@@ -218,6 +227,18 @@ def _provider(
     return RedactingProvider(chosen, Redactor(env_secrets(os.environ)))
 
 
+def _output_limit(flag: int | None, provider: Any, base_url: str | None) -> int:
+    """``--max-output-tokens``, else the default for the chosen model (providers/limits.py)."""
+    import os
+
+    from .providers.limits import default_output_limit
+
+    if flag is not None:
+        return flag
+    local = provider.name == "openai" and bool(base_url or os.environ.get("OPENAI_BASE_URL"))
+    return default_output_limit(provider.name, provider.model, local_server=local)
+
+
 def _run_options(
     provider: Any,
     jobs: int,
@@ -225,6 +246,7 @@ def _run_options(
     *,
     branch: str | None = None,
     base: str | None = None,
+    max_output_tokens: int | None = None,
 ) -> Any:
     import os
 
@@ -240,6 +262,7 @@ def _run_options(
         base=base,
         sandbox=SandboxPolicy(allow_unsandboxed=allow_unsandboxed),
         crash_at=os.environ.get("ANTI_SPRAWL_CRASH_AT") or None,
+        max_output_tokens=max_output_tokens,
     )
 
 
@@ -289,6 +312,7 @@ def plan_cmd(
     max_rounds: Annotated[
         int, typer.Option("--max-rounds", min=1, max=10, help="Repair rounds.")
     ] = 3,
+    max_output_tokens: MaxOutOpt = None,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
@@ -309,6 +333,7 @@ def plan_cmd(
         max_rounds=max_rounds,
         console=console,
         as_json=as_json,
+        max_output_tokens=_output_limit(max_output_tokens, chosen, base_url),
     )
     if code:
         raise typer.Exit(code)
@@ -330,6 +355,7 @@ def execute(
             "--sparse", help="Check out only each node's scopes and root files (large repos)."
         ),
     ] = False,
+    max_output_tokens: MaxOutOpt = None,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
@@ -350,7 +376,10 @@ def execute(
         raise UsageError(f"{plan_file} is not a valid plan: {first} (see 'anti-sprawl validate')")
     plan = report.plan
     chosen = _provider(provider, model, base_url, script)
-    opts = _run_options(chosen, jobs, allow_unsandboxed, branch=branch, base=base)
+    limit = _output_limit(max_output_tokens, chosen, base_url)
+    opts = _run_options(
+        chosen, jobs, allow_unsandboxed, branch=branch, base=base, max_output_tokens=limit
+    )
     opts.sparse = sparse
     pending = uncommitted_changes(repo)
     if pending and base is None:
@@ -368,6 +397,7 @@ def resume(
     run_id: Annotated[str, typer.Argument(metavar="RUN_ID")],
     repo: RepoReq,
     jobs: JobsOpt = 2,
+    max_output_tokens: MaxOutOpt = None,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
@@ -379,7 +409,8 @@ def resume(
     from .runner import resume as run_resume
 
     chosen = _provider(provider, model, base_url, script)
-    opts = _run_options(chosen, jobs, allow_unsandboxed)
+    limit = _output_limit(max_output_tokens, chosen, base_url)
+    opts = _run_options(chosen, jobs, allow_unsandboxed, max_output_tokens=limit)
     _run_and_report(lambda o: run_resume(run_id, repo, o), opts, as_json)
 
 
@@ -502,6 +533,7 @@ def eval_cmd(
     keep: Annotated[
         Path | None, typer.Option("--keep", help="Keep each case's repository here.")
     ] = None,
+    max_output_tokens: MaxOutOpt = None,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
@@ -523,6 +555,7 @@ def eval_cmd(
         allow_unsandboxed=allow_unsandboxed,
         keep=keep,
         console=_stdout(),
+        max_output_tokens=max_output_tokens,
     )
     if code:
         raise typer.Exit(code)

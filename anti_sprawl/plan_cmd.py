@@ -52,6 +52,7 @@ def run_plan_command(
     max_rounds: int,
     console: Console,
     as_json: bool,
+    max_output_tokens: int | None = None,
 ) -> int:
     """Plan ``requirement`` for ``repo``, print the result, write the plan file; the exit code."""
     text = read_requirement(requirement)
@@ -70,6 +71,7 @@ def run_plan_command(
         max_rounds=max_rounds,
         expand_read_scope=expand_read_scope,
         manifest_dir=manifest_dir,
+        max_output_tokens=max_output_tokens,
     )
     plan_file: Path | None = None
     if result.plan is not None:

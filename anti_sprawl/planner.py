@@ -49,6 +49,7 @@ from .providers.base import (
     estimate_request_tokens,
     observe_usage,
 )
+from .providers.limits import cut_message
 from .providers.scripted import PLANNER_TASK_ID, SUBMIT_PLAN_TOOL
 from .repofiles import list_repo_files
 from .repomap import build_repo_map
@@ -69,6 +70,7 @@ NUDGE = (
     "still need to look at the repository)."
 )
 MAX_OUTPUT_TOKENS = 8192
+CUT_ADVICE = "Call submit_plan again with a shorter plan: concise goals, no code in them."
 MIN_OUTPUT_TOKENS = 512  # less than this cannot hold a plan: stop instead of asking
 MAX_NUDGES = 3
 MAX_LISTED_FILES = 200_000
@@ -107,11 +109,13 @@ def plan_requirement(
     plan_id: str | None = None,
     manifest_dir: Path | None = None,
     token_budget: int = 200_000,
+    max_output_tokens: int | None = None,
 ) -> PlannerResult:
     """Ask ``provider`` for a plan of ``requirement`` on ``repo`` and validate it.
 
     At most ``max_rounds`` submissions, ``max_tool_calls`` exploration calls and
-    ``token_budget`` tokens over all model calls. Provider failures end planning with outcome
+    ``token_budget`` tokens over all model calls, each response capped at
+    ``max_output_tokens`` (default ``MAX_OUTPUT_TOKENS``). Provider failures end planning with outcome
     ``provider``; nothing is raised for a model that does not produce a valid plan.
     """
     if not requirement.strip():
@@ -142,6 +146,7 @@ def plan_requirement(
             plan_id=plan_id,
             manifest_dir=manifest_dir,
             base=_head(repo),
+            max_output_tokens=max_output_tokens or MAX_OUTPUT_TOKENS,
         )
         return session.run()
 
@@ -168,6 +173,7 @@ class _Session:
     plan_id: str | None
     manifest_dir: Path | None
     base: str | None
+    max_output_tokens: int = MAX_OUTPUT_TOKENS
     messages: list[Message] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     counter: TokenCounter = field(default_factory=TokenCounter)
@@ -211,11 +217,14 @@ class _Session:
                     f"the planner used {self.usage.total:,} tokens, over its budget of "
                     f"{self.token_budget:,}",
                 )
-            if not response.tool_calls:
+            cut = response.stop_reason == "max_tokens"
+            if cut or not response.tool_calls:
                 self.nudges += 1
                 if self.nudges > MAX_NUDGES:
                     return self._fail("stalled", "the model did not call submit_plan")
-                self.messages.append(UserMessage(content=NUDGE))
+                # A cut response's tool call is incomplete: never run it, say what happened.
+                text = cut_message(request.max_output_tokens, CUT_ADVICE) if cut else NUDGE
+                self.messages.append(UserMessage(content=text))
                 continue
             results: list[ToolResult] = []
             for call in response.tool_calls:
@@ -248,15 +257,17 @@ class _Session:
     def _fit(self) -> ModelRequest | None:
         """The next request with its output capped to what the budget leaves, or None."""
         remaining = self.token_budget - self.usage.total
-        needed = estimate_request_tokens(self._request(MAX_OUTPUT_TOKENS), self.counter)
-        max_out = min(MAX_OUTPUT_TOKENS, remaining - needed)
+        needed = estimate_request_tokens(self._request(self.max_output_tokens), self.counter)
+        max_out = min(self.max_output_tokens, remaining - needed)
         return self._request(max_out) if max_out >= MIN_OUTPUT_TOKENS else None
 
     def _account(self, request: ModelRequest, response: ModelResponse) -> None:
         self.usage = self.usage.plus(response.usage)
         observe_usage(request, response.usage, self.counter)
-        self.messages.append(AssistantMessage(text=response.text, tool_calls=response.tool_calls))
-        if response.tool_calls:
+        cut = response.stop_reason == "max_tokens"
+        calls = [] if cut else response.tool_calls
+        self.messages.append(AssistantMessage(text=response.text, tool_calls=calls))
+        if calls:
             self.nudges = 0
 
     # -- tools ---------------------------------------------------------------------------

@@ -101,7 +101,7 @@ def _totals(state: RunState) -> str:
     return (
         f"{counts['succeeded']} succeeded, {counts['failed']} failed, {counts['skipped']} skipped; "
         f"{tokens:,} tokens ({cached:,} cache reads); {violations} violations blocked"
-        + (f"; {cut} responses cut at the output limit" if cut else "")
+        + (f"; {cut} response{'s' if cut != 1 else ''} cut at the output limit" if cut else "")
     )
 
 

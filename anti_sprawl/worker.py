@@ -39,6 +39,7 @@ from .providers.base import (
     estimate_request_tokens,
     observe_usage,
 )
+from .providers.limits import cut_message
 from .tokens import TokenCounter
 from .tools import WORKER_TOOLS, FinishArgs, tool_args_model
 from .trust import wrap_data
@@ -54,15 +55,6 @@ __all__ = [
 
 Reason = Literal["finished", "budget", "tool_calls", "script", "provider", "stopped"]
 CONTINUE_PROMPT = "Continue with your tools; call `finish` when the task is done."
-
-
-def cut_message(max_output_tokens: int) -> str:
-    """What the model is told when its response hit the output limit (its tool call is lost)."""
-    return (
-        f"Your response was cut at {max_output_tokens:,} output tokens (the output limit), so "
-        "the tool call in it was lost and nothing was done. Write large files in parts: "
-        "write_file with the first part, then write_file with append: true for each next part."
-    )
 
 
 class TokenUsage(BaseModel):

@@ -11,7 +11,13 @@ than what the node's token budget leaves.
 
 from __future__ import annotations
 
-__all__ = ["DEFAULT_LOCAL_LIMIT", "default_output_limit", "response_timeout"]
+__all__ = [
+    "DEFAULT_LOCAL_LIMIT",
+    "WRITE_IN_PARTS",
+    "cut_message",
+    "default_output_limit",
+    "response_timeout",
+]
 
 DEFAULT_LOCAL_LIMIT = 4_096
 
@@ -88,3 +94,17 @@ def default_output_limit(provider: str, model: str, *, local_server: bool = Fals
 def response_timeout(base: float, max_output_tokens: int) -> float:
     """Seconds to wait for one non-streamed response that may hold ``max_output_tokens``."""
     return base + max(0, max_output_tokens - _BASE_TOKENS) / _TOKENS_PER_SECOND
+
+
+WRITE_IN_PARTS = (
+    "Write large files in parts: write_file with the first part, then write_file with "
+    "append: true for each next part."
+)
+
+
+def cut_message(max_output_tokens: int, advice: str = WRITE_IN_PARTS) -> str:
+    """What a model is told when its response hit the output limit (its tool call is lost)."""
+    return (
+        f"Your response was cut at {max_output_tokens:,} output tokens (the output limit), so "
+        f"the tool call in it was lost and nothing was done. {advice}"
+    )
