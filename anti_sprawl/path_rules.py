@@ -210,7 +210,10 @@ class DenyRules:
     def __init__(self, deny: Sequence[str], allow: Sequence[str]):
         self._deny = _compile(deny)
         self._allow = _compile(allow)
-        self.reason = lru_cache(maxsize=8192)(self._reason)
+        # Large repositories list tens of thousands of paths, each probed once per leading
+        # directory: cache the probes (directories repeat) and enough whole answers.
+        self.reason = lru_cache(maxsize=1 << 16)(self._reason)
+        self._denied = lru_cache(maxsize=1 << 16)(self._denied_probe)
 
     def _reason(self, rel: str, is_dir: bool = False) -> Reason | None:
         """``denied_internal``/``denied_secret`` for a canonical relative path, else None."""
@@ -225,7 +228,9 @@ class DenyRules:
         for i in range(1, len(parts) + 1):
             prefix = "/".join(parts[:i])
             probes = [prefix + "/"] if i < len(parts) or is_dir else [prefix]
-            for probe in probes:
-                if self._deny.match_file(probe) and not self._allow.match_file(probe):
-                    return "denied_secret"
+            if any(self._denied(probe) for probe in probes):
+                return "denied_secret"
         return None
+
+    def _denied_probe(self, probe: str) -> bool:
+        return bool(self._deny.match_file(probe)) and not self._allow.match_file(probe)
