@@ -211,7 +211,9 @@ def run_worker(ctx: WorkerContext) -> WorkerResult:
         if response.stop_reason == "max_tokens":
             # A cut response's tool call is incomplete: never run it, say what happened.
             state.truncated += 1
-            state.messages.append(UserMessage(content=cut_message(request.max_output_tokens)))
+            told = cut_message(request.max_output_tokens)
+            state.messages.append(UserMessage(content=told))
+            _log(ctx, state, {"event": "cut", "message": told})
             continue
         if not response.tool_calls:
             state.messages.append(UserMessage(content=CONTINUE_PROMPT))

@@ -171,3 +171,12 @@ def test_scripted_cut_then_a_file_built_in_parts(tmp_path: Path) -> None:
     show = ["git", "show", f"{state['branch']}:pkg/big.py"]
     landed = subprocess.run(show, cwd=repo, capture_output=True, check=True).stdout
     assert landed == whole.encode()  # every byte of the 20k-token file, in order
+    transcript = repo / ".anti-sprawl/runs" / state["run_id"] / "artifacts/big/transcript.json"
+    events = json.loads(transcript.read_text())
+    cut = [e for e in events if e.get("event") == "response" and e["stop_reason"] == "max_tokens"]
+    assert len(cut) == 1  # the first, whole-file write
+    told = [e["message"] for e in events if e.get("event") == "cut"]
+    assert len(told) == 1 and told[0].startswith("Your response was cut at 4,000 output tokens")
+    manifest = repo / ".anti-sprawl/runs" / state["run_id"] / "manifests/big/2.json"
+    items = json.loads(manifest.read_text())["items"]
+    assert [i["kind"] for i in items if i["item_id"] == "message:2"] == ["instruction"]

@@ -422,3 +422,19 @@ def test_the_planners_own_reads_are_not_violations(tmp_path: Path, make_repo: Ma
     result = plan_with(repo, tmp_path, plan)
     assert result.violations == []  # the budget estimate's refused binary read is not one
     assert result.plan.tasks[0].max_tool_calls == 2 * 1 + 6
+
+
+def test_a_submission_cut_at_the_output_limit_is_reported_and_retried(
+    tmp_path: Path, repo: Path
+) -> None:
+    long = json.loads(json.dumps(GOOD))
+    long["tasks"][0]["goal"] = "Explain everything at length. " * 400  # > 1,000 tokens
+    provider = scripted(tmp_path, [submit(long), submit(GOOD)])
+    result = plan_requirement("Add an API handler", repo, provider, max_output_tokens=1000)
+    assert result.ok, result.message
+    first, second = provider.requests_for(PLANNER_TASK_ID)
+    assert first.max_output_tokens == 1000
+    told = [m.content for m in second.messages if isinstance(m, UserMessage)][-1]
+    assert told.startswith("Your response was cut at 1,000 output tokens")
+    assert "shorter plan" in told
+    assert result.rounds == 1  # the cut submission never reached validation
