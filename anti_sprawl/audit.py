@@ -3,7 +3,7 @@
 Whatever the worker or its test command did, :func:`audit` lists every change against
 ``HEAD`` (git status, untracked files included), keeps what lies inside the write scope and
 puts everything else back as it was in ``HEAD``, recording one ``Violation`` per path
-(ARCHITECTURE.md guarantee 1). A kept symlink must also point inside the write scope.
+(docs/architecture.md, guarantee 1). A kept symlink must also point inside the write scope.
 """
 
 from __future__ import annotations

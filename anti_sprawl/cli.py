@@ -212,6 +212,64 @@ UnsafeOpt = Annotated[
 ]
 
 
+class SandboxChoice(StrEnum):
+    bwrap = "bwrap"
+    landlock = "landlock"
+
+
+SandboxOpt = Annotated[
+    SandboxChoice,
+    typer.Option(
+        "--sandbox",
+        help="OS sandbox for test commands: bwrap, or landlock (weaker: opt-in only).",
+    ),
+]
+SandboxAllowOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--sandbox-allow",
+        help="Extra read-only path test commands may see (repeatable); secrets stay masked.",
+    ),
+]
+SandboxLimitOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--sandbox-limit",
+        help="NAME=VALUE resource limit for test commands (repeatable): processes, memory, "
+        "file-size, tmp, output; e.g. memory=2G.",
+    ),
+]
+
+
+def _sandbox_policy(
+    layer: SandboxChoice,
+    allow: list[Path] | None,
+    limits: list[str] | None,
+    allow_unsandboxed: bool,
+) -> Any:
+    """The one SandboxPolicy of a run, from the flags and this process's $HOME."""
+    import os
+
+    from pydantic import ValidationError
+
+    from .sandbox_policy import ResourceLimits, SandboxPolicy, parse_limit
+
+    fields = dict(parse_limit(text) for text in limits or ())
+    try:
+        resources = ResourceLimits(**fields)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise UsageError(f"--sandbox-limit {first['loc'][0]}: {first['msg']}") from None
+    home = os.environ.get("HOME")
+    return SandboxPolicy(
+        allow_unsandboxed=allow_unsandboxed,
+        layers=(layer.value,),
+        allow_paths=tuple(p.absolute() for p in allow or ()),
+        home=Path(home) if home else None,
+        limits=resources,
+    )
+
+
 def _provider(
     provider: str | None, model: str | None, base_url: str | None, script: Path | None
 ) -> Any:
@@ -242,7 +300,7 @@ def _output_limit(flag: int | None, provider: Any, base_url: str | None) -> int:
 def _run_options(
     provider: Any,
     jobs: int,
-    allow_unsandboxed: bool,
+    sandbox: Any,
     *,
     branch: str | None = None,
     base: str | None = None,
@@ -252,7 +310,6 @@ def _run_options(
 
     from .redact import Redactor, env_secrets
     from .runner import ExecuteOptions
-    from .sandbox import SandboxPolicy
 
     return ExecuteOptions(
         provider=provider,
@@ -260,7 +317,7 @@ def _run_options(
         jobs=jobs,
         branch=branch,
         base=base,
-        sandbox=SandboxPolicy(allow_unsandboxed=allow_unsandboxed),
+        sandbox=sandbox,
         crash_at=os.environ.get("ANTI_SPRAWL_CRASH_AT") or None,
         max_output_tokens=max_output_tokens,
     )
@@ -360,6 +417,9 @@ def execute(
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
     script: ScriptOpt = None,
+    sandbox: SandboxOpt = SandboxChoice.bwrap,
+    sandbox_allow: SandboxAllowOpt = None,
+    sandbox_limit: SandboxLimitOpt = None,
     allow_unsandboxed: UnsafeOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -375,11 +435,10 @@ def execute(
         first = report.errors[0].message if report.errors else "invalid plan"
         raise UsageError(f"{plan_file} is not a valid plan: {first} (see 'anti-sprawl validate')")
     plan = report.plan
+    policy = _sandbox_policy(sandbox, sandbox_allow, sandbox_limit, allow_unsandboxed)
     chosen = _provider(provider, model, base_url, script)
     limit = _output_limit(max_output_tokens, chosen, base_url)
-    opts = _run_options(
-        chosen, jobs, allow_unsandboxed, branch=branch, base=base, max_output_tokens=limit
-    )
+    opts = _run_options(chosen, jobs, policy, branch=branch, base=base, max_output_tokens=limit)
     opts.sparse = sparse
     pending = uncommitted_changes(repo)
     if pending and base is None:
@@ -402,15 +461,19 @@ def resume(
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
     script: ScriptOpt = None,
+    sandbox: SandboxOpt = SandboxChoice.bwrap,
+    sandbox_allow: SandboxAllowOpt = None,
+    sandbox_limit: SandboxLimitOpt = None,
     allow_unsandboxed: UnsafeOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Continue an interrupted run; nodes already on the branch are never redone."""
     from .runner import resume as run_resume
 
+    policy = _sandbox_policy(sandbox, sandbox_allow, sandbox_limit, allow_unsandboxed)
     chosen = _provider(provider, model, base_url, script)
     limit = _output_limit(max_output_tokens, chosen, base_url)
-    opts = _run_options(chosen, jobs, allow_unsandboxed, max_output_tokens=limit)
+    opts = _run_options(chosen, jobs, policy, max_output_tokens=limit)
     _run_and_report(lambda o: run_resume(run_id, repo, o), opts, as_json)
 
 

@@ -2,7 +2,7 @@
 
 A path is opened beneath the root (``safe_fs.open_beneath``), its real path is read back from
 ``/proc/self/fd`` and made relative to the real root, and both the requested and the real path
-must pass the deny rules and the scope (SECURITY.md P2, P4). Reads and writes then go through
+must pass the deny rules and the scope (docs/security.md P2, P4). Reads and writes then go through
 that fd or a directory fd, so nothing can be swapped in between. Refusals are ``Refusal``s;
 the ``Firewall`` turns them into recorded violations.
 """

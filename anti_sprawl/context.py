@@ -4,7 +4,7 @@ Section order is fixed: ``stable`` (rules, data policy, tool schemas: identical 
 worker, so providers can cache them), ``brief``, ``upstream`` (dependency summaries, never
 transcripts), ``stubs`` (read-scope files as outlines, or whole where the budget allows),
 ``files`` (write-scope files in full) and ``memory``. Repository files are read only through
-the node's ``Firewall`` (SECURITY.md P11). Every item is recorded with its exact text's token
+the node's ``Firewall`` (docs/security.md P11). Every item is recorded with its exact text's token
 count and SHA-256, so the manifest accounts for the whole prompt.
 """
 

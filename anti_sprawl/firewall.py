@@ -3,7 +3,7 @@
 Reads are allowed in ``read_scope ∪ write_scope``, writes only in ``write_scope``; secrets,
 ``.git/`` and ``.anti-sprawl/`` never. Decisions are made on what the kernel opened, not on
 the string asked for (``confinement``); writes go through ``scoped_write``. Scopes come only
-from the constructor: no tool argument can move the boundary (SECURITY.md P5, F39). Every
+from the constructor: no tool argument can move the boundary (docs/security.md P5, F39). Every
 refusal raises ``FirewallError`` and is appended to ``violations``.
 """
 
@@ -13,7 +13,7 @@ import os
 import re
 import stat
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from . import safe_fs
@@ -71,6 +71,7 @@ class Firewall:
         max_read_bytes: int = 1_000_000,
         use_openat2: bool | None = None,
         durable: bool = True,
+        redact: Callable[[str], str] | None = None,
     ):
         try:
             writable = Scope(write_scope)
@@ -91,6 +92,9 @@ class Firewall:
         self.write_scope: Scope = writable
         self.violations: list[Violation] = []
         self._lock = threading.Lock()
+        # Applied to whole file texts before they are served or split into grep lines, so a
+        # multi-line secret (a key block) is caught even when only some lines are shown.
+        self._redact: Callable[[str], str] = redact or str
 
     @property
     def backend(self) -> str:
@@ -129,7 +133,7 @@ class Firewall:
         A file whose line breaks are all CRLF is returned with ``\\n`` (``text_fidelity``).
         """
         try:
-            return for_model(self._c.read(split_request(path, want_file=True)))
+            return self._redact(for_model(self._c.read(split_request(path, want_file=True))))
         except Refusal as refusal:
             raise self._refuse("read", path, refusal) from None
 
@@ -228,7 +232,8 @@ class Firewall:
             if parts and not self._is_dir(parts):
                 fd, real, st = self._c.open_file(parts)
                 try:
-                    _grep_text(self._c.read_fd(fd, st), real, regex, out, max_matches)
+                    text = self._redact(self._c.read_fd(fd, st))
+                    _grep_text(text, real, regex, out, max_matches)
                 finally:
                     os.close(fd)
                 return out
@@ -311,7 +316,8 @@ class Firewall:
                 else:
                     rel, st = self._c.check_file_fd(fd, write=False)
                     if st.st_size <= self._c.max_read_bytes:
-                        _grep_text(self._c.read_fd(fd, st), rel, regex, out, cap)
+                        text = self._redact(self._c.read_fd(fd, st))
+                        _grep_text(text, rel, regex, out, cap)
             except (Refusal, OSError):
                 continue  # binaries, oversize, hard links, races: not searched, not shown
             finally:

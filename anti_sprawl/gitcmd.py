@@ -1,7 +1,7 @@
 """Running git safely: argv lists, no hooks, no repo-configured code, no prompts.
 
 Every call goes through :func:`run_git`, which pins the options that stop a repository
-(or a worker that wrote into it) from running code in the orchestrator (SECURITY.md, P7):
+(or a worker that wrote into it) from running code in the orchestrator (docs/security.md, P7):
 hooks go to ``/dev/null``, fsmonitor and signing are off, pathspecs are literal, and
 ``GIT_*`` variables inherited from a calling hook cannot redirect us. Diff callers add
 ``--no-ext-diff --no-textconv`` so repo attributes cannot name a program to run.

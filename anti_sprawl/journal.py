@@ -27,6 +27,7 @@ from typing import IO, Literal
 from pydantic import BaseModel, Field, ValidationError
 
 from .errors import UsageError
+from .internal_state import check_state_dir
 from .plan import Plan, atomic_write_text
 from .reducer import TaskResult, now
 
@@ -38,7 +39,8 @@ _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,100}$")
 
 
 def state_dir(repo: Path) -> Path:
-    return repo / ".anti-sprawl"
+    """``<repo>/.anti-sprawl``, checked: never tracked, never a symlink (see internal_state)."""
+    return check_state_dir(repo)
 
 
 def new_run_id(plan_id: str) -> str:

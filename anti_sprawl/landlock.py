@@ -1,16 +1,21 @@
 """The Landlock sandbox layer: a tiny launcher that restricts itself, then execs the command.
 
-Used where bubblewrap cannot run (e.g. Docker's default seccomp profile). The launcher runs
+Only used when the user opts in (``--sandbox landlock``), e.g. where bubblewrap cannot run
+(Docker's default seccomp profile); the run report then lists what it does not block
+(``sandbox_policy.LANDLOCK_GAPS``). It grants the same allow-list view as bubblewrap (read
+and execute on the listed trees, the masked paths carved out). The launcher runs
 as ``python -I -S -c LAUNCHER CONFIG -- argv...``, so nothing runs between ``fork`` and the
 restriction in our own process (no ``preexec_fn``). It drops every capability when started
 as root (securebits ``NOROOT`` so ``exec`` cannot regain them), sets ``no_new_privs``, then
-applies a Landlock ruleset: read/execute on the listed trees, full access only to the
-writable trees, no TCP bind/connect (ABI >= 4), no abstract unix sockets or signals outside
-the sandbox (ABI >= 6); and a seccomp filter refusing metadata changes (chmod, chown,
-utimes, xattrs), which Landlock does not cover. Weaker than bubblewrap: no private
-``/proc`` or ``/tmp`` (``TMPDIR`` and ``HOME`` point at a private directory instead), UDP
-and pathname unix sockets are not blocked, and processes that call ``setsid`` escape the
-timeout's process-group kill."""
+applies the resource limits and a Landlock ruleset: read/execute on the listed trees, full
+access only to the writable trees, no TCP bind/connect (ABI >= 4), no abstract unix sockets
+or signals outside the sandbox (ABI >= 6); and a seccomp filter that adds what Landlock does
+not cover: metadata changes (chmod, chown, utimes, xattrs) and io_uring get EPERM, ``socket``
+is refused for every family but unix and netlink (no UDP, raw or packet sockets), and
+``setsid``/``setpgid`` get EPERM so no process leaves the group the timeout kills. Still
+weaker than bubblewrap: no private ``/proc`` or ``/tmp`` (``TMPDIR`` and ``HOME`` point at a
+private directory instead), pathname unix sockets are reachable, and as root there is no
+process-count limit."""
 
 from __future__ import annotations
 
@@ -21,15 +26,17 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["LAUNCHER", "MIN_ABI", "abi_version", "launcher_argv"]
+__all__ = ["LAUNCHER", "MIN_ABI", "abi_version", "launcher_argv", "seccomp_program"]
 
 MIN_ABI = 4  # the first ABI that can restrict TCP; below it there is no network isolation
 _SYS_CREATE_RULESET = 444  # the same number on every Linux architecture
 _CREATE_RULESET_VERSION = 1
 
 LAUNCHER = r"""
-import ctypes, json, os, sys
+import ctypes, json, os, resource, sys
 cfg = json.loads(sys.argv[1]); argv = sys.argv[3:]
+for name, value in cfg["rlimits"]:
+    resource.setrlimit(getattr(resource, name), (value, value))
 libc = ctypes.CDLL(None, use_errno=True)
 libc.syscall.restype = ctypes.c_long
 libc.prctl.argtypes = [ctypes.c_int] + [ctypes.c_ulong] * 4
@@ -74,18 +81,14 @@ def allow(path, rights):
     check(libc.syscall(445, rs, 1, ctypes.byref(Beneath(rights & fs, fd)), 0), "add_rule " + path)
     os.close(fd)
 for p in cfg["read"]: allow(p, read)
+for p in cfg["list"]: allow(p, 1 << 3)
 for p in cfg["devices"]: allow(p, read | 0b10 | (1 << 14))
 for p in cfg["write"]: allow(p, rw)
 check(libc.syscall(446, rs, 0), "restrict_self")
 os.close(rs)
-# seccomp: Landlock leaves metadata alone, and uid 0 without capabilities still owns root's
-# files, so chmod/chown/utimes/xattr calls (and io_uring, which bypasses seccomp) get EPERM.
-arch, denied = cfg["seccomp_arch"], cfg["seccomp_denied"]
-RET_ALLOW, RET_EPERM, RET_KILL = 0x7FFF0000, 0x00050001, 0x80000000
-body = [(0x20, 0, 0, 4), (0x15, 0, len(denied) + 4, arch), (0x20, 0, 0, 0),
-        (0x35, len(denied) + 1, 0, 0x40000000)]
-body += [(0x15, len(denied) - i, 0, nr) for i, nr in enumerate(denied)]
-body += [(0x06, 0, 0, RET_ALLOW), (0x06, 0, 0, RET_EPERM), (0x06, 0, 0, RET_KILL)]
+# seccomp (see seccomp_program): metadata calls, io_uring, setsid/setpgid and every socket
+# family but unix and netlink are refused; a foreign architecture is killed.
+body = cfg["seccomp"]
 class Insn(ctypes.Structure):
     _fields_ = [("code", ctypes.c_uint16), ("jt", ctypes.c_uint8), ("jf", ctypes.c_uint8), ("k", ctypes.c_uint32)]
 class Prog(ctypes.Structure): _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.POINTER(Insn))]
@@ -98,27 +101,29 @@ except OSError as exc:
     os.write(2, ("%s: %s\n" % (argv[0], exc.strerror)).encode()); os._exit(127)
 """
 
-# Metadata syscalls (chmod/chown/utimes/xattr families, io_uring) answered with EPERM, per
-# machine; elsewhere the Landlock layer is unavailable.
+# Syscalls answered with EPERM, per machine (elsewhere the Landlock layer is unavailable):
+# metadata changes Landlock does not cover, io_uring (it bypasses seccomp), and setsid/setpgid
+# (a process in a new session or group would escape the timeout's process-group kill).
 _SYSCALLS = {
     "x86_64": {
         "chmod": 90, "fchmod": 91, "chown": 92, "fchown": 93, "lchown": 94, "utime": 132,
         "setxattr": 188, "lsetxattr": 189, "fsetxattr": 190, "removexattr": 197,
         "lremovexattr": 198, "fremovexattr": 199, "utimes": 235, "fchownat": 260,
         "futimesat": 261, "fchmodat": 268, "utimensat": 280, "io_uring_setup": 425,
-        "fchmodat2": 452, "setxattrat": 463, "removexattrat": 466,
+        "fchmodat2": 452, "setxattrat": 463, "removexattrat": 466, "setsid": 112,
+        "setpgid": 109,
     },
     "aarch64": {
         "setxattr": 5, "lsetxattr": 6, "fsetxattr": 7, "removexattr": 14, "lremovexattr": 15,
         "fremovexattr": 16, "fchmod": 52, "fchmodat": 53, "fchownat": 54, "fchown": 55,
         "utimensat": 88, "io_uring_setup": 425, "fchmodat2": 452, "setxattrat": 463,
-        "removexattrat": 466,
+        "removexattrat": 466, "setsid": 157, "setpgid": 154,
     },
 }  # fmt: skip
+_SOCKET = {"x86_64": 41, "aarch64": 198}
+_SOCKET_FAMILIES = (1, 16)  # AF_UNIX, AF_NETLINK: everything else (inet, inet6, packet) refused
 _AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 _DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty")
-# Never readable inside, on top of the caller's hidden paths: raw devices, the shared /tmp.
-_ALWAYS_HIDDEN = (Path("/dev"), Path("/tmp"))
 
 
 def seccomp_supported() -> bool:
@@ -139,16 +144,18 @@ def abi_version() -> int:
     return max(int(abi), 0)
 
 
-def _allowed_below(root: Path, hidden: Sequence[Path]) -> list[str]:
+def _allowed_below(root: Path, hidden: Sequence[Path], listed: list[str]) -> list[str]:
     """``root`` itself, or its children recursively, so that no ``hidden`` path is covered.
 
     Landlock rules only add access, so a hidden path inside a readable tree is carved out
-    by granting each of its siblings instead of the tree.
+    by granting each of its siblings instead of the tree; the directories on the way get
+    list-only access (``listed``), so a worktree holding a masked ``.git`` stays listable.
     """
     if root in hidden:
         return []
     if not any(h.is_relative_to(root) for h in hidden):
         return [str(root)]
+    listed.append(str(root))
     out: list[str] = []
     try:
         children = sorted(root.iterdir())
@@ -156,16 +163,67 @@ def _allowed_below(root: Path, hidden: Sequence[Path]) -> list[str]:
         return out
     for child in children:
         if not child.is_symlink():
-            out += _allowed_below(child, hidden)
+            out += _allowed_below(child, hidden, listed)
     return out
 
 
-def _readable_roots(extra: Sequence[Path], hidden: Sequence[Path]) -> list[str]:
-    roots = _allowed_below(Path("/"), [*hidden, *_ALWAYS_HIDDEN])
-    # The interpreter, its environment and the command's own trees come back explicitly.
-    for p in (Path(sys.prefix), Path(sys.base_prefix), Path(sys.executable).parent, *extra):
-        roots.append(str(p))
-    return sorted(dict.fromkeys(roots))
+_LD_W_ABS, _JEQ, _JGE, _RET = 0x20, 0x15, 0x35, 0x06
+_ALLOW, _KILL = 0x7FFF0000, 0x80000000
+_EPERM, _EACCES = 0x00050001, 0x0005000D
+
+
+def seccomp_program(machine: str) -> list[tuple[int, int, int, int]]:
+    """The classic-BPF filter the launcher loads, as ``(code, jt, jf, k)`` instructions."""
+    denied = sorted(_SYSCALLS[machine].values())
+    # Symbolic program: ("jeq", k, label_true, label_false) with None meaning "next".
+    prog: list[tuple[str, int, str | None, str | None]] = [
+        ("ld", 4, None, None),  # seccomp_data.arch
+        ("jeq", _AUDIT_ARCH[machine], None, "kill"),
+        ("ld", 0, None, None),  # seccomp_data.nr
+        ("jge", 0x40000000, "kill", None),  # x32 ABI numbers
+        ("jeq", _SOCKET[machine], "socket", None),
+        *(("jeq", nr, "eperm", None) for nr in denied),
+        ("ret", _ALLOW, None, None),
+        ("label:socket", 0, None, None),
+        ("ld", 16, None, None),  # seccomp_data.args[0], the low word: the address family
+        *(("jeq", family, "allow", None) for family in _SOCKET_FAMILIES),
+        ("ret", _EACCES, None, None),
+        ("label:allow", 0, None, None),
+        ("ret", _ALLOW, None, None),
+        ("label:eperm", 0, None, None),
+        ("ret", _EPERM, None, None),
+        ("label:kill", 0, None, None),
+        ("ret", _KILL, None, None),
+    ]
+    labels: dict[str, int] = {}
+    code: list[tuple[str, int, str | None, str | None]] = []
+    for instr in prog:
+        if instr[0].startswith("label:"):
+            labels[instr[0][6:]] = len(code)
+        else:
+            code.append(instr)
+    out: list[tuple[int, int, int, int]] = []
+    for i, (name, k, on_true, on_false) in enumerate(code):
+        jt = 0 if on_true is None else labels[on_true] - i - 1
+        jf = 0 if on_false is None else labels[on_false] - i - 1
+        if name == "ld":
+            out.append((_LD_W_ABS, 0, 0, k))
+        elif name == "ret":
+            out.append((_RET, 0, 0, k))
+        else:
+            out.append((_JEQ if name == "jeq" else _JGE, jt, jf, k))
+    return out
+
+
+def _readable_roots(
+    readable: Sequence[Path], hidden: Sequence[Path]
+) -> tuple[list[str], list[str]]:
+    """The allow-list with every hidden path carved out: (readable roots, list-only dirs)."""
+    roots: list[str] = []
+    listed: list[str] = []
+    for root in [*readable, Path("/proc")]:
+        roots += _allowed_below(root, hidden, listed)
+    return sorted(dict.fromkeys(roots)), sorted(dict.fromkeys(listed))
 
 
 def launcher_argv(
@@ -174,16 +232,17 @@ def launcher_argv(
     readable: Sequence[Path],
     writable: Sequence[Path],
     hidden: Sequence[Path],
+    rlimits: Sequence[tuple[str, int]] = (),
 ) -> list[str]:
     """``python -I -S -c LAUNCHER cfg -- argv``: run ``argv`` under a fresh Landlock domain."""
-    machine = os.uname().machine
-    denied = sorted(_SYSCALLS[machine].values())
+    read, listed = _readable_roots(readable, hidden)
     cfg = {
-        "seccomp_arch": _AUDIT_ARCH[machine],
-        "seccomp_denied": denied,
+        "seccomp": seccomp_program(os.uname().machine),
         "min_abi": MIN_ABI,
-        "read": _readable_roots(readable, hidden),
+        "read": read,
+        "list": listed,
         "write": [str(p) for p in writable],
         "devices": list(_DEVICES),
+        "rlimits": [list(r) for r in rlimits],
     }
     return [sys.executable, "-I", "-S", "-c", LAUNCHER, json.dumps(cfg), "--", *argv]

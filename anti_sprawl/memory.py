@@ -4,24 +4,42 @@ A memory is retrievable data with a lifecycle risk (seed: context engineering, m
 a fact reaches a prompt: its source must be a known label, it must not have expired, its scope
 globs must overlap the node's scopes, and a ``model_inferred`` fact is shown as a hypothesis,
 never as a fact. ``load_memory`` reads the facts a user keeps in ``.anti-sprawl/memory.yaml``.
+
+That file is the user's, never repository content: a tracked (or symlinked) ``.anti-sprawl``
+refuses the whole run (``internal_state``), and the file itself is opened without following a
+link. Nothing in the tool writes memory, so a ``source`` label is only a claim: every fact
+reaches a prompt as untrusted data (``MEMORY_TRUST``), whatever label it carries.
 """
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from .errors import UsageError
+from .safe_fs import read_capped
 from .scopes import may_overlap
 
-__all__ = ["KNOWN_SOURCES", "MemoryFact", "MemoryScreen", "load_memory", "screen_memory"]
+__all__ = [
+    "KNOWN_SOURCES",
+    "MEMORY_TRUST",
+    "MemoryFact",
+    "MemoryScreen",
+    "load_memory",
+    "screen_memory",
+]
 
 KNOWN_SOURCES = ("user_stated", "system_record", "model_inferred")
+# Labels are claims made by whoever wrote the file; they rank facts, they never grant trust.
+MEMORY_TRUST: Final = "untrusted"
+MAX_MEMORY_BYTES = 1024 * 1024
 MemoryDrop = Literal["unknown_source", "expired", "out_of_scope"]
 
 
@@ -87,10 +105,23 @@ def screen_memory(
 def load_memory(path: Path) -> list[MemoryFact]:
     """Facts from a YAML file (``facts: [...]`` or a bare list); none when it does not exist."""
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        # O_NOFOLLOW: a link planted in place of the file is refused, never read through.
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
     except FileNotFoundError:
         return []
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+    except OSError as exc:
+        raise UsageError(f"cannot read memory file {path}: {exc.strerror}") from exc
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UsageError(f"memory file {path} is not a regular file")
+        raw = read_capped(fd, MAX_MEMORY_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(raw) > MAX_MEMORY_BYTES:
+        raise UsageError(f"memory file {path} is larger than {MAX_MEMORY_BYTES} bytes")
+    try:
+        data = yaml.safe_load(raw.decode("utf-8"))
+    except (UnicodeDecodeError, yaml.YAMLError) as exc:
         raise UsageError(f"cannot read memory file {path}: {exc}") from exc
     items = data.get("facts") if isinstance(data, dict) else data
     if items is None:

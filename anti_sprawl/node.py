@@ -31,6 +31,7 @@ from .redact import Redactor
 from .reducer import TaskResult, now, reduce, upstream_summary
 from .sandbox import SandboxPolicy, run_command
 from .scheduler import NodeOutcome
+from .secret_scan import staged_secrets
 from .tokens import TokenCounter
 from .worker import TestOutcome, WorkerContext, WorkerLimits, run_worker
 from .workspace import Workspace, commit
@@ -111,6 +112,11 @@ class NodeRunner:
         self._committed: dict[str, str] = {}  # task -> its commit, waiting to land
 
     def _emit(self, record: TaskResult) -> None:
+        # Every way out (run.json, result.json, PR.md, the verdict, --json, downstream
+        # prompts) reads this record: redact it in place, once, before anything sees it.
+        clean = self.opts.redactor.model(record)
+        for name in type(record).model_fields:
+            setattr(record, name, getattr(clean, name))
         self.journal.update(record)
         if self.opts.on_event:
             self.opts.on_event(record)
@@ -154,7 +160,11 @@ class NodeRunner:
         with (
             Workspace.create(self.repo, self.worktrees, name, tip, sparse=sparse) as ws,
             Firewall(
-                ws.path, read_scope, write_scope, deny=DEFAULT_DENY if deny is None else deny
+                ws.path,
+                read_scope,
+                write_scope,
+                deny=DEFAULT_DENY if deny is None else deny,
+                redact=self.opts.redactor,
             ) as firewall,
         ):
             upstream = [upstream_summary(self.journal.state.tasks[d]) for d in node.dependencies]
@@ -165,7 +175,9 @@ class NodeRunner:
                 prompt_node = node.model_copy(update={"read_scope": read_scope})
             # A firewall of its own: refusals while building the prompt (a binary file in
             # a read-scope directory) are not the worker's violations.
-            with Firewall(ws.path, read_scope, write_scope) as prompt_firewall:
+            with Firewall(
+                ws.path, read_scope, write_scope, redact=self.opts.redactor
+            ) as prompt_firewall:
                 prompt = assemble_worker_prompt(
                     plan=self.plan,
                     node=prompt_node,
@@ -211,9 +223,10 @@ class NodeRunner:
                 else:
                     code = final_tests.exit_code if final_tests else None
                     record.reason = "tests"
-                    record.message = f"tests failed after the audit (exit code {code})"
+                    limit = f"; {final_tests.limit}" if final_tests and final_tests.limit else ""
+                    record.message = f"tests failed after the audit (exit code {code}{limit})"
                 return "failed"
-            leaked = _added_secrets(ws, self.opts.redactor)
+            leaked = staged_secrets(ws, self.opts.redactor)
             if leaked:
                 reduce(record, result, ws, tip, None, checked.violations, final_tests)
                 record.status, record.reason = "failed", "secret"
@@ -228,7 +241,8 @@ class NodeRunner:
                 TRAILER_TASK: node.task_id,
                 TRAILER_TOKENS: f"{result.usage.total}/{node.token_budget}",
             }
-            message = f"{node.name}\n\n{summary}"
+            # The summary is the model's text: a token it copied must not reach the branch.
+            message = self.opts.redactor(f"{node.name}\n\n{summary}")
             # A node that changed nothing still leaves its one commit: git records what is done.
             sha = commit(ws, message, trailers, author=self.author, allow_empty=True)
             assert sha is not None
@@ -243,7 +257,8 @@ class NodeRunner:
         sha = self._committed.pop(task_id)
         record.status = "succeeded"
         # Kept beside the commit so a crash between landing and the journal loses nothing.
-        self.artifacts.put(task_id, "result.json", record.model_dump_json(indent=1))
+        clean = self.opts.redactor.model(record)
+        self.artifacts.put(task_id, "result.json", clean.model_dump_json(indent=1))
         try:
             record.commit = self.branch.land(sha, task_id)
         except RunError as exc:
@@ -283,15 +298,16 @@ class NodeRunner:
                 ws.path,
                 timeout=self.opts.test_timeout,
                 policy=self.opts.sandbox,
-                readable=[self.repo],
                 log_path=log,
                 env=self.opts.command_env,
+                redact=self.opts.redactor,
             )
             tail = "\n".join(res.output.splitlines()[-40:])
             return TestOutcome(
                 command=command,
                 exit_code=res.exit_code,
                 timed_out=res.timed_out,
+                limit=res.limit_detail,
                 tail=tail,
                 log=str(log),
                 layer=res.layer,
@@ -306,7 +322,7 @@ class NodeRunner:
             if n > 1:
                 _maybe_crash(self.opts, "after_llm_response", task_id)
             manifest = manifest_for_request(prompt, request, n=n)
-            save_manifest(self.journal.run_dir, manifest)
+            save_manifest(self.journal.run_dir, self.opts.redactor.model(manifest))
             record = self.journal.state.tasks[task_id]
             for item in manifest.items:
                 if item.hidden_chars:
@@ -324,17 +340,3 @@ def _root_files(repo: Path, commit: str) -> list[str]:
         if meta.split()[1] == "blob":
             files.append(name)
     return files
-
-
-def _added_secrets(ws: Workspace, redactor: Redactor) -> str:
-    """Orchestrator-side pre-commit scan (never repo hooks): secrets in the lines a node adds."""
-    ws.git(["add", "-A", *(["--sparse"] if ws.sparse is not None else [])])
-    diff = ws.git(["diff", "--cached", "--no-ext-diff", "--no-textconv", "-U0", "--no-color"])
-    path = ""
-    for line in diff.stdout.decode("utf-8", "replace").splitlines():
-        if line.startswith("+++ "):
-            path = line[6:] if line.startswith("+++ b/") else line[4:]
-        elif line.startswith("+") and redactor(line) != line:
-            kind = redactor(line).split("[REDACTED:", 1)[1].split("]", 1)[0]
-            return f"{kind} in {path}"
-    return ""

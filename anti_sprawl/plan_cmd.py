@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from .errors import UsageError
+from .internal_state import ensure_state_dir
 from .plan import read_user_file, save_plan
 from .planner import PlannerResult, plan_requirement
 from .providers.base import Provider
@@ -39,7 +40,7 @@ def read_requirement(requirement: str) -> str:
 
 def default_plan_path(repo: Path, plan_id: str) -> Path:
     """Where a plan goes without ``-o``: ``<repo>/.anti-sprawl/plans/<plan_id>.yaml``."""
-    return repo / ".anti-sprawl" / "plans" / f"{plan_id}.yaml"
+    return ensure_state_dir(repo) / "plans" / f"{plan_id}.yaml"
 
 
 def run_plan_command(
@@ -63,7 +64,7 @@ def run_plan_command(
     if (repo / ".git").exists():
         ensure_excluded(repo)  # planner manifests and default plan files never show in git
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-    manifest_dir = repo / ".anti-sprawl" / "planner" / stamp / "manifests"
+    manifest_dir = ensure_state_dir(repo) / "planner" / stamp / "manifests"
     result = plan_requirement(
         text,
         repo,

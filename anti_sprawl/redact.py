@@ -1,18 +1,25 @@
-"""Secret redaction at the provider boundary: nothing that looks like a key leaves the machine.
+"""The one redactor: every way out of the process passes secrets through it.
 
-Secret *files* never reach a prompt (the firewall refuses them); this is the second net for
-secrets inside ordinary files or tool output: the exact values of the secret-looking
-environment variables the CLI was started with (API keys included), and well-known token
-shapes (AWS, GitHub, Slack, OpenAI/Anthropic keys, private-key blocks, passwords in URLs).
-Each is replaced by ``[REDACTED:<type>]`` in every request before the provider sees it.
-Writing a placeholder back into a file is refused by the worker, so a real secret is never
-overwritten with its placeholder.
+Secret *files* never reach a prompt (the firewall refuses them); this is the net for secrets
+inside ordinary files, tool output, test logs, summaries and error messages: the exact values
+of the secret-looking environment variables the CLI was started with (API keys included), and
+the content shapes of the secret catalogue (cloud and forge tokens, private-key blocks in PEM,
+OpenSSH, PGP and PuTTY form, passwords in URLs). Each is replaced by ``[REDACTED:<kind>]``,
+the one placeholder format of the tool; ``http=True`` adds the shapes of HTTP credentials
+(``Authorization`` headers, bearer tokens) for provider error text. The same catalogue drives
+the pre-commit scan (``findings``), so what is redacted on the way out is also what a node may
+not commit. Writing a placeholder back into a file is refused by the worker, so a real secret
+is never overwritten with its placeholder.
 """
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, NamedTuple, TypeVar
+
+from pydantic import BaseModel
 
 from .providers.base import (
     AssistantMessage,
@@ -26,25 +33,87 @@ from .providers.base import (
     UserMessage,
 )
 
-__all__ = ["PLACEHOLDER", "RedactingProvider", "Redactor", "env_secrets"]
+__all__ = [
+    "PLACEHOLDER",
+    "SECRET_SHAPES",
+    "Finding",
+    "RedactingProvider",
+    "Redactor",
+    "env_secrets",
+    "placeholder",
+    "redact_data",
+]
 
 PLACEHOLDER = "[REDACTED:"
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.I)
 _MIN_VALUE = 8
-_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
+_END = r"(?:-----END {0}-----|\Z)"
+# The content half of the secret catalogue (path_rules.DEFAULT_DENY is the name half).
+SECRET_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (
+        "pgp-private-key",
+        re.compile(
+            r"-----BEGIN PGP PRIVATE KEY BLOCK-----[\s\S]*?" + _END.format("PGP PRIVATE KEY BLOCK")
+        ),
+    ),
     (
         "private-key",
         re.compile(
-            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)"
+            r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?" + _END.format("[A-Z0-9 ]*PRIVATE KEY")
         ),
     ),
+    (
+        "putty-private-key",
+        re.compile(r"PuTTY-User-Key-File-\d+:[^\n]*\n[\s\S]*?(?:Private-MAC:[^\n]*|\Z)"),
+    ),
     ("aws-access-key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b")),
+    (
+        "aws-secret-key",
+        re.compile(r"(?i)(?P<pre>aws_secret_access_key\"?\s*[:=]\s*[\"']?)[A-Za-z0-9/+=]{40}"),
+    ),
     ("github-token", re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})")),
+    ("gitlab-token", re.compile(r"\bglpat-[A-Za-z0-9_-]{20,}")),
     ("slack-token", re.compile(r"\bxox[abprs]-[A-Za-z0-9-]{10,}")),
+    ("slack-webhook", re.compile(r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,}")),
     ("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9_-]{20,}")),
     ("openai-key", re.compile(r"\bsk-(?:proj-)?[A-Za-z0-9_-]{20,}")),
+    ("stripe-key", re.compile(r"\b(?:sk|rk)_live_[A-Za-z0-9]{16,}")),
+    ("google-api-key", re.compile(r"\bAIza[A-Za-z0-9_-]{35}\b")),
+    ("npm-token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b")),
+    ("pypi-token", re.compile(r"\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{50,}")),
+    ("vault-token", re.compile(r"\bhv[sbr]\.[A-Za-z0-9_-]{24,}")),
+    ("huggingface-token", re.compile(r"\bhf_[A-Za-z0-9]{34,}\b")),
+    (
+        "jwt",
+        re.compile(r"\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}"),
+    ),
     ("url-password", re.compile(r"(?<=://)[^\s:/@]+:[^\s@/]+(?=@)")),
 )
+# HTTP credentials, for text that quotes a request (provider errors); too broad for code.
+_HTTP_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("bearer-token", re.compile(r"(?i)(?P<pre>\bbearer\s+)(?!\[REDACTED)[A-Za-z0-9._~+/=-]+")),
+    (
+        "api-key",
+        re.compile(
+            r"(?i)(?P<pre>\b(?:authorization|x-api-key|api[-_]key)\"?\s*[:=]\s*\"?)"
+            r"(?!\[REDACTED)[^\s\"',}]+"
+        ),
+    ),
+    ("api-key", re.compile(r"\bsk-[A-Za-z0-9_-]{8,}")),  # shorter than a real key: test keys
+)
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def placeholder(kind: str) -> str:
+    """The text that stands in for a redacted secret of ``kind``."""
+    return f"{PLACEHOLDER}{kind}]"
+
+
+class Finding(NamedTuple):
+    """One secret found in a text: its kind (``env`` for an exact value) and the value."""
+
+    kind: str
+    value: str
 
 
 def env_secrets(env: Mapping[str, str]) -> list[str]:
@@ -57,18 +126,57 @@ def env_secrets(env: Mapping[str, str]) -> list[str]:
 
 
 class Redactor:
-    """Replaces exact secret values and well-known secret shapes in text."""
+    """Replaces exact secret values and the catalogue's secret shapes in text."""
 
-    def __init__(self, values: Iterable[str] = ()):
-        self._values = [v for v in values if len(v) >= _MIN_VALUE]
+    def __init__(
+        self, values: Iterable[str] = (), *, min_value: int = _MIN_VALUE, http: bool = False
+    ):
+        self._values = sorted({v for v in values if len(v) >= min_value}, key=len, reverse=True)
+        self._shapes = SECRET_SHAPES + (_HTTP_SHAPES if http else ())
 
     def __call__(self, text: str) -> str:
         for value in self._values:
             if value in text:
-                text = text.replace(value, "[REDACTED:env]")
-        for kind, pattern in _PATTERNS:
-            text = pattern.sub(f"[REDACTED:{kind}]", text)
+                text = text.replace(value, placeholder("env"))
+        for kind, pattern in self._shapes:
+            text = pattern.sub(functools.partial(_replace, placeholder(kind)), text)
         return text
+
+    def findings(self, text: str) -> list[Finding]:
+        """Every secret in ``text``, in catalogue order (what ``__call__`` would replace)."""
+        out = [Finding("env", v) for v in self._values if v in text]
+        for kind, pattern in self._shapes:
+            for m in pattern.finditer(text):
+                pre = m.group("pre") if "pre" in pattern.groupindex else ""
+                out.append(Finding(kind, m.group(0)[len(pre or "") :]))
+        return out
+
+    def data(self, value: Any) -> Any:
+        """``value`` (JSON-like: dicts, lists, strings) with every string redacted."""
+        return redact_data(value, self)
+
+    def model(self, model: _M) -> _M:
+        """A copy of a pydantic model with every string inside it redacted.
+
+        Built with ``model_copy(update=...)``, not re-validation: a placeholder may be longer
+        than the secret it replaces, and a length limit must not turn redaction into a crash.
+        """
+        redacted: _M = self._value(model)
+        return redacted
+
+    def _value(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return self(value)
+        if isinstance(value, BaseModel):
+            fields = type(value).model_fields
+            return value.model_copy(update={k: self._value(getattr(value, k)) for k in fields})
+        if isinstance(value, list):
+            return [self._value(v) for v in value]
+        if isinstance(value, tuple):
+            return tuple(self._value(v) for v in value)
+        if isinstance(value, dict):
+            return {k: self._value(v) for k, v in value.items()}
+        return value
 
     def request(self, request: ModelRequest) -> ModelRequest:
         """A copy of ``request`` with every text field redacted."""
@@ -107,3 +215,22 @@ class RedactingProvider:
 
     def complete(self, request: ModelRequest) -> ModelResponse:
         return self.inner.complete(self.redactor.request(request))
+
+
+def redact_data(value: Any, redact: Callable[[str], str]) -> Any:
+    """``value`` (JSON-like: dicts, lists, strings) with ``redact`` applied to every string."""
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, dict):
+        return {k: redact_data(v, redact) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_data(v, redact) for v in value]
+    return value
+
+
+def _replace(stand_in: str, match: re.Match[str]) -> str:
+    """The placeholder for one match, keeping a ``pre`` group ("x-api-key: ") and the line
+    count, so line numbers in redacted logs and grep results still match the file."""
+    pre = match.group("pre") if "pre" in match.re.groupindex else ""
+    secret = match.group(0)[len(pre or "") :]
+    return (pre or "") + stand_in + "\n" * secret.count("\n")

@@ -29,7 +29,7 @@ def now() -> str:
 
 
 class TaskResult(BaseModel):
-    """What the run keeps of one node (ARCHITECTURE.md "TaskResult"), also its journal record."""
+    """What the run keeps of one node (docs/architecture.md, "TaskResult"), also its journal record."""
 
     task_id: str
     name: str = ""

@@ -3,7 +3,7 @@
 Listing uses ``git ls-files`` in a git work tree (so ``.gitignore`` and ``info/exclude`` hold),
 else a walk that honours the root ``.gitignore``. Directory symlinks are never followed.
 Secret files are dropped by name before anything else sees them, and a symlink is kept only
-when its real target is a non-secret regular file inside the root (SECURITY.md P2, P11, SL-1).
+when its real target is a non-secret regular file inside the root (docs/security.md P2, P11, SL-1).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ MAX_READ_BYTES = 512 * 1024
 BINARY_PROBE = 8192
 SKIP_DIRS = frozenset({".git", ".anti-sprawl", "node_modules", ".venv", "__pycache__"})
 _GIT_TIMEOUT = 120
-# SECURITY.md SL-1, plus the firewall's extra key and credential files; case-insensitive (P6).
+# docs/security.md SL-1, plus the firewall's extra key and credential files; case-insensitive (P6).
 # The firewall's own deny rules: one list of secret names for the whole tool.
 _DENY = DenyRules(DEFAULT_DENY, DEFAULT_ALLOW)
 
@@ -95,7 +95,7 @@ class RepoReader:
             return None
         try:
             st = os.fstat(fd)
-            # a hard link may alias a file outside the repo (SECURITY.md SL-10)
+            # a hard link may alias a file outside the repo (docs/security.md SL-10)
             if not stat.S_ISREG(st.st_mode) or st.st_size > max_bytes or st.st_nlink > 1:
                 return None
             data = safe_fs.read_capped(fd, max_bytes + 1)

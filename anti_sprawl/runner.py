@@ -12,11 +12,12 @@ from .branch import RunBranch, check_branch_name
 from .errors import UsageError
 from .gitcmd import GitError, run_git
 from .gitlocks import clean_stale_locks
+from .internal_state import ensure_state_dir
 from .journal import Journal, RepoLock, RunState, new_run_id, state_dir
 from .node import ABLATIONS, CRASH_POINTS, ExecuteOptions, NodeRunner
 from .plan import Plan
 from .reducer import TaskResult, now
-from .sandbox import probe_sandbox
+from .sandbox import probe_sandbox, umask_problem, unavailable_message
 from .scheduler import run_dag
 from .validate import validate
 from .workspace import ensure_excluded, remove_stale_worktrees
@@ -106,7 +107,7 @@ def _drive(run: NodeRunner, lock: RepoLock, already: list[str]) -> RunState:
             land=run.land,
         )
     finally:
-        remove_stale_worktrees(run.repo, run.worktrees)
+        remove_stale_worktrees(run.repo, run.worktrees, run.journal.state.run_id)
         state = _finish(run, lock)
         lock.release()
     return state
@@ -126,8 +127,11 @@ def execute(plan: Plan, repo: Path, opts: ExecuteOptions) -> RunState:
         base = _git_out(repo, ["rev-parse", "--verify", f"{base_ref}^{{commit}}"])
     except GitError:
         raise UsageError(f"unknown base revision: {base_ref}") from None
-    if probe_sandbox(opts.sandbox).layer is None:
-        raise UsageError("no sandbox layer works here for test commands (install bubblewrap)")
+    sandbox = probe_sandbox(opts.sandbox)
+    if sandbox.layer is None:
+        raise UsageError(unavailable_message(sandbox))
+    if problem := umask_problem(sandbox):
+        raise UsageError(problem)
     if base_ref == "HEAD":
         head = run_git(["symbolic-ref", "--quiet", "--short", "HEAD"], repo, check=False)
         base_branch = head.stdout.decode("utf-8", "replace").strip() or None
@@ -136,6 +140,8 @@ def execute(plan: Plan, repo: Path, opts: ExecuteOptions) -> RunState:
             ["show-ref", "--verify", "--quiet", f"refs/heads/{base_ref}"], repo, check=False
         )
         base_branch = base_ref if is_branch.returncode == 0 else None
+    # Before anything is written: the state directory must be ours, not repository content.
+    ensure_state_dir(repo)
     run_id = new_run_id(plan.plan_id)
     lock = RepoLock(repo)
     lock.acquire(run_id)
@@ -155,7 +161,7 @@ def execute(plan: Plan, repo: Path, opts: ExecuteOptions) -> RunState:
             sparse=opts.sparse,
             provider=opts.provider.name,
             model=opts.provider.model,
-            sandbox=probe_sandbox(opts.sandbox).detail,
+            sandbox=sandbox.policy,
             plan=plan,
             tasks={
                 t.task_id: TaskResult(
@@ -178,7 +184,13 @@ def execute(plan: Plan, repo: Path, opts: ExecuteOptions) -> RunState:
 def resume(run_id: str, repo: Path, opts: ExecuteOptions) -> RunState:
     """Continue an interrupted or failed run: git first, then only what is left."""
     repo = check_repo(repo)
+    ensure_state_dir(repo)
     journal = Journal.load(repo, run_id)
+    sandbox = probe_sandbox(opts.sandbox)
+    if sandbox.layer is None:
+        raise UsageError(unavailable_message(sandbox))
+    if problem := umask_problem(sandbox):
+        raise UsageError(problem)
     lock = RepoLock(repo)
     lock.acquire(run_id)
     try:
@@ -188,7 +200,7 @@ def resume(run_id: str, repo: Path, opts: ExecuteOptions) -> RunState:
         if not branch.exists():
             branch.create(state.base)
         worktrees = state_dir(repo) / "worktrees"
-        remove_stale_worktrees(repo, worktrees)
+        remove_stale_worktrees(repo, worktrees, run_id)
         landed = branch.landed_tasks()
         already: list[str] = []
         artifacts = journal.run_dir / "artifacts"
@@ -201,6 +213,7 @@ def resume(run_id: str, repo: Path, opts: ExecuteOptions) -> RunState:
             else:
                 record.status, record.skipped_because = "pending", None
         state.status = "running"
+        state.sandbox = sandbox.policy
         journal.save()
     except BaseException:
         lock.release()

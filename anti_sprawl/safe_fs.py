@@ -4,7 +4,7 @@
 ``openat2(2)`` (``RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS``) when the kernel has it, else by a
 component walk with ``O_NOFOLLOW`` and ``dir_fd`` that expands symlinks itself under the same
 rules (no absolute targets, no ``..`` above the root). The caller gets an fd, so nothing can be
-swapped between the check and the use (SECURITY.md P4). Errors are plain ``OSError``s.
+swapped between the check and the use (docs/security.md P4). Errors are plain ``OSError``s.
 """
 
 from __future__ import annotations

@@ -1,100 +1,79 @@
-"""Running a node's commands read-only, without network, with a scrubbed environment.
+"""Running a node's commands in an allow-list view, without network, within resource limits.
 
-File-tool rules do not bind a shell (SECURITY.md, P10), so commands run under an OS sandbox:
-bubblewrap when it works (an unprivileged uid in a user namespace with every capability
-dropped; new net/pid/ipc/uts namespaces; ``/`` read-only; private ``/tmp``; host secrets
-masked), else Landlock (:mod:`.landlock`), else nothing only when the user passed the
-explicit unsafe flag. The environment is built from an allow-list, never by filtering
-(SL-5). A timeout kills the whole process group; output is kept as head + tail.
+File-tool rules do not bind a shell (docs/security.md), so commands run under an OS sandbox
+described by one ``SandboxPolicy`` (:mod:`.sandbox_policy`: what is bound, masked, limited):
+bubblewrap by default (:mod:`.bwrap`), Landlock + seccomp only when the user opts in with
+``--sandbox landlock`` (:mod:`.landlock`, weaker: the run report lists what it does not block),
+and nothing at all only with the explicit unsafe flag. When the chosen layer does not work
+here, commands are refused with the install hint. The environment is built from an
+allow-list, never by filtering. A timeout or the output cap kills the whole process group;
+output is kept as head + tail, redacted, with the full (redacted) log on disk; a command that
+hit a resource limit says which in ``CommandResult.limit``.
 """
 
 from __future__ import annotations
 
 import os
-import pwd
 import shutil
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from . import landlock
+from .bwrap import bwrap_argv, rlimits
 from .errors import RunError
 from .execution import OutputCapture, execute
+from .plan import atomic_write_text
+from .sandbox_limits import LimitHit, handed_over, limit_hit
+from .sandbox_policy import (
+    SandboxLayer,
+    SandboxPolicy,
+    SandboxView,
+    build_view,
+    describe_policy,
+)
 
 __all__ = [
     "CommandResult",
     "Layer",
+    "LimitHit",
     "SandboxInfo",
+    "SandboxLayer",
     "SandboxPolicy",
     "SandboxUnavailable",
-    "hidden_paths",
     "probe_sandbox",
     "run_command",
     "sandbox_env",
+    "umask_problem",
+    "unavailable_message",
 ]
 
 Layer = Literal["bwrap", "landlock", "none"]
-SandboxLayer = Literal["bwrap", "landlock"]
-_BWRAP_UIDS = (65534, 1000)
+INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap)"
+_USERNS_UIDS = (65534, 1000)
 _PROBE_TIMEOUT = 15.0
 _DENIED_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
 _DENIED_PREFIXES = ("ANTHROPIC_", "OPENAI_", "AWS_", "GITHUB_", "GH_", "AZURE_", "GOOGLE_")
-_HOME_SECRETS = (
-    ".ssh",
-    ".aws",
-    ".gnupg",
-    ".netrc",
-    ".git-credentials",
-    ".docker",
-    ".kube",
-    ".npmrc",
-    ".pypirc",
-    ".azure",
-    ".password-store",
-    ".config/gh",
-    ".config/gcloud",
-    ".config/anti-sprawl",
-    ".local/share/keyrings",
-)
-_SYSTEM_SECRETS = ("/etc/shadow", "/etc/gshadow", "/etc/ssh", "/run", "/var/run")
 
 
 class SandboxUnavailable(RunError):
     """No sandbox layer works here and running unsandboxed was not allowed."""
 
 
-class SandboxPolicy(BaseModel):
-    """How commands are confined; built once from settings and passed down."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    allow_unsandboxed: bool = Field(
-        default=False, description="The user's explicit unsafe flag: run with no OS sandbox."
-    )
-    layers: tuple[SandboxLayer, ...] = Field(
-        default=("bwrap", "landlock"), description="Layers to try, strongest first."
-    )
-    output_limit: int = Field(
-        default=64 * 1024, ge=1024, description="Bytes of output kept (half head, half tail)."
-    )
-    env_allow: tuple[str, ...] = Field(
-        default=(), description="Extra variable names to pass through (secret-looking ones never)."
-    )
-
-
 class SandboxInfo(BaseModel):
-    """Which layer commands will use here, and why the stronger ones did not work."""
+    """Which layer commands will use here, what that exposes, and why others did not work."""
 
     layer: Layer | None
     detail: str
     tried: dict[str, str] = Field(default_factory=dict)
+    policy: str = ""  # describe_policy(): the line the run report prints
 
 
 class CommandResult(BaseModel):
@@ -109,6 +88,8 @@ class CommandResult(BaseModel):
     log_path: str | None
     layer: Layer
     seconds: float
+    limit: LimitHit | None = None
+    limit_detail: str = ""
 
 
 def _secret_like(name: str) -> bool:
@@ -144,60 +125,27 @@ def sandbox_env(
     return env
 
 
-def hidden_paths() -> list[Path]:
-    """Existing host paths that hold secrets or sockets; masked inside the sandbox."""
-    homes = {Path("/root"), Path(pwd.getpwuid(os.getuid()).pw_dir)}
-    candidates = [Path(p) for p in _SYSTEM_SECRETS]
-    candidates += [h / name for h in sorted(homes) for name in _HOME_SECRETS]
-    out = []
-    for p in candidates:
-        if p.is_symlink():
-            continue  # /var/run -> /run: masking the target covers it
-        if p.exists():
-            out.append(p)
-    return out
-
-
-def _bwrap_argv(
+def _wrap(
+    layer: Layer,
     argv: Sequence[str],
-    cwd: Path,
+    view: SandboxView,
     env: Mapping[str, str],
+    policy: SandboxPolicy,
     uid: int,
-    readable: Sequence[Path],
-    writable: Sequence[Path],
+    private_tmp: Path | None,
 ) -> list[str]:
-    bwrap = shutil.which("bwrap") or "bwrap"
-    out = [bwrap, "--unshare-user", "--uid", str(uid), "--gid", str(uid), "--cap-drop", "ALL"]
-    out += ["--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts"]
-    out += ["--die-with-parent", "--new-session", "--clearenv"]
-    out += ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--tmpfs", "/tmp"]
-    for p in hidden_paths():
-        out += ["--tmpfs", str(p)] if p.is_dir() else ["--ro-bind", "/dev/null", str(p)]
-    # /tmp is now empty: bring back the trees the command needs (tests keep repos in /tmp,
-    # and a fresh clone's virtualenv may live there too).
-    for p in dict.fromkeys([cwd, *readable, *_toolchain_under_tmp(env)]):
-        out += ["--ro-bind", str(p), str(p)]
-    for p in writable:
-        out += ["--bind", str(p), str(p)]
-    out += ["--chdir", str(cwd)]
-    for key, value in env.items():
-        out += ["--setenv", key, value]
-    return [*out, "--", *argv]
-
-
-def _toolchain_under_tmp(env: Mapping[str, str]) -> list[Path]:
-    """Interpreter prefixes and PATH entries that live under /tmp, which bwrap hides."""
-    tmp = Path("/tmp")
-    candidates = [sys.prefix, sys.base_prefix, env.get("VIRTUAL_ENV", "")]
-    candidates += env.get("PATH", "").split(os.pathsep)
-    out: list[Path] = []
-    for raw in candidates:
-        if not raw or not os.path.isabs(raw):
-            continue
-        path = Path(os.path.realpath(raw))
-        if path.is_dir() and path.is_relative_to(tmp) and path != tmp:
-            out.append(path)
-    return out
+    if layer == "bwrap":
+        return bwrap_argv(argv, view, env, policy.limits, uid, policy.bwrap_binary)
+    if layer == "landlock":
+        writable = [*view.writable, *([private_tmp] if private_tmp else [])]
+        return landlock.launcher_argv(
+            argv,
+            readable=view.readable,
+            writable=writable,
+            hidden=view.masked,
+            rlimits=rlimits(policy.limits),
+        )
+    return list(argv)
 
 
 _PROBE_SCRIPT = r"""
@@ -212,20 +160,21 @@ open(os.path.join(sys.argv[2], "probe"), "w").close()
 """
 
 _probe_lock = threading.Lock()
-_probed: dict[str, tuple[bool, str, int]] = {}
+_probed: dict[tuple[str, int, str], tuple[bool, str, int]] = {}
 
 
-def _probe(layer: SandboxLayer) -> tuple[bool, str, int]:
+def _probe(layer: SandboxLayer, policy: SandboxPolicy) -> tuple[bool, str, int]:
     """Run the escape checks inside ``layer`` once per process: (works, detail, uid)."""
+    key = (layer, policy.sandbox_uid, policy.bwrap_binary)
     with _probe_lock:
-        if layer not in _probed:
-            _probed[layer] = _probe_uncached(layer)
-        return _probed[layer]
+        if key not in _probed:
+            _probed[key] = _probe_uncached(layer, policy)
+        return _probed[key]
 
 
-def _probe_uncached(layer: SandboxLayer) -> tuple[bool, str, int]:
-    if layer == "bwrap" and shutil.which("bwrap") is None:
-        return False, "bwrap not installed", 0
+def _probe_uncached(layer: SandboxLayer, policy: SandboxPolicy) -> tuple[bool, str, int]:
+    if layer == "bwrap" and shutil.which(policy.bwrap_binary) is None:
+        return False, f"{policy.bwrap_binary} not installed", 0
     if layer == "landlock" and (abi := landlock.abi_version()) < landlock.MIN_ABI:
         return False, f"Landlock ABI {abi} < {landlock.MIN_ABI} (no network restriction)", 0
     if layer == "landlock" and not landlock.seccomp_supported():
@@ -234,59 +183,83 @@ def _probe_uncached(layer: SandboxLayer) -> tuple[bool, str, int]:
         ro, rw = Path(tmp, "ro"), Path(tmp, "rw")
         ro.mkdir()
         rw.mkdir()
+        for p in (Path(tmp), ro):
+            p.chmod(0o755)
         argv = [sys.executable, "-I", "-S", "-c", _PROBE_SCRIPT, str(ro), str(rw)]
         env = sandbox_env({})
+        view = build_view(policy, ro, argv[0], env, writable=[rw])
+        uids = (policy.sandbox_uid,) if os.geteuid() == 0 else _USERNS_UIDS
         problems: list[str] = []
-        for uid in _BWRAP_UIDS if layer == "bwrap" else (0,):
-            full = _wrap(layer, argv, ro, env, uid, [], [rw])
+        for uid in uids if layer == "bwrap" else (0,):
+            full = _wrap(layer, argv, view, env, policy, uid, None)
             try:
-                proc = subprocess.run(
-                    full, capture_output=True, timeout=_PROBE_TIMEOUT, env=env, check=False
-                )
+                with handed_over([rw], uid, layer):
+                    proc = subprocess.run(
+                        full, capture_output=True, timeout=_PROBE_TIMEOUT, env=env, check=False
+                    )
             except (OSError, subprocess.TimeoutExpired) as exc:
                 problems.append(f"{type(exc).__name__}: {exc}")
                 continue
             if proc.returncode == 0 and (rw / "probe").exists():
-                detail = (
-                    f"uid {uid}"
-                    if layer == "bwrap"
-                    else f"Landlock ABI {landlock.abi_version()} + seccomp"
-                )
-                return True, detail, uid
+                if layer == "bwrap":
+                    return True, f"bwrap, uid {uid}", uid
+                return True, f"landlock ABI {landlock.abi_version()} + seccomp", uid
             problems.append(proc.stderr.decode("utf-8", "replace").strip()[-300:] or "failed")
         return False, "; ".join(problems), 0
 
 
-def _wrap(
-    layer: Layer,
-    argv: Sequence[str],
-    cwd: Path,
-    env: Mapping[str, str],
-    uid: int,
-    readable: Sequence[Path],
-    writable: Sequence[Path],
-) -> list[str]:
-    if layer == "bwrap":
-        return _bwrap_argv(argv, cwd, env, uid, readable, writable)
-    if layer == "landlock":
-        return landlock.launcher_argv(
-            argv, readable=[cwd, *readable], writable=writable, hidden=hidden_paths()
-        )
-    return list(argv)
-
-
 def probe_sandbox(policy: SandboxPolicy | None = None) -> SandboxInfo:
-    """The strongest working layer under ``policy`` (for the run report)."""
+    """The layer ``policy`` asks for, if it works here (for the run report and the refusal)."""
     policy = policy or SandboxPolicy()
     tried: dict[str, str] = {}
     for layer in policy.layers:
-        works, detail, _uid = _probe(layer)
+        works, detail, _uid = _probe(layer, policy)
         tried[layer] = detail
         if works:
-            return SandboxInfo(layer=layer, detail=detail, tried=tried)
+            text = describe_policy(policy, layer)
+            return SandboxInfo(layer=layer, detail=detail, tried=tried, policy=text)
     if policy.allow_unsandboxed:
-        return SandboxInfo(layer="none", detail="UNSANDBOXED (explicitly allowed)", tried=tried)
+        return SandboxInfo(
+            layer="none",
+            detail="UNSANDBOXED (explicitly allowed)",
+            tried=tried,
+            policy=describe_policy(policy, "none"),
+        )
     return SandboxInfo(layer=None, detail="no sandbox layer works", tried=tried)
+
+
+def unavailable_message(info: SandboxInfo) -> str:
+    """Why commands are refused, with the install hint (one line)."""
+    tried = "; ".join(f"{k}: {v}" for k, v in info.tried.items()) or "none enabled"
+    return (
+        f"no sandbox for test commands ({tried}); {INSTALL_HINT}, or opt in to the weaker "
+        "'--sandbox landlock', or pass --allow-unsandboxed to run them unconfined (unsafe)"
+    )
+
+
+def umask_problem(info: SandboxInfo) -> str | None:
+    """Why worktrees made now would be unreadable by the sandbox user, if they would be."""
+    if info.layer != "bwrap" or os.geteuid() != 0:
+        return None
+    mask = os.umask(0o022)
+    os.umask(mask)
+    if mask & 0o005:
+        return (
+            f"the umask {mask:03o} makes new worktrees unreadable by the sandbox user; "
+            "run anti-sprawl with 'umask 022'"
+        )
+    return None
+
+
+def _readable_by_sandbox(view: SandboxView, layer: Layer, uid: int) -> None:
+    if layer != "bwrap" or os.geteuid() != 0:
+        return
+    mode = os.stat(view.workdir).st_mode
+    if mode & 0o005 != 0o005:
+        raise RunError(
+            f"{view.workdir} is not readable by the sandbox user (uid {uid}); anti-sprawl "
+            "must create worktrees under umask 022 (run it with 'umask 022')"
+        )
 
 
 def run_command(
@@ -299,52 +272,64 @@ def run_command(
     readable: Sequence[Path] = (),
     log_path: Path | None = None,
     env: Mapping[str, str] | None = None,
+    redact: Callable[[str], str] = str,
 ) -> CommandResult:
-    """Run ``argv`` in ``cwd`` under the strongest working sandbox layer.
+    """Run ``argv`` in ``cwd`` under the policy's sandbox layer.
 
-    Everything is read-only except ``writable``; ``readable`` adds trees the command must see
-    when they live under a hidden path such as ``/tmp``. ``env`` (default: this process's
-    environment) is only a source for the allow-list. Full output goes to ``log_path``.
+    The command sees the allow-list view (``build_view``): ``cwd`` read-only, the toolchain,
+    ``readable`` trees (masked like ``cwd``) and ``writable`` trees. ``env`` (default: this
+    process's environment) is only a source for the allow-list. Full output goes to
+    ``log_path``; both it and the returned output pass through ``redact`` first: the raw
+    stream is held in an unlinked temporary file, so no unredacted copy is ever on disk.
     """
     if not argv:
         raise RunError("empty command")
     info = probe_sandbox(policy)
     if info.layer is None:
-        tried = "; ".join(f"{k}: {v}" for k, v in info.tried.items()) or "none enabled"
-        raise SandboxUnavailable(
-            f"refusing to run {argv[0]!r} without a sandbox (tried {tried}); "
-            "allow unsandboxed commands explicitly to run anyway"
-        )
+        raise SandboxUnavailable(f"refusing to run {argv[0]!r}: " + unavailable_message(info))
     layer: Layer = info.layer
-    cwd = cwd.resolve()
     base = os.environ if env is None else env
     private = None if layer == "bwrap" else Path(tempfile.mkdtemp(prefix="anti-sprawl-tmp-"))
     home = "/tmp" if private is None else str(private)
     cmd_env = sandbox_env(base, home=home, allow=policy.env_allow)
-    uid = _probe(layer)[2] if layer != "none" else 0
-    rw = [p.resolve() for p in writable] + ([private] if private else [])
-    full = _wrap(layer, argv, cwd, cmd_env, uid, [p.resolve() for p in readable], rw)
+    uid = _probe(layer, policy)[2] if layer != "none" else 0
+    if layer == "none":  # the user's explicit unsafe choice: nothing to bind or mask
+        view = SandboxView(workdir=cwd.resolve(), writable=[p.resolve() for p in writable])
+    else:
+        view = build_view(policy, cwd, argv[0], cmd_env, readable=readable, writable=writable)
+    _readable_by_sandbox(view, layer, uid)
+    full = _wrap(layer, argv, view, cmd_env, policy, uid, private)
     cap_log: IO[bytes] | None = None
     start = time.monotonic()
     try:
         if log_path is not None:
-            log_path.parent.mkdir(parents=True, exist_ok=True)
-            cap_log = log_path.open("wb")
-        cap = OutputCapture(policy.output_limit, cap_log)
-        code, timed_out = execute(full, cwd, cmd_env, timeout, cap)
+            cap_log = tempfile.TemporaryFile(prefix="anti-sprawl-log-")  # noqa: SIM115
+        cap = OutputCapture(policy.output_limit, cap_log, policy.limits.output_bytes)
+        with handed_over(view.writable, uid, layer):
+            code, ended = execute(full, view.workdir, cmd_env, timeout, cap)
+        if cap_log is not None and log_path is not None:
+            cap_log.seek(0)
+            raw = cap_log.read().decode("utf-8", "replace")
+            atomic_write_text(log_path, redact(raw))
     finally:
         if cap_log is not None:
             cap_log.close()
         if private is not None:
             shutil.rmtree(private, ignore_errors=True)
+    output = redact(cap.text(log_path))
+    limit, detail = limit_hit(code, ended, output, policy.limits, timeout)
+    if detail:
+        output += f"\n[anti-sprawl: {detail}]\n"
     return CommandResult(
         argv=list(argv),
         exit_code=code,
-        timed_out=timed_out,
-        output=cap.text(log_path),
+        timed_out=ended == "timeout",
+        output=output,
         output_bytes=cap.total,
         truncated=cap.total > len(cap.head) + len(cap.tail),
         log_path=str(log_path) if log_path else None,
         layer=layer,
         seconds=round(time.monotonic() - start, 3),
+        limit=limit,
+        limit_detail=detail,
     )

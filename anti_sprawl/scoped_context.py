@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from .firewall import Firewall, FirewallError
 from .manifest import ContextItem, DroppedItem, ItemKind, Trust, make_item
-from .memory import MemoryFact
+from .memory import MEMORY_TRUST, MemoryFact
 from .outline import outline_file
 from .packing import ContextCandidate, PackResult, pack_context
 from .plan import TaskNode
@@ -183,8 +183,7 @@ def pack_optional(
             first[path] = stub if stub.item.tokens < full[path].item.tokens else full[path]
     mem: dict[str, tuple[MemoryFact, Part]] = {}
     for f in facts:
-        trust: Trust = "trusted" if f.source == "system_record" else "untrusted"
-        p = part("memory", memory_id(f), "memory", f.source, trust, render_memory(f))
+        p = part("memory", memory_id(f), "memory", f.source, MEMORY_TRUST, render_memory(f))
         mem.setdefault(p.item.item_id, (f, p))  # the same text twice is one item
     pass1 = [_candidate(p, _relevance(path, node)) for path, p in first.items()]
     pass1 += [_candidate(p, 1.0, _MEMORY_AUTHORITY[f.source]) for f, p in mem.values()]

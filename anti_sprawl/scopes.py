@@ -3,7 +3,7 @@
 A scope entry is a repo-relative POSIX path: a file (``orders/service.py``), a directory
 (``orders/`` — everything below it), or a glob where ``*`` and ``?`` never cross ``/`` and a
 whole ``**`` component crosses any number of them. Entries are matched component-wise, so
-``src/app`` never admits ``src/app2`` (the string-prefix bug in SECURITY.md, P1).
+``src/app`` never admits ``src/app2`` (the string-prefix bug in docs/security.md, P1).
 
 Matching uses ``pathspec`` (gitignore-style wildmatch, every entry anchored at the repo root); the
 pattern/pattern overlap test used by plan validation is a small product-automaton search

@@ -11,7 +11,7 @@ import shlex
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from .memory import MemoryFact
+from .memory import MEMORY_TRUST, MemoryFact
 from .plan import Plan, TaskNode
 from .trust import wrap_data
 
@@ -135,6 +135,5 @@ def render_upstream(up: UpstreamSummary) -> str:
 def render_memory(fact: MemoryFact) -> str:
     """One screened memory as a data block; model-inferred ones are labelled hypotheses."""
     label = "hypothesis (model-inferred, unverified)" if fact.source == "model_inferred" else "fact"
-    trust = "trusted" if fact.source == "system_record" else "untrusted"
     body = f"{label}; about: {', '.join(fact.scope)}\n{fact.text}"
-    return wrap_data("memory", fact.source, body, trust=trust)
+    return wrap_data("memory", fact.source, body, trust=MEMORY_TRUST)

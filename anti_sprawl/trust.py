@@ -6,7 +6,7 @@ or closes a reserved tag name (``data``, ``system``, ``file``, our section names
 backslash after it, so ``</data>`` becomes ``<\\/data>`` and ``<system>`` becomes
 ``<\\system>``. The scheme is a pure function of the text, which keeps prompts byte-stable for
 caching. Hidden Unicode (zero-width, bidi controls, tag characters) is counted, not removed:
-enforcement never depends on it, but the manifest flags it (SECURITY.md PI-7).
+enforcement never depends on it, but the manifest flags it (docs/security.md PI-7).
 """
 
 from __future__ import annotations

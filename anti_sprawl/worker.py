@@ -40,6 +40,7 @@ from .providers.base import (
     observe_usage,
 )
 from .providers.limits import cut_message
+from .redact import redact_data
 from .tokens import TokenCounter
 from .tools import WORKER_TOOLS, FinishArgs, tool_args_model
 from .trust import wrap_data
@@ -106,6 +107,7 @@ class TestOutcome(BaseModel):
     tail: str = ""
     log: str | None = None
     layer: str = ""
+    limit: str = ""  # which sandbox limit (probably) ended the run, in words; "" for none
 
     @property
     def passed(self) -> bool:
@@ -374,7 +376,8 @@ def _execute(ctx: WorkerContext, state: _State, name: str, args: Any) -> tuple[s
         run = ctx.run_tests(args.args)
         state.tests = run
         verdict = "passed" if run.passed else ("timed out" if run.timed_out else "failed")
-        head = f"tests {verdict} (exit code {run.exit_code}): {' '.join(run.command)}"
+        limit = f"; {run.limit}" if run.limit else ""
+        head = f"tests {verdict} (exit code {run.exit_code}{limit}): {' '.join(run.command)}"
         return ("ok" if run.passed else "failed"), f"{head}\n{run.tail}"
     raise AssertionError(f"unhandled tool {name}")  # tool_args_model covers every tool
 
@@ -393,8 +396,11 @@ def _observe(ctx: WorkerContext, state: _State, call: ToolCall, status: str, tex
 
 
 def _log(ctx: WorkerContext, state: _State, event: dict[str, Any]) -> None:
-    """Append to the transcript and save it: the whole transcript is on disk after every step."""
-    state.transcript.append(event)
+    """Append to the transcript and save it: the whole transcript is on disk after every step.
+
+    Redacted first: tool arguments and the model's text (a token it copied) are kept here.
+    """
+    state.transcript.append(redact_data(event, ctx.redact))
     text = json.dumps(state.transcript, indent=1, default=str)
     state.transcript_ref = ctx.artifacts.put(ctx.task_id, "transcript.json", text)
 

@@ -2,15 +2,17 @@
 
 A node works in its own worktree on a temporary branch ``anti-sprawl/wt/<name>`` under
 ``<repo>/.anti-sprawl/worktrees/``; the user's branch, index and working tree are never
-touched (ARCHITECTURE.md guarantee 5). Git always runs through :mod:`.gitcmd` (no hooks,
+touched (docs/architecture.md, guarantee 5). Git always runs through :mod:`.gitcmd` (no hooks,
 no repo-configured programs). The audit lives in :mod:`.audit`, stale git locks in
 :mod:`.gitlocks`; both are re-exported here.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import stat
 import subprocess
 import threading
 from collections.abc import Mapping, Sequence
@@ -189,12 +191,10 @@ def _remove_worktree(repo: Path, path: Path, branch: str) -> None:
 
 def _remove_worktree_locked(repo: Path, path: Path, branch: str) -> None:
     proc = run_git(["worktree", "remove", "--force", "--force", "--", str(path)], repo, check=False)
-    if proc.returncode != 0 and (path.exists() or path.is_symlink()):
-        # Not a registered worktree (or a half-created one): delete the directory itself.
-        if path.is_symlink() or not path.is_dir():
-            path.unlink()
-        else:
-            shutil.rmtree(path)
+    if proc.returncode != 0 and os.path.lexists(path):
+        # Not a registered worktree (or a half-created one): delete the entry itself, but
+        # only when its parent is a real directory, so a symlinked parent is never followed.
+        _remove_entry(path)
     run_git(["worktree", "prune"], repo)
     exists = run_git(
         ["rev-parse", "--verify", "--quiet", f"refs/heads/{branch}"], repo, check=False
@@ -203,20 +203,58 @@ def _remove_worktree_locked(repo: Path, path: Path, branch: str) -> None:
         run_git(["branch", "-D", "--", branch], repo)
 
 
-def remove_stale_worktrees(repo: Path, worktrees_dir: Path) -> list[Path]:
-    """Remove every leftover worktree under ``worktrees_dir`` and every orphan temp branch."""
+def _remove_entry(path: Path) -> None:
+    """Delete ``path`` (a link is unlinked, never followed) below a symlink-free parent."""
+    parent = path.parent
+    if os.path.realpath(parent) != os.path.abspath(parent):
+        raise RunError(f"refusing to delete {path}: its parent directory is reached via a symlink")
+    st = os.lstat(path)
+    if stat.S_ISDIR(st.st_mode):
+        shutil.rmtree(path)  # rmtree never follows links inside the tree
+    else:
+        path.unlink()
+
+
+def _registered_worktrees(repo: Path) -> list[tuple[Path, str]]:
+    """``(path, branch)`` of every worktree git knows about, from ``--porcelain -z``."""
+    out = run_git(["worktree", "list", "--porcelain", "-z"], repo).stdout
+    found: list[tuple[Path, str]] = []
+    path: Path | None = None
+    for field in out.decode("utf-8", "surrogateescape").split("\0"):
+        if field.startswith("worktree "):
+            path = Path(field[len("worktree ") :])
+        elif field.startswith("branch ") and path is not None:
+            found.append((path, field[len("branch ") :].removeprefix("refs/heads/")))
+        elif not field:
+            path = None
+    return found
+
+
+def remove_stale_worktrees(
+    repo: Path, worktrees_dir: Path, run_id: str | None = None
+) -> list[Path]:
+    """Remove this run's leftover worktrees and temp branches (every run's when no ``run_id``).
+
+    Only worktrees that ``git worktree list`` reports, directly under ``worktrees_dir`` and on
+    one of our temp branches, are removed: the directory is never listed or followed, so a
+    symlinked ``worktrees_dir`` cannot turn the cleanup into a delete elsewhere.
+    """
+    prefix = BRANCH_PREFIX + (f"{run_id}-" if run_id else "")
+    where = os.path.abspath(worktrees_dir)
     removed: list[Path] = []
-    if worktrees_dir.is_dir():
-        for entry in sorted(worktrees_dir.iterdir()):
-            _remove_worktree(repo, entry, BRANCH_PREFIX + entry.name)
-            removed.append(entry)
+    for path, branch in _registered_worktrees(repo):
+        if branch.startswith(prefix) and os.path.dirname(os.path.abspath(path)) == where:
+            _remove_worktree(repo, path, branch)
+            removed.append(path)
     with _worktree_lock(repo.resolve()):
         run_git(["worktree", "prune"], repo)
+    # for-each-ref patterns match whole components: list all temp branches, filter here.
     refs = run_git(
         ["for-each-ref", "--format=%(refname:short)", f"refs/heads/{BRANCH_PREFIX}"], repo
     )
     for branch in refs.stdout.decode("utf-8", "surrogateescape").split():
-        run_git(["branch", "-D", "--", branch], repo, check=False)
+        if branch.startswith(prefix):
+            run_git(["branch", "-D", "--", branch], repo, check=False)
     return removed
 
 

@@ -1,4 +1,4 @@
-"""The firewall test layout from SECURITY.md, built on the real filesystem, and its checks.
+"""The firewall test layout from docs/security.md, built on the real filesystem, and its checks.
 
 ``tmp/repo`` is the workspace (read scope ``src/**, docs/**``, write scope ``src/app/**``);
 ``tmp/outside`` holds ``secret`` (``CANARY-OUT``) and ``victim``; ``tmp/home`` is a fake home

@@ -350,7 +350,7 @@ def test_memory_is_screened_labelled_and_packed(repo: Path) -> None:
     reasons = sorted(d.reason for d in p.dropped if d.kind == "memory")
     assert reasons == ["expired", "out_of_scope", "unknown_source"]
     trusts = [i.trust for i in p.manifest_items if i.kind == "memory"]
-    assert trusts == ["trusted", "untrusted"]
+    assert trusts == ["untrusted", "untrusted"]  # a label never grants trust
 
 
 def test_scoped_files_lists_through_the_firewall_without_following_symlinks(repo: Path) -> None:

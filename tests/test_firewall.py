@@ -1,4 +1,4 @@
-"""The firewall against SECURITY.md's catalogue (F01-F40, SL-1, SL-4, SL-10, PI-6).
+"""The firewall against docs/security.md's catalogue (F01-F40, SL-1, SL-4, SL-10, PI-6).
 
 Real directories, symlinks, hard links, FIFOs and sockets; every test runs on both resolvers
 (openat2 and the O_NOFOLLOW walk). Every DENY also asserts that nothing changed anywhere and

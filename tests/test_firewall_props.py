@@ -1,6 +1,6 @@
 """Property tests: generated hostile paths never get past the firewall.
 
-The layout is SECURITY.md's plus a zoo of symlinks (to outside, to secrets, into /proc,
+The layout is docs/security.md's plus a zoo of symlinks (to outside, to secrets, into /proc,
 dangling, looping, up the tree) and a hard link to an outside file. For every generated
 (operation, path): outside and home are unchanged, nothing outside the write scope changed,
 no canary comes back, and whatever was allowed names a canonical path inside its scope.

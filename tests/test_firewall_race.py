@@ -1,4 +1,4 @@
-"""Check-then-use races (SECURITY.md F26, F27, P4) against a real concurrent swapper.
+"""Check-then-use races (docs/security.md F26, F27, P4) against a real concurrent swapper.
 
 A separate process (true parallelism, no GIL) keeps swapping a path between a real entry
 inside the workspace and a symlink to the outside directory, either atomically

@@ -133,11 +133,11 @@ def test_typed_errors_fix_retryability() -> None:
 )
 def test_redact_patterns(text: str, secret: str) -> None:
     out = redact(text)
-    assert secret not in out and "[REDACTED]" in out
+    assert secret not in out and "[REDACTED:" in out
 
 
 def test_redact_known_values() -> None:
-    assert redact("the key is hunter2-long", ["hunter2-long"]) == "the key is [REDACTED]"
+    assert redact("the key is hunter2-long", ["hunter2-long"]) == "the key is [REDACTED:env]"
     assert redact("nothing here") == "nothing here"
 
 

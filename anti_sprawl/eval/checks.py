@@ -157,7 +157,6 @@ def _tests_check(ev: Evidence) -> CheckOutcome | None:
             tree,
             timeout=ev.test_timeout,
             policy=ev.sandbox,
-            readable=[ev.repo],
             log_path=ev.root / "branch-tests.log",
             env=ev.command_env,
         )

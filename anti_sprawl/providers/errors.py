@@ -12,14 +12,14 @@
         └── ScriptExhausted                 the scripted model ran out not retryable
 
 Messages never contain API keys: the known key values and anything that looks like an
-``Authorization``/``x-api-key`` header or a bearer token are replaced by ``[REDACTED]``, in our
-error and in the SDK exception kept as its ``__cause__``.
+``Authorization``/``x-api-key`` header or a bearer token are replaced by ``[REDACTED:<kind>]``
+(the one redactor, ``anti_sprawl.redact``), in our error and in the SDK exception kept as its
+``__cause__``.
 """
 
 from __future__ import annotations
 
 import email.utils
-import re
 import time
 from collections.abc import Iterable, Mapping
 from types import ModuleType
@@ -42,13 +42,7 @@ __all__ = [
     "translate_sdk_error",
 ]
 
-REDACTED = "[REDACTED]"
 _MAX_MESSAGE = 500
-_SECRET_PATTERNS = (
-    re.compile(r"(?i)\b(authorization|x-api-key|api[-_]key)(\"?\s*[:=]\s*\"?)[^\s\"',}]+"),
-    re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]+"),
-    re.compile(r"\bsk-[A-Za-z0-9_-]{8,}"),
-)
 
 
 class ProviderFailure(ProviderError):
@@ -104,14 +98,10 @@ class ScriptExhausted(ProviderFailure):
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
-    """``text`` with known secret values and key-shaped substrings replaced by ``[REDACTED]``."""
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, REDACTED)
-    # Bearer tokens first, so "Authorization: Bearer X" loses X, not just the word "Bearer".
-    for pattern in _SECRET_PATTERNS[1:]:
-        text = pattern.sub(REDACTED, text)
-    return _SECRET_PATTERNS[0].sub(lambda m: f"{m.group(1)}{m.group(2)}{REDACTED}", text)
+    """``text`` with known secret values, HTTP credentials and key shapes redacted."""
+    from ..redact import Redactor  # here: redact.py imports the providers package
+
+    return Redactor(secrets, min_value=4, http=True)(text)
 
 
 def parse_retry_after(headers: Mapping[str, str] | None, now: float | None = None) -> float | None:
