@@ -1,14 +1,24 @@
-"""Artifacts: full tool outputs and transcripts kept on disk, referenced as ``artifact://``."""
+"""Artifacts: full tool outputs and transcripts kept on disk, referenced as ``artifact://``.
+
+``Observer`` turns a tool's output into what the model sees (redacted, long output stored
+here and shown compact, wrapped as untrusted data) and keeps the full text, so masking and
+the conversation digest (``digest.py``) can point at it later.
+"""
 
 from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from .plan import atomic_write_text
+from .providers.base import ToolCall, ToolResult
+from .trust import wrap_data
 
-__all__ = ["ArtifactStore", "Observation"]
+__all__ = ["ArtifactStore", "Kept", "Observation", "Observer", "Rendered", "call_source"]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 _KEY_LINE = re.compile(r"error|fail|assert|exception|traceback|denied|passed|warning", re.I)
@@ -65,3 +75,65 @@ class Observation:
     @staticmethod
     def masked(status: str, size: int, ref: str) -> str:
         return f"[{status}; earlier output masked to save context: {size} chars; full text: {ref}]"
+
+
+class Rendered(Protocol):
+    """What ``Observer.render`` needs of a tool's outcome (``loop.ToolOutcome``)."""
+
+    @property
+    def text(self) -> str: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def wrap(self) -> bool: ...
+
+
+@dataclass
+class Kept:
+    """A tool result in full, kept so masking and the digest can point at it."""
+
+    status: str
+    text: str
+    ref: str | None = None
+
+
+@dataclass
+class Observer:
+    """Renders tool output for the model: redacted, long output cut, wrapped as data.
+
+    With an artifact store, output over ``limit`` characters is stored in full and shown as
+    a compact summary with its reference; without one it is cut with a note.
+    """
+
+    task_id: str
+    limit: int
+    artifacts: ArtifactStore | None = None
+    redact: Callable[[str], str] = str
+    kept: dict[str, Kept] = field(default_factory=dict)
+
+    def render(self, call: ToolCall, outcome: Rendered) -> str:
+        text = self.redact(outcome.text)  # before it is kept, logged, stored or shown
+        kept = self.kept[call.id] = Kept(outcome.status, text)
+        if not outcome.wrap:
+            return text
+        if len(text) > self.limit:
+            if self.artifacts is not None:
+                kept.ref = self.artifacts.save(self.task_id, f"{call.name}-output", text)
+                text = Observation.compact(outcome.status, text, kept.ref)
+            else:
+                cut = len(text) - self.limit
+                text = text[: self.limit] + f"\n[... {cut} more characters not shown]"
+        # Tool output is data, never instructions: delimited, with delimiter look-alikes escaped.
+        return wrap_data(outcome.kind, call_source(call), text or "(empty)")
+
+    def error(self, call: ToolCall, text: str) -> ToolResult:
+        self.kept[call.id] = Kept("error", f"error: {text}")
+        return ToolResult(call_id=call.id, content=f"error: {text}", is_error=True)
+
+
+def call_source(call: ToolCall) -> str:
+    """How a call's output is labelled: the tool name and its path argument, if any."""
+    path = call.arguments.get("path") or call.arguments.get("source")  # move_file: its source
+    return f"{call.name} {path}" if isinstance(path, str) and path else call.name

@@ -203,6 +203,15 @@ MaxOutOpt = Annotated[
     ),
 ]
 JobsOpt = Annotated[int, typer.Option("--jobs", "-j", min=1, max=64, help="Nodes run at once.")]
+MaxTokensOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-tokens",
+        min=1,
+        help="Run-wide cap on tokens over every model call; the call that could cross it is "
+        "not made and the run ends interrupted (resume with a higher cap to finish).",
+    ),
+]
 UnsafeOpt = Annotated[
     bool,
     typer.Option(
@@ -305,6 +314,7 @@ def _run_options(
     branch: str | None = None,
     base: str | None = None,
     max_output_tokens: int | None = None,
+    max_tokens: int | None = None,
 ) -> Any:
     import os
 
@@ -320,6 +330,7 @@ def _run_options(
         sandbox=sandbox,
         crash_at=os.environ.get("ANTI_SPRAWL_CRASH_AT") or None,
         max_output_tokens=max_output_tokens,
+        max_tokens=max_tokens,
     )
 
 
@@ -412,6 +423,7 @@ def execute(
             "--sparse", help="Check out only each node's scopes and root files (large repos)."
         ),
     ] = False,
+    max_tokens: MaxTokensOpt = None,
     max_output_tokens: MaxOutOpt = None,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
@@ -424,21 +436,22 @@ def execute(
     as_json: JsonOpt = False,
 ) -> None:
     """Run a plan: one worktree, firewall and commit per node; leaves a branch and a PR body."""
-    from .plan import load_plan_data
-    from .runner import check_repo, uncommitted_changes
     from .runner import execute as run_execute
-    from .validate import validate as run_validation
+    from .runner import uncommitted_changes
 
-    check_repo(repo)
-    report = run_validation(load_plan_data(plan_file), _existing_dir(repo))
-    if report.plan is None or not report.valid:
-        first = report.errors[0].message if report.errors else "invalid plan"
-        raise UsageError(f"{plan_file} is not a valid plan: {first} (see 'anti-sprawl validate')")
-    plan = report.plan
+    plan = _plan_for(plan_file, repo)
     policy = _sandbox_policy(sandbox, sandbox_allow, sandbox_limit, allow_unsandboxed)
     chosen = _provider(provider, model, base_url, script)
     limit = _output_limit(max_output_tokens, chosen, base_url)
-    opts = _run_options(chosen, jobs, policy, branch=branch, base=base, max_output_tokens=limit)
+    opts = _run_options(
+        chosen,
+        jobs,
+        policy,
+        branch=branch,
+        base=base,
+        max_tokens=max_tokens,
+        max_output_tokens=limit,
+    )
     opts.sparse = sparse
     pending = uncommitted_changes(repo)
     if pending and base is None:
@@ -455,6 +468,20 @@ def execute(
 def resume(
     run_id: Annotated[str, typer.Argument(metavar="RUN_ID")],
     repo: RepoReq,
+    plan_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--plan",
+            help="An edited plan: nodes that did not succeed may get new budgets, goals and "
+            "scopes; succeeded nodes must keep their id, scopes and dependencies.",
+        ),
+    ] = None,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option(
+            "--max-tokens", min=1, help="New run-wide token cap (default: the run's own)."
+        ),
+    ] = None,
     jobs: JobsOpt = 2,
     max_output_tokens: MaxOutOpt = None,
     provider: ProviderOpt = None,
@@ -470,11 +497,27 @@ def resume(
     """Continue an interrupted run; nodes already on the branch are never redone."""
     from .runner import resume as run_resume
 
+    plan = _plan_for(plan_file, repo) if plan_file is not None else None
     policy = _sandbox_policy(sandbox, sandbox_allow, sandbox_limit, allow_unsandboxed)
     chosen = _provider(provider, model, base_url, script)
     limit = _output_limit(max_output_tokens, chosen, base_url)
-    opts = _run_options(chosen, jobs, policy, max_output_tokens=limit)
-    _run_and_report(lambda o: run_resume(run_id, repo, o), opts, as_json)
+    opts = _run_options(chosen, jobs, policy, max_tokens=max_tokens, max_output_tokens=limit)
+    source = str(plan_file) if plan_file is not None else ""
+    _run_and_report(lambda o: run_resume(run_id, repo, o, plan, source), opts, as_json)
+
+
+def _plan_for(plan_file: Path, repo: Path) -> Any:
+    """A plan file validated against ``repo``; an invalid one is the user's mistake (exit 2)."""
+    from .plan import load_plan_data
+    from .runner import check_repo
+    from .validate import validate as run_validation
+
+    check_repo(repo)
+    report = run_validation(load_plan_data(plan_file), _existing_dir(repo))
+    if report.plan is None or not report.valid:
+        first = report.errors[0].message if report.errors else "invalid plan"
+        raise UsageError(f"{plan_file} is not a valid plan: {first} (see 'anti-sprawl validate')")
+    return report.plan
 
 
 @app.command()

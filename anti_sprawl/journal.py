@@ -29,7 +29,9 @@ from pydantic import BaseModel, Field, ValidationError
 from .errors import UsageError
 from .internal_state import check_state_dir
 from .plan import Plan, atomic_write_text
+from .providers.base import Usage
 from .reducer import TaskResult, now
+from .replan import PlanRevision
 
 __all__ = ["Journal", "RepoLock", "RunState", "list_runs", "new_run_id", "state_dir"]
 
@@ -66,9 +68,17 @@ class RunState(BaseModel):
     provider: str = ""
     model: str = ""
     sandbox: str = ""
-    # The plan as validated at start: scopes are read from here on resume, never widened.
+    # The plan as validated at start: scopes are read from here on resume, never widened
+    # (``resume --plan`` may only change nodes that did not succeed; see replan.py).
     plan: Plan
     tasks: dict[str, TaskResult] = Field(default_factory=dict)
+    max_tokens: int | None = Field(default=None, description="The run's cap (--max-tokens).")
+    tokens: Usage = Field(
+        default_factory=Usage,
+        description="Every model call of the run, every attempt and session (what the cap counts).",
+    )
+    stopped_by: str | None = Field(default=None, description="Why the run was interrupted.")
+    revisions: list[PlanRevision] = Field(default_factory=list, description="resume --plan edits.")
 
 
 class Journal:

@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from .digest import DIGEST_HEADER
 from .errors import UsageError
 from .plan import TaskId, atomic_write_text
 from .providers.base import AssistantMessage, Message, ToolSpec, UserMessage, turn_text
@@ -210,13 +211,19 @@ def conversation_items(messages: Sequence[Message]) -> list[ContextItem]:
     """Items for what a conversation added after its first message.
 
     The model's own turns and tool results are untrusted ``observation`` items (a result's
-    source is the tool name plus its path argument); orchestrator messages are trusted
-    ``instruction`` items.
+    source is the tool name plus its path argument), and so is a digest of earlier turns
+    (it names paths the model chose); other orchestrator messages are trusted ``instruction``
+    items.
     """
+
     items: list[ContextItem] = []
     names: dict[str, str] = {}
     for i, message in enumerate(messages[1:], 1):
-        if isinstance(message, UserMessage):
+        if isinstance(message, UserMessage) and message.content.startswith(DIGEST_HEADER):
+            items.append(
+                make_item(f"digest:{i}", "observation", "digest", "untrusted", message.content)
+            )
+        elif isinstance(message, UserMessage):
             items.append(
                 make_item(f"message:{i}", "instruction", "anti-sprawl", "trusted", message.content)
             )

@@ -17,6 +17,7 @@ from pathlib import Path
 from .artifacts import ArtifactStore
 from .audit import audit
 from .branch import TRAILER_RUN, TRAILER_TASK, TRAILER_TOKENS, RunBranch
+from .budget import RunBudget
 from .context import AssembledPrompt, assemble_worker_prompt, manifest_for_request
 from .errors import RunError
 from .firewall import DEFAULT_DENY, Firewall
@@ -25,7 +26,7 @@ from .journal import Journal, RunState, state_dir
 from .manifest import save_manifest
 from .memory import load_memory
 from .plan import TaskNode
-from .providers.base import ModelRequest, Provider
+from .providers.base import ModelRequest, Provider, Usage
 from .providers.limits import default_output_limit
 from .redact import Redactor
 from .reducer import TaskResult, now, reduce, upstream_summary
@@ -76,6 +77,9 @@ class ExecuteOptions:
     context_window: int = 200_000
     # Output cap of one model response; None: the provider/model default (providers/limits.py).
     max_output_tokens: int | None = None
+    # Run-wide token cap over every model call (``--max-tokens``); on resume, None keeps the
+    # cap the run was started with.
+    max_tokens: int | None = None
 
 
 ABLATIONS = ("firewall", "clean-slate", "scoping")
@@ -110,6 +114,25 @@ class NodeRunner:
             opts.provider.name, opts.provider.model
         )
         self._committed: dict[str, str] = {}  # task -> its commit, waiting to land
+        self._tokens_lock = threading.Lock()
+        state = journal.state
+        self.run_budget = RunBudget(
+            state.max_tokens,
+            state.tokens,
+            on_charge=self._charged,
+            on_exhausted=self._exhausted,
+        )
+
+    def _charged(self, spent: Usage) -> None:
+        """After every model call: the run's total is on disk before the next one."""
+        with self._tokens_lock:
+            self.journal.state.tokens = self.run_budget.spent
+            self.journal.save()
+
+    def _exhausted(self, why: str) -> None:
+        """The run cap refused a call: start nothing more; the run ends interrupted."""
+        self.journal.state.stopped_by = why
+        self.opts.stop.set()
 
     def _emit(self, record: TaskResult) -> None:
         # Every way out (run.json, result.json, PR.md, the verdict, --json, downstream
@@ -204,6 +227,7 @@ class NodeRunner:
                 artifacts=self.artifacts,
                 counter=self.counter,
                 run_tests=tests,
+                run_budget=self.run_budget,
                 on_request=self._manifest_hook(prompt, node.task_id),
                 on_tool=lambda name: _maybe_crash(
                     self.opts, "mid_write" if name == "write_file" else "", node.task_id
@@ -239,7 +263,7 @@ class NodeRunner:
             trailers = {
                 TRAILER_RUN: self.journal.state.run_id,
                 TRAILER_TASK: node.task_id,
-                TRAILER_TOKENS: f"{result.usage.total}/{node.token_budget}",
+                TRAILER_TOKENS: f"{result.usage.total} (cap {node.token_budget} per call)",
             }
             # The summary is the model's text: a token it copied must not reach the branch.
             message = self.opts.redactor(f"{node.name}\n\n{summary}")

@@ -51,9 +51,16 @@ class TaskNode(BaseModel):
     )
     token_budget: int = Field(
         default=DEFAULT_TOKEN_BUDGET,
-        description="Input+output tokens over all of this node's model calls.",
+        description="Per-call cap: no model call of this node carries more than this many "
+        "tokens (its input plus the output it may produce). Older tool output is masked or "
+        "digested to stay under it; the node spends at most about "
+        "token_budget x (max_tool_calls + 2) in all.",
     )
-    max_tool_calls: int = Field(default=DEFAULT_MAX_TOOL_CALLS, description="Tool-call cap.")
+    max_tool_calls: int = Field(
+        default=DEFAULT_MAX_TOOL_CALLS,
+        description="Tool-call cap; model calls are capped at max_tool_calls + 2 "
+        "(turns without a tool call count too).",
+    )
     test_command: TestCommand = Field(
         default=None,
         description="What run_tests executes (argv list or a string split like a shell would).",

@@ -9,46 +9,36 @@ it is returned. Tokens are capped over the whole planning conversation.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from .errors import ProviderError, UsageError
+from .artifacts import Observer
+from .budget import Budget
+from .errors import UsageError
 from .firewall import Firewall, FirewallError, Violation
 from .gitcmd import run_git
+from .handlers import read_handlers, tool_table
+from .loop import Ending, Handler, Loop, Tool, ToolOutcome, ToolRefusal
 from .plan import Plan, atomic_write_text
 from .planner_prompt import (
     PromptPart,
     first_message_parts,
     planner_manifest,
     planner_system,
-    planner_tools,
+    submit_plan_spec,
 )
 from .planner_tools import (
+    OBSERVATION_CHARS,
     default_plan_id,
-    explore,
     feedback,
     missing_budgets,
     submission_data,
-    tool_error,
 )
-from .providers.base import (
-    INVALID_ARGUMENTS_KEY,
-    AssistantMessage,
-    Message,
-    ModelRequest,
-    ModelResponse,
-    Provider,
-    ToolCall,
-    ToolResult,
-    ToolResultMessage,
-    Usage,
-    UserMessage,
-    estimate_request_tokens,
-    observe_usage,
-)
+from .providers.base import ModelRequest, ModelResponse, Provider, ToolCall, Usage, UserMessage
 from .providers.limits import cut_message
 from .providers.scripted import PLANNER_TASK_ID, SUBMIT_PLAN_TOOL
 from .repofiles import list_repo_files
@@ -59,7 +49,6 @@ from .scope_assist import (
     expand_read_scopes,
     missing_test_warnings,
 )
-from .tokens import TokenCounter
 from .validate import Problem, Report, validate
 
 __all__ = ["NUDGE", "Outcome", "PlannerResult", "default_plan_id", "plan_requirement"]
@@ -161,6 +150,8 @@ def _head(repo: Path) -> str | None:
 
 @dataclass
 class _Session:
+    """The planner policy over the agent loop: explore, submit, repair."""
+
     requirement: str
     repo: Path
     provider: Provider
@@ -174,126 +165,115 @@ class _Session:
     manifest_dir: Path | None
     base: str | None
     max_output_tokens: int = MAX_OUTPUT_TOKENS
-    messages: list[Message] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)
-    counter: TokenCounter = field(default_factory=TokenCounter)
-    requests: int = 0
     tool_calls: int = 0
     rounds: int = 0
     nudges: int = 0
     report: Report | None = None
     manifests: list[Path] = field(default_factory=list)
     violations: list[Violation] = field(default_factory=list)
+    _seen: int = 0
 
     def __post_init__(self) -> None:
-        self.system = planner_system()
-        self.tools = planner_tools()
-        self.messages = [UserMessage(content="".join(p.text for p in self.parts))]
-        # every turn either spends a tool call or a round, or is one of a few nudges/refusals
-        self.max_requests = self.max_tool_calls + self.max_rounds + 2 * MAX_NUDGES
-
-    def run(self) -> PlannerResult:
-        while True:
-            if self.requests >= self.max_requests:
-                return self._fail("stalled", f"no valid plan after {self.requests} model calls")
-            request = self._fit()
-            if request is None:
-                left = self.token_budget - self.usage.total
-                return self._fail(
-                    "budget",
-                    f"the planner's token budget of {self.token_budget:,} is spent "
-                    f"({left:,} left, not enough for another call)",
-                )
-            self._save_manifest(request)
-            self.requests += 1
-            try:
-                response = self.provider.complete(request)
-            except ProviderError as exc:
-                return self._fail("provider", f"model call failed: {exc}")
-            self._account(request, response)
-            if self.usage.total > self.token_budget:
-                return self._fail(
-                    "budget",
-                    f"the planner used {self.usage.total:,} tokens, over its budget of "
-                    f"{self.token_budget:,}",
-                )
-            cut = response.stop_reason == "max_tokens"
-            if cut or not response.tool_calls:
-                self.nudges += 1
-                if self.nudges > MAX_NUDGES:
-                    return self._fail("stalled", "the model did not call submit_plan")
-                # A cut response's tool call is incomplete: never run it, say what happened.
-                text = cut_message(request.max_output_tokens, CUT_ADVICE) if cut else NUDGE
-                self.messages.append(UserMessage(content=text))
-                continue
-            results: list[ToolResult] = []
-            for call in response.tool_calls:
-                if call.name != SUBMIT_PLAN_TOOL:
-                    results.append(self._explore(call))
-                    continue
-                done = self._submit(call)
-                if done is not None:
-                    return done
-                results.append(feedback(call, self.report, self.rounds, self.max_rounds))
-                if self.rounds >= self.max_rounds:
-                    return self._fail(
-                        "invalid",
-                        f"the plan is still invalid after {self.rounds} submission(s)",
-                    )
-            self.messages.append(ToolResultMessage(results=results))
-
-    # -- model calls ---------------------------------------------------------------------
-
-    def _request(self, max_out: int) -> ModelRequest:
-        return ModelRequest(
-            system=self.system,
-            messages=list(self.messages),
-            tools=self.tools,
-            max_output_tokens=max(1, max_out),
+        explore = read_handlers(self.firewall)
+        tools = {
+            name: Tool(spec=tool.spec, args=tool.args, run=self._capped(tool.run))
+            for name, tool in tool_table(explore).items()
+        }
+        tools[SUBMIT_PLAN_TOOL] = Tool(spec=submit_plan_spec(), args=None, run=self._submit)
+        self.loop = Loop(
             task_id=PLANNER_TASK_ID,
-            call_id=f"{PLANNER_TASK_ID}-{self.requests}",
+            provider=self.provider,
+            system=planner_system(),
+            tools=tools,
+            budget=Budget(
+                total=self.token_budget,
+                max_output=self.max_output_tokens,
+                min_output=MIN_OUTPUT_TOKENS,
+            ),
+            # every turn either spends a tool call or a round, or is one of a few nudges/refusals
+            max_calls=self.max_tool_calls + self.max_rounds + 2 * MAX_NUDGES,
+            observer=Observer(PLANNER_TASK_ID, OBSERVATION_CHARS),
+            messages=[UserMessage(content="".join(p.text for p in self.parts))],
+            on_request=self._save_manifest,
         )
 
-    def _fit(self) -> ModelRequest | None:
-        """The next request with its output capped to what the budget leaves, or None."""
-        remaining = self.token_budget - self.usage.total
-        needed = estimate_request_tokens(self._request(self.max_output_tokens), self.counter)
-        max_out = min(self.max_output_tokens, remaining - needed)
-        return self._request(max_out) if max_out >= MIN_OUTPUT_TOKENS else None
+    def run(self) -> PlannerResult:
+        ending = self.loop.run(self)
+        if isinstance(ending.value, PlannerResult):
+            return ending.value
+        left = self.token_budget - self.loop.budget.spent.total
+        outcome: Outcome
+        message = ending.message
+        if ending.reason == "budget" and left >= 0:
+            outcome = "budget"
+            message = (
+                f"the planner's token budget of {self.token_budget:,} is spent "
+                f"({left:,} left, not enough for another call)"
+            )
+        elif ending.reason == "budget":
+            outcome = "budget"
+            message = (
+                f"the planner used {self.loop.budget.spent.total:,} tokens, over its budget "
+                f"of {self.token_budget:,}"
+            )
+        elif ending.reason == "calls":
+            outcome, message = "stalled", f"no valid plan after {self.loop.calls} model calls"
+        elif ending.reason in ("invalid", "stalled"):
+            outcome = ending.reason  # type: ignore[assignment]
+        else:
+            outcome, message = "provider", f"model call failed: {ending.message}"
+        return self._fail(outcome, message)
 
-    def _account(self, request: ModelRequest, response: ModelResponse) -> None:
-        self.usage = self.usage.plus(response.usage)
-        observe_usage(request, response.usage, self.counter)
-        cut = response.stop_reason == "max_tokens"
-        calls = [] if cut else response.tool_calls
-        self.messages.append(AssistantMessage(text=response.text, tool_calls=calls))
-        if calls:
-            self.nudges = 0
+    # -- the policy ----------------------------------------------------------------------
+
+    def text_turn(self, response: ModelResponse) -> str | Ending:
+        self.nudges += 1
+        if self.nudges > MAX_NUDGES:
+            return Ending("stalled", "the model did not call submit_plan")
+        return NUDGE
+
+    def cut_turn(self, max_output_tokens: int) -> str | Ending:
+        self.nudges += 1
+        if self.nudges > MAX_NUDGES:
+            return Ending("stalled", "the model's responses kept hitting the output limit")
+        return cut_message(max_output_tokens, CUT_ADVICE)
+
+    def before_tool(self, call: ToolCall) -> Ending | None:
+        self.nudges = 0
+        self._seen = len(self.firewall.violations)
+        return None
+
+    def after_tool(self, call: ToolCall, outcome: ToolOutcome | None) -> Ending | None:
+        # only the model's refused calls count; the orchestrator's own reads are not violations
+        self.violations += self.firewall.violations[self._seen :]
+        return None
+
+    def compactions(self) -> list[Callable[[], bool]]:
+        return []
+
+    def compact_early(self) -> None:
+        return None
+
+    def explain(self) -> str:
+        return f"the planner's budget is {self.token_budget:,} tokens over all its calls"
 
     # -- tools ---------------------------------------------------------------------------
 
-    def _explore(self, call: ToolCall) -> ToolResult:
-        if self.tool_calls >= self.max_tool_calls:
-            return tool_error(
-                call,
-                f"the cap of {self.max_tool_calls} exploration calls is reached; "
-                f"call {SUBMIT_PLAN_TOOL} with the whole plan now",
-            )
-        self.tool_calls += 1
-        seen = len(self.firewall.violations)
-        result = explore(self.firewall, call, [t.name for t in self.tools])
-        # only the model's refused calls count; the orchestrator's own reads are not violations
-        self.violations += self.firewall.violations[seen:]
-        return result
+    def _capped(self, run: Handler) -> Handler:
+        def capped(args: Any) -> ToolOutcome:
+            if self.tool_calls >= self.max_tool_calls:
+                raise ToolRefusal(
+                    f"the cap of {self.max_tool_calls} exploration calls is reached; "
+                    f"call {SUBMIT_PLAN_TOOL} with the whole plan now"
+                )
+            self.tool_calls += 1
+            return run(args)
 
-    def _submit(self, call: ToolCall) -> PlannerResult | None:
-        """Validate one submission; the final result when it is valid, else None."""
+        return capped
+
+    def _submit(self, raw: dict[str, Any]) -> ToolOutcome:
+        """Validate one submission: the planner's result when valid, else the errors."""
         self.rounds += 1
-        raw = call.arguments
-        if INVALID_ARGUMENTS_KEY in raw:
-            problem = Problem(code="schema", message="submit_plan arguments are not a JSON object")
-            self.report = Report(valid=False, errors=[problem])
-            return None
         data = submission_data(
             raw,
             requirement=self.requirement,
@@ -304,7 +284,12 @@ class _Session:
         report = validate(data, self.repo)
         self.report = report
         if not report.valid or report.plan is None:
-            return None
+            text = feedback(self.report, self.rounds, self.max_rounds)
+            ending = None
+            if self.rounds >= self.max_rounds:
+                message = f"the plan is still invalid after {self.rounds} submission(s)"
+                ending = Ending("invalid", message)
+            return ToolOutcome(text, status="error", wrap=False, ending=ending)
         plan, warnings = self._assist(report.plan, missing_budgets(raw))
         final = validate(plan, self.repo)
         if not final.valid or final.plan is None:  # assistance must never break a valid plan
@@ -312,7 +297,8 @@ class _Session:
             plan, final = report.plan, report
         warnings += [p.message for p in final.warnings]
         self.report = final
-        return self._result("planned", "", plan, warnings)
+        result = self._result("planned", "", plan, warnings)
+        return ToolOutcome("planned", wrap=False, ending=Ending("planned", value=result))
 
     def _assist(self, plan: Plan, missing: dict[str, set[str]]) -> tuple[Plan, list[str]]:
         files = list_repo_files(self.repo, max_files=MAX_LISTED_FILES).files
@@ -352,19 +338,19 @@ class _Session:
             plan=plan,
             report=report or self.report or Report(valid=False),
             rounds=self.rounds,
-            requests=self.requests,
+            requests=self.loop.calls,
             tool_calls=self.tool_calls,
-            usage=self.usage,
+            usage=self.loop.budget.spent,
             warnings=warnings,
             estimated_tokens=estimated_tokens(plan) if plan is not None else 0,
             violations=list(self.violations),
             manifest_paths=list(self.manifests),
         )
 
-    def _save_manifest(self, request: ModelRequest) -> None:
+    def _save_manifest(self, request: ModelRequest, n: int) -> None:
         if self.manifest_dir is None:
             return
-        manifest = planner_manifest(request, self.parts, n=self.requests)
-        path = self.manifest_dir / PLANNER_TASK_ID / f"{self.requests}.json"
+        manifest = planner_manifest(request, self.parts, n=n)
+        path = self.manifest_dir / PLANNER_TASK_ID / f"{n}.json"
         atomic_write_text(path, manifest.model_dump_json(indent=2) + "\n")
         self.manifests.append(path)

@@ -50,8 +50,9 @@ complete instructions for the worker, naming the files, functions and interfaces
 possible. Two tasks that the dependencies leave unordered must have disjoint write scopes.
 - read_scope: the other files the worker needs to read, as tight as possible. A task that \
 reads a file another task writes must depend on that task (directly or transitively).
-- token_budget (input+output tokens over all of the worker's model calls) and \
-max_tool_calls: small for small tasks. Leave them out to let the orchestrator estimate them \
+- token_budget (the cap on one model call of the worker: its input plus its output; \
+the worker's files and conversation must fit in it) and max_tool_calls (which bounds the \
+number of calls): small for small tasks. Leave them out to let the orchestrator estimate them \
 from the size of the task's scoped files.
 - test_command (optional, per task or once for the plan): the command that runs the tests.
 Paths are repository-relative POSIX paths: no leading '/', no '..', no '\\'. A directory \

@@ -8,20 +8,39 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field
 
 from .firewall import Violation
+from .providers.base import Usage
 from .sections import UpstreamSummary
 from .tools import FinishArgs
-from .worker import TestOutcome, TokenUsage, WorkerResult
+from .worker import TestOutcome, WorkerResult
 from .workspace import DiffStat, Workspace, diff, diffstat
 
-__all__ = ["Status", "TaskResult", "now", "reduce", "upstream_summary"]
+__all__ = ["Status", "TaskResult", "Tokens", "now", "reduce", "upstream_summary"]
 
 Status = Literal["pending", "running", "succeeded", "failed", "skipped"]
 MAX_DIFF_CHARS = 200_000
+
+
+_LEGACY_TOKENS = {
+    "input": "input_tokens",
+    "output": "output_tokens",
+    "cache_read": "cache_read_tokens",
+    "cache_write": "cache_write_tokens",
+}
+
+
+def _legacy_tokens(value: Any) -> Any:
+    """Journals written before the one usage type used short names: read them as ``Usage``."""
+    if isinstance(value, dict) and any(k in _LEGACY_TOKENS for k in value):
+        return {_LEGACY_TOKENS.get(k, k): v for k, v in value.items()}
+    return value
+
+
+Tokens = Annotated[Usage, BeforeValidator(_legacy_tokens)]
 
 
 def now() -> str:
@@ -41,7 +60,7 @@ class TaskResult(BaseModel):
     diffstat: DiffStat | None = None
     diff: str = ""
     commit: str | None = None
-    tokens: TokenUsage = Field(default_factory=TokenUsage)
+    tokens: Tokens = Field(default_factory=Usage, description="Charged over the last attempt.")
     token_budget: int = 0
     tool_calls: int = 0
     max_tool_calls: int = 0

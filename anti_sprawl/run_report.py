@@ -44,7 +44,7 @@ def _table(state: RunState, *, title: str) -> Table:
     table = Table(title=title, expand=False)
     table.add_column("task", overflow="fold")
     table.add_column("status", no_wrap=True)
-    table.add_column("tokens / budget", no_wrap=True, justify="right")
+    table.add_column("tokens (cap/call)", no_wrap=True, justify="right")
     table.add_column("calls", no_wrap=True, justify="right")
     table.add_column("blocked", no_wrap=True, justify="right")
     table.add_column("tests", no_wrap=True)
@@ -55,7 +55,7 @@ def _table(state: RunState, *, title: str) -> Table:
         table.add_row(
             escape(r.task_id),
             f"[{style}]{r.status}[/]",
-            f"{r.tokens.total:,} / {r.token_budget:,}",
+            _tokens_cell(r),
             f"{r.tool_calls}/{r.max_tool_calls}",
             str(len(r.violations)),
             tests,
@@ -91,16 +91,25 @@ def _details(r: TaskResult) -> list[str]:
     return out
 
 
+def _tokens_cell(r: TaskResult) -> str:
+    """A node's tokens over all its calls, and its per-call cap."""
+    return f"{r.tokens.total:,} ({r.token_budget:,}/call)"
+
+
 def _totals(state: RunState) -> str:
     tasks = list(state.tasks.values())
     counts = {s: sum(1 for t in tasks if t.status == s) for s in ("succeeded", "failed", "skipped")}
-    tokens = sum(t.tokens.total for t in tasks)
-    cached = sum(t.tokens.cache_read for t in tasks)
+    # The run's own total counts every attempt of every node; older journals only have the
+    # nodes' last attempts.
+    run = state.tokens
+    tokens = run.total or sum(t.tokens.total for t in tasks)
+    cached = run.cache_read_tokens if run.total else sum(t.tokens.cache_read_tokens for t in tasks)
+    cap = f" of --max-tokens {state.max_tokens:,}" if state.max_tokens else ""
     violations = sum(len(t.violations) for t in tasks)
     cut = sum(t.truncated_responses for t in tasks)
     return (
         f"{counts['succeeded']} succeeded, {counts['failed']} failed, {counts['skipped']} skipped; "
-        f"{tokens:,} tokens ({cached:,} cache reads); {violations} violations blocked"
+        f"{tokens:,} tokens{cap} ({cached:,} cache reads); {violations} violations blocked"
         + (f"; {cut} response{'s' if cut != 1 else ''} cut at the output limit" if cut else "")
     )
 
@@ -109,6 +118,11 @@ def render_verdict(state: RunState, console: Console) -> None:
     """The end-of-run table: per node succeeded / failed (why) / skipped (because of which)."""
     console.print(_table(state, title=f"run {state.run_id}: {state.status}"))
     console.print(_totals(state))  # prose wraps at the terminal's width; names below do not
+    if state.status == "interrupted" and state.stopped_by:
+        console.print(
+            f"interrupted: {escape(state.stopped_by)}; 'anti-sprawl resume {state.run_id}' "
+            "with a higher --max-tokens finishes it"
+        )
     console.print(f"branch: {state.branch}", soft_wrap=True)
     for task in state.plan.tasks:
         for line in _details(state.tasks[task.task_id]):
@@ -143,7 +157,7 @@ class Progress:
             self._shown[record.task_id] = record.status
             line = f"{record.task_id}: {_verdict_text(record)}"
             if record.status in ("succeeded", "failed"):
-                line += f" [{record.tokens.total:,}/{record.token_budget:,} tokens, {record.tool_calls} tool calls]"
+                line += f" [{_tokens_cell(record)} tokens, {record.tool_calls} tool calls]"
             self.console.print(escape(line), highlight=False, soft_wrap=True)
 
     def stop(self) -> None:
@@ -191,7 +205,7 @@ def pr_body(state: RunState) -> str:
         "",
         "## Nodes",
         "",
-        "| task | status | write scope | read scope | files changed | tokens / budget | tool calls | violations blocked | tests |",
+        "| task | status | write scope | read scope | files changed | tokens (cap/call) | tool calls | violations blocked | tests |",
         "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for task in plan.tasks:
@@ -210,7 +224,7 @@ def pr_body(state: RunState) -> str:
                     _md(", ".join(f"`{e}`" for e in task.write_scope)),
                     _md(", ".join(f"`{e}`" for e in task.read_scope) or "-"),
                     _md(", ".join(f"`{f}`" for f in r.files_changed) or "-"),
-                    f"{r.tokens.total:,} / {r.token_budget:,}",
+                    _tokens_cell(r),
                     f"{r.tool_calls} / {r.max_tool_calls}",
                     str(len(r.violations)),
                     tests,

@@ -17,6 +17,7 @@ from .journal import Journal, RepoLock, RunState, new_run_id, state_dir
 from .node import ABLATIONS, CRASH_POINTS, ExecuteOptions, NodeRunner
 from .plan import Plan
 from .reducer import TaskResult, now
+from .replan import check_revision
 from .sandbox import probe_sandbox, umask_problem, unavailable_message
 from .scheduler import run_dag
 from .validate import validate
@@ -76,12 +77,14 @@ def _finish(run: NodeRunner, lock: RepoLock) -> RunState:
     if run.opts.stop.is_set() and statuses != {"succeeded"}:
         # Interrupted: whatever did not land is left for `resume`, not reported as failed.
         state.status = "interrupted"
+        why = f"interrupted: {state.stopped_by}" if state.stopped_by else "interrupted"
         for record in state.tasks.values():
             if record.status != "succeeded":
                 record.status, record.skipped_because = "pending", None
-                record.reason, record.message = None, "interrupted"
+                record.reason, record.message = None, why
     else:
         state.status = "succeeded" if statuses == {"succeeded"} else "failed"
+    state.tokens = run.run_budget.spent
     run.journal.save()
     if state.status != "interrupted":
         from .run_report import write_pr_body
@@ -163,6 +166,7 @@ def execute(plan: Plan, repo: Path, opts: ExecuteOptions) -> RunState:
             model=opts.provider.model,
             sandbox=sandbox.policy,
             plan=plan,
+            max_tokens=opts.max_tokens,
             tasks={
                 t.task_id: TaskResult(
                     task_id=t.task_id,
@@ -181,11 +185,26 @@ def execute(plan: Plan, repo: Path, opts: ExecuteOptions) -> RunState:
     return _drive(NodeRunner(repo, journal, branch, opts), lock, [])
 
 
-def resume(run_id: str, repo: Path, opts: ExecuteOptions) -> RunState:
-    """Continue an interrupted or failed run: git first, then only what is left."""
+def resume(
+    run_id: str, repo: Path, opts: ExecuteOptions, plan: Plan | None = None, source: str = ""
+) -> RunState:
+    """Continue an interrupted or failed run: git first, then only what is left.
+
+    With ``plan`` (``resume --plan``), the run goes on with that plan: nodes already on the
+    run branch must keep their id, scopes and dependencies (UsageError naming the node),
+    the others take the new budgets, goals and scopes. ``opts.max_tokens`` replaces the run's
+    cap when given.
+    """
     repo = check_repo(repo)
     ensure_state_dir(repo)
     journal = Journal.load(repo, run_id)
+    if plan is not None:
+        report = validate(plan, repo)
+        if not report.valid:
+            first = report.errors[0].message
+            raise UsageError(
+                f"the plan is invalid against {repo}: {first} (run 'anti-sprawl validate')"
+            )
     sandbox = probe_sandbox(opts.sandbox)
     if sandbox.layer is None:
         raise UsageError(unavailable_message(sandbox))
@@ -212,7 +231,11 @@ def resume(run_id: str, repo: Path, opts: ExecuteOptions) -> RunState:
                 already.append(tid)
             else:
                 record.status, record.skipped_because = "pending", None
-        state.status = "running"
+        if plan is not None:
+            _revise(state, plan, already, source or "the new plan")
+        if opts.max_tokens is not None:
+            state.max_tokens = opts.max_tokens
+        state.status, state.stopped_by = "running", None
         state.sandbox = sandbox.policy
         journal.save()
     except BaseException:
@@ -221,3 +244,18 @@ def resume(run_id: str, repo: Path, opts: ExecuteOptions) -> RunState:
     opts.jobs = opts.jobs or state.jobs
     opts.sparse = opts.sparse or state.sparse
     return _drive(NodeRunner(repo, journal, branch, opts), lock, already)
+
+
+def _revise(state: RunState, plan: Plan, succeeded: list[str], source: str) -> None:
+    """Put ``plan`` in the journal in place of the run's plan, if the edit is allowed."""
+    revision = check_revision(state.plan, plan, succeeded, source)
+    state.revisions.append(revision)
+    state.plan = plan
+    tasks: dict[str, TaskResult] = {}
+    for node in plan.tasks:
+        record = state.tasks.get(node.task_id) or TaskResult(task_id=node.task_id)
+        if node.task_id not in succeeded:
+            record.name, record.token_budget = node.name, node.token_budget
+            record.max_tool_calls = node.max_tool_calls
+        tasks[node.task_id] = record
+    state.tasks = tasks

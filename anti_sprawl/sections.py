@@ -113,8 +113,8 @@ def render_brief(plan: Plan, node: TaskNode) -> str:
         f"Write scope (the only paths you may create or change):\n{_bullets(node.write_scope)}\n"
         f"Read scope (you may also read these):\n{_bullets(node.read_scope)}\n"
         f"Test command: {test}\n"
-        f"Caps: {node.token_budget:,} tokens over all your model calls; "
-        f"at most {node.max_tool_calls} tool calls.\n"
+        f"Caps: {node.token_budget:,} tokens per model call (older tool output is masked or "
+        f"digested to stay under it); at most {node.max_tool_calls} tool calls.\n"
         f"Depends on: {deps}\n"
     )
 

@@ -187,7 +187,10 @@ def _secret_entries(plan: Plan) -> Iterator[Problem]:
 def _budget_problems(plan: Plan) -> Iterator[Problem]:
     for t in plan.tasks:
         if t.token_budget <= 0 or t.token_budget > MAX_TOKEN_BUDGET:
-            msg = f"task '{t.task_id}' token_budget {t.token_budget} must be in 1..{MAX_TOKEN_BUDGET:,}"
+            msg = (
+                f"task '{t.task_id}' token_budget {t.token_budget} (the per-call token cap) "
+                f"must be in 1..{MAX_TOKEN_BUDGET:,}"
+            )
             yield _p("bad_budget", msg, [t.task_id])
         if t.max_tool_calls <= 0 or t.max_tool_calls > MAX_TOOL_CALLS:
             msg = f"task '{t.task_id}' max_tool_calls {t.max_tool_calls} must be in 1..{MAX_TOOL_CALLS}"

@@ -114,7 +114,7 @@ def test_adversarial_cases_record_blocked_violations(baseline: dict[str, CaseRes
 
 def test_planner_case_reports_planner_tokens_apart(baseline: dict[str, CaseResult]) -> None:
     result = baseline["planner-planned"]
-    assert result.planner_tokens is not None and result.planner_tokens.input > 0
+    assert result.planner_tokens is not None and result.planner_tokens.input_tokens > 0
     assert result.planner_tokens == result.planner_provider_tokens
     assert [t.task_id for t in result.tasks] == ["shout"]
 
@@ -128,10 +128,10 @@ def test_task_tokens_agree_with_the_provider_and_the_request_text(
     for result in baseline.values():
         for task in result.tasks:
             assert task.tokens == task.provider_tokens, (result.case, task.task_id)
-            assert task.recounted_input == task.tokens.input
+            assert task.recounted_input == task.tokens.input_tokens
             assert task.calls == task.recorded_calls == len(task.call_inputs)
     sample = baseline[SAMPLE]
-    assert sample.tokens.input > 50_000 and all(t.calls >= 3 for t in sample.tasks)
+    assert sample.tokens.input_tokens > 50_000 and all(t.calls >= 3 for t in sample.tasks)
 
 
 def test_tokens_equal_the_sum_over_the_scripted_providers_requests() -> None:
@@ -149,8 +149,8 @@ def test_tokens_equal_the_sum_over_the_scripted_providers_requests() -> None:
     for task in result.tasks:
         mine = [r for r in requests if r.task_id == task.task_id]
         assert len(mine) == task.calls
-        assert sum(raw_request_tokens(r) for r in mine) == task.tokens.input
-    assert result.tokens.input == sum(raw_request_tokens(r) for r in requests)
+        assert sum(raw_request_tokens(r) for r in mine) == task.tokens.input_tokens
+    assert result.tokens.input_tokens == sum(raw_request_tokens(r) for r in requests)
 
 
 def test_a_canary_in_a_read_scope_file_is_detected(tmp_path: Path) -> None:

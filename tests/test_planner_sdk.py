@@ -43,14 +43,15 @@ def no_sleep(seconds: float) -> None:
 
 def anthropic_submit(plan: dict[str, Any], call_id: str) -> dict[str, Any]:
     block = {"type": "tool_use", "id": call_id, "name": "submit_plan", "input": plan}
-    return anthropic_message([block], stop_reason="tool_use", msg_id=f"msg_{call_id}")
+    usage = {"input_tokens": 5000, "output_tokens": 300}  # more than our own count: charged
+    return anthropic_message([block], stop_reason="tool_use", usage=usage, msg_id=f"msg_{call_id}")
 
 
 def openai_submit(plan: dict[str, Any], call_id: str) -> dict[str, Any]:
     return openai_completion(
         tool_calls=[openai_tool_call(call_id, "submit_plan", json.dumps(plan))],
         finish_reason="tool_calls",
-        usage={"prompt_tokens": 900, "completion_tokens": 120, "total_tokens": 1020},
+        usage={"prompt_tokens": 6000, "completion_tokens": 400, "total_tokens": 6400},
     )
 
 
@@ -64,7 +65,7 @@ def test_anthropic_submit_plan_with_one_repair(server: FakeLLMServer, repo: Path
     assert result.ok and result.plan is not None
     assert result.plan.tasks[0].write_scope == ["app/core.py", "tests/test_core.py"]
     assert (result.rounds, result.requests) == (2, 2)
-    assert result.usage.input_tokens == 20 and result.usage.output_tokens == 10
+    assert result.usage.input_tokens == 10_000 and result.usage.output_tokens == 600
 
     first, second = (r.body for r in server.requests)
     tools = {t["name"]: t for t in first["tools"]}
@@ -87,7 +88,7 @@ def test_openai_submit_plan_with_one_repair(server: FakeLLMServer, repo: Path) -
     )
     result = plan_requirement("Tidy run()", repo, provider)
     assert result.ok and result.plan is not None and result.plan.plan_id == "sdk"
-    assert result.usage.input_tokens == 1800
+    assert result.usage.input_tokens == 12_000
 
     first, second = (r.body for r in server.requests)
     names = {t["function"]["name"] for t in first["tools"]}

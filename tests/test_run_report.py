@@ -52,7 +52,7 @@ def test_plain_progress_lines_when_not_a_terminal() -> None:
     progress.stop()
     lines = out.getvalue().splitlines()
     assert lines[0].startswith("a: succeeded")
-    assert lines[1] == "b: failed (budget): over budget [0/40,000 tokens, 0 tool calls]"
+    assert lines[1] == "b: failed (budget): over budget [0 (40,000/call) tokens, 0 tool calls]"
     assert lines[2] == "c: skipped: b failed"
 
 
@@ -64,7 +64,7 @@ def test_live_table_on_a_terminal() -> None:
     progress.event(s.tasks["a"])
     progress.stop()
     text = out.getvalue()
-    assert "tokens / budget" in text and "\x1b[" in text  # a rendered, styled table
+    assert "tokens (cap/call)" in text and "\x1b[" in text  # a rendered, styled table
     assert "skipped" in text
 
 

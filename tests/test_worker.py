@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,13 @@ import pytest
 
 from anti_sprawl.artifacts import ArtifactStore
 from anti_sprawl.firewall import Firewall
-from anti_sprawl.providers.base import SystemBlock, ToolResultMessage
+from anti_sprawl.providers.base import (
+    ModelRequest,
+    SystemBlock,
+    ToolResultMessage,
+    UserMessage,
+    raw_request_tokens,
+)
 from anti_sprawl.providers.scripted import Script, ScriptedProvider
 from anti_sprawl.worker import TestOutcome, WorkerContext, WorkerLimits, WorkerResult, run_worker
 
@@ -73,18 +80,27 @@ def test_small_edit_succeeds(root: Path, firewall: Firewall) -> None:
     assert result.tool_calls == 3
     assert result.calls == 3
     # usage equals what the provider reported for each recorded request
-    assert result.usage.input > 0 and result.usage.output > 0
+    assert result.usage.input_tokens > 0 and result.usage.output_tokens > 0
     assert result.transcript and artifacts.path(result.transcript).exists()
 
 
-def test_budget_stops_before_overrun(root: Path, firewall: Firewall) -> None:
-    turns = [{"tool": "read_file", "args": {"path": "docs/notes.md"}}] * 200
+def test_rereading_stays_under_the_cap_until_the_script_ends(
+    root: Path, firewall: Firewall
+) -> None:
+    turns = [{"tool": "read_file", "args": {"path": "docs/notes.md"}}] * 120
     result, provider, _ = run(root, firewall, turns, budget=3_000, max_tool_calls=500)
-    assert result.status == "failed"
-    assert result.reason == "budget"
-    assert result.usage.total <= 3_000
-    # and the sum of what the provider charged is what the worker counted
-    assert len(provider.requests) == result.calls
+    # the per-call cap holds for every request actually sent
+    assert all(fits(r, 3_000) for r in provider.requests)
+    assert len(provider.requests) == result.calls == 121  # the last one finds the script empty
+    assert (result.status, result.reason) == ("failed", "script")
+    # re-reading one file collapses into one digest line, so the digest does not grow: the
+    # last digest holds a single line for every call it covers (when the digest was last
+    # rebuilt depends on how many tokens the fixed prompt and tool schemas take)
+    digest = user_texts(provider.requests[-1])[1]
+    lines = [ln for ln in digest.splitlines() if ln.startswith("- calls ")]
+    assert len(lines) == 1, digest
+    first, last, times = map(int, re.findall(r"calls (\d+)-(\d+) \((\d+) times\)", lines[0])[0])
+    assert first == 1 and times == last >= 90
 
 
 def test_tool_call_cap(root: Path, firewall: Firewall) -> None:
@@ -176,7 +192,7 @@ def test_masking_when_the_conversation_nears_the_budget(root: Path, firewall: Fi
     turns = [{"tool": "read_file", "args": {"path": "docs/big.md"}}] * 4 + [FINISH]
     result, provider, _ = run(root, firewall, turns, budget=10_000)
     assert result.status == "succeeded", result.message
-    assert result.usage.total <= 10_000
+    assert all(fits(r, 10_000) for r in provider.requests)
     later = provider.requests[-1]
     masked = [
         r.content
@@ -186,3 +202,13 @@ def test_masking_when_the_conversation_nears_the_budget(root: Path, firewall: Fi
         if "masked" in r.content
     ]
     assert masked, "older observations should be masked near the budget"
+    assert result.masked == len(masked) and result.digests == 0
+
+
+def fits(request: ModelRequest, cap: int) -> bool:
+    """The request's input (our exact count: the scripted provider's) plus its output cap."""
+    return raw_request_tokens(request) + request.max_output_tokens <= cap
+
+
+def user_texts(request: ModelRequest) -> list[str]:
+    return [m.content for m in request.messages if isinstance(m, UserMessage)]

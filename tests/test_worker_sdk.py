@@ -56,8 +56,8 @@ def run(tmp_path: Path, provider: Provider) -> tuple[WorkerResult, Path]:
 
 def test_worker_edits_through_anthropic_sdk(tmp_path: Path, server: FakeLLMServer) -> None:
     usage = {
-        "input_tokens": 40,
-        "output_tokens": 12,
+        "input_tokens": 4000,
+        "output_tokens": 120,
         "cache_read_input_tokens": 300,
         "cache_creation_input_tokens": 0,
     }
@@ -87,9 +87,10 @@ def test_worker_edits_through_anthropic_sdk(tmp_path: Path, server: FakeLLMServe
     assert result.status == "succeeded", result.message
     assert "'hello'" in (repo / "src" / "app.py").read_text()
     assert len(server.requests) == 4  # the 429 was retried
-    assert result.usage.input == 3 * (40 + 300)  # cached tokens count as input
-    assert result.usage.output == 3 * 12
-    assert result.usage.cache_read == 3 * 300
+    assert result.usage.input_tokens == 3 * (4000 + 300)  # cached tokens count as input
+    assert result.usage.output_tokens == 3 * 120
+    assert result.usage.cache_read_tokens == 3 * 300
+    assert not result.usage.estimated  # the server's counts were the larger ones
     last = server.requests[-1].body
     assert last["system"][-1]["cache_control"] == {"type": "ephemeral"}
     assert last["tools"][-1]["cache_control"] == {"type": "ephemeral"}
@@ -99,8 +100,8 @@ def test_worker_edits_through_anthropic_sdk(tmp_path: Path, server: FakeLLMServe
 
 def test_worker_edits_through_openai_sdk(tmp_path: Path, server: FakeLLMServer) -> None:
     usage = {
-        "prompt_tokens": 50,
-        "completion_tokens": 9,
+        "prompt_tokens": 5000,
+        "completion_tokens": 90,
         "prompt_tokens_details": {"cached_tokens": 32},
     }
     calls = [
@@ -121,7 +122,38 @@ def test_worker_edits_through_openai_sdk(tmp_path: Path, server: FakeLLMServer) 
     result, repo = run(tmp_path, provider)
     assert result.status == "succeeded", result.message
     assert "'hello'" in (repo / "src" / "app.py").read_text()
-    assert (result.usage.input, result.usage.output, result.usage.cache_read) == (150, 27, 96)
+    assert (
+        result.usage.input_tokens,
+        result.usage.output_tokens,
+        result.usage.cache_read_tokens,
+    ) == (15000, 270, 96)
     last = server.requests[-1].body
     assert [m["role"] for m in last["messages"]][-2:] == ["assistant", "tool"]
     assert {t["function"]["name"] for t in last["tools"]} >= {"read_file", "edit_file", "finish"}
+
+
+def test_an_under_reporting_server_is_charged_what_we_measured(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """A server claiming 1 token per call cannot stretch a budget: our own count is charged."""
+    calls = [
+        ("c1", "read_file", {"path": "src/app.py"}),
+        ("c2", "edit_file", EDIT),
+        ("c3", "finish", {"summary": "hello() says hello"}),
+    ]
+    for call_id, name, args in calls:
+        body = openai_completion(
+            tool_calls=[openai_tool_call(call_id, name, json.dumps(args))],
+            finish_reason="tool_calls",
+            usage={"prompt_tokens": 1, "completion_tokens": 1},
+        )
+        server.enqueue(body)
+    provider = OpenAIProvider(
+        "gpt-test", api_key=KEY, base_url=f"{server.url}/v1", sleep=lambda s: None
+    )
+    result, _ = run(tmp_path, provider)
+    assert result.status == "succeeded", result.message
+    # each request carries the system prompt and tool schemas: hundreds of tokens, not one
+    assert result.usage.input_tokens > 3 * 300
+    assert result.usage.output_tokens > 3 * 5
+    assert result.usage.estimated

@@ -219,7 +219,7 @@ def score(ev: Evidence, out: list[str], leaks: list[Leak], cross: list[Leak]) ->
     if checks.min_violations is not None:
         ok = violations >= checks.min_violations
         results.append(CheckOutcome(name="min_violations", passed=ok, detail=f"{violations}"))
-    tokens_in = sum(t.tokens.input for t in ev.tasks)
+    tokens_in = sum(t.tokens.input_tokens for t in ev.tasks)
     tokens_all = sum(t.tokens.total for t in ev.tasks)
     if checks.max_input_tokens is not None:
         ok = tokens_in <= checks.max_input_tokens

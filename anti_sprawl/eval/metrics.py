@@ -11,7 +11,8 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field, computed_field
 
-from ..worker import TokenUsage
+from ..budget import total_usage
+from ..providers.base import Usage
 
 __all__ = [
     "Aggregate",
@@ -29,8 +30,8 @@ __all__ = [
 ]
 
 
-# Token counts: the worker's own model (``input`` includes cached tokens).
-Tokens = TokenUsage
+# Token counts: the one usage type (``input_tokens`` includes cached tokens).
+Tokens = Usage
 
 
 class TaskMetrics(BaseModel):
@@ -56,7 +57,9 @@ class TaskMetrics(BaseModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def agree(self) -> bool:
-        recount_ok = self.recounted_input is None or self.recounted_input == self.tokens.input
+        recount_ok = (
+            self.recounted_input is None or self.recounted_input == self.tokens.input_tokens
+        )
         same_calls = self.calls == self.recorded_calls
         return self.tokens == self.provider_tokens and recount_ok and same_calls
 
@@ -104,7 +107,7 @@ class CaseResult(BaseModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def tokens(self) -> Tokens:
-        return Tokens.sum([t.tokens for t in self.tasks])
+        return total_usage([t.tokens for t in self.tasks])
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -161,8 +164,8 @@ def aggregate(variant: str, results: Sequence[CaseResult]) -> Aggregate:
     tasks = [t for r in results for t in r.tasks]
     done = [t for t in tasks if t.status == "succeeded"]
     spent = [t for t in tasks if t.calls > 0]
-    tokens = Tokens.sum([t.tokens for t in tasks])
-    ok = Tokens.sum([t.tokens for t in done])
+    tokens = total_usage([t.tokens for t in tasks])
+    ok = total_usage([t.tokens for t in done])
     calls = sum(t.calls for t in tasks)
     firsts = [t.first_call_input for t in tasks if t.first_call_input is not None]
     passed = sum(r.passed for r in results)
@@ -170,9 +173,9 @@ def aggregate(variant: str, results: Sequence[CaseResult]) -> Aggregate:
     if done:
         n = len(done)
         per_done = Rates(
-            input=round(ok.input / n, 1),
-            output=round(ok.output / n, 1),
-            cached=round(ok.cache_read / n, 1),
+            input=round(ok.input_tokens / n, 1),
+            output=round(ok.output_tokens / n, 1),
+            cached=round(ok.cache_read_tokens / n, 1),
             total=round(ok.total / n, 1),
         )
     return Aggregate(
@@ -187,7 +190,7 @@ def aggregate(variant: str, results: Sequence[CaseResult]) -> Aggregate:
         tokens=tokens,
         tokens_per_succeeded_task=per_done,
         tokens_per_task=_mean(sum(t.tokens.total for t in spent), len(spent)),
-        input_per_call=_mean(tokens.input, calls),
+        input_per_call=_mean(tokens.input_tokens, calls),
         first_call_input=_mean(sum(firsts), len(firsts)),
         calls=calls,
         tool_calls=sum(t.tool_calls for t in tasks),

@@ -76,9 +76,9 @@ def _case_cells(r: CaseResult) -> list[str]:
         "pass" if r.passed else f"FAIL: {failed}",
         r.run_status,
         f"{ok}/{len(r.tasks)}",
-        f"{t.input:,}",
-        f"{t.output:,}",
-        f"{t.cache_read:,}",
+        f"{t.input_tokens:,}",
+        f"{t.output_tokens:,}",
+        f"{t.cache_read_tokens:,}",
         f"{sum(task.calls for task in r.tasks)}",
         f"{sum(task.tool_calls for task in r.tasks)}",
         f"{sum(task.violations for task in r.tasks)}",
@@ -131,7 +131,7 @@ def _planner_lines(variant: VariantResult) -> list[str]:
         if r.planner_tokens is not None:
             t = r.planner_tokens
             lines.append(
-                f"{variant.name} / {r.case}: planner {t.input:,} input / {t.output:,} output "
+                f"{variant.name} / {r.case}: planner {t.input_tokens:,} input / {t.output_tokens:,} output "
                 f"tokens (not in the task figures)"
             )
     return lines

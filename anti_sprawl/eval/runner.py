@@ -19,6 +19,7 @@ from pathlib import Path
 
 import yaml
 
+from ..budget import total_usage
 from ..errors import AntiSprawlError, UsageError
 from ..journal import RunState
 from ..plan import Plan
@@ -148,7 +149,7 @@ def _plan(
         manifest_dir=manifests,
         max_output_tokens=max_output_tokens,
     )
-    tokens = Tokens.of_usage(result.usage)
+    tokens = result.usage
     if not result.ok or result.plan is None:
         return None, tokens, f"planner: {result.outcome}: {result.message}"
     return result.plan, tokens, None
@@ -170,7 +171,7 @@ def _task_metrics(
                 status=record.status,
                 reason=record.reason,
                 tokens=record.tokens,
-                provider_tokens=Tokens.sum([Tokens.of_usage(u) for _, u in answered]),
+                provider_tokens=total_usage([u for _, u in answered]),
                 recounted_input=sum(raw_request_tokens(r) for r, _ in answered)
                 if recount
                 else None,
@@ -228,7 +229,7 @@ def _planner_seen(case: Case, calls: list[RecordedCall]) -> Tokens | None:
     if not case.uses_planner:
         return None
     usages = [c.usage for c in calls if c.request.task_id == PLANNER_TASK_ID]
-    return Tokens.sum([Tokens.of_usage(u) for u in usages if u is not None])
+    return total_usage([u for u in usages if u is not None])
 
 
 def run_case(

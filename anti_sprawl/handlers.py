@@ -1,0 +1,70 @@
+"""Tool handlers that act through a ``Firewall``, and the tool table built from them.
+
+The worker and the planner share the read-only ones (``read_file``, ``list_dir``, ``grep``);
+only the worker gets the writing ones. A firewall refusal is raised as ``FirewallError`` and
+answered by the loop's one dispatch, so the model sees the same refusal from either.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from . import change_tools
+from .change_tools import refuse_placeholder
+from .firewall import Firewall
+from .loop import Handler, Tool, ToolOutcome
+from .tools import WORKER_TOOLS, tool_args_model
+
+__all__ = ["read_handlers", "tool_table", "write_handlers"]
+
+
+def read_handlers(fw: Firewall) -> dict[str, Handler]:
+    """``read_file``, ``list_dir`` and ``grep`` on ``fw``'s readable files."""
+
+    def read_file(args: Any) -> ToolOutcome:
+        text = fw.read_text(args.path)
+        lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+        return ToolOutcome(text, kind="file", summary=f"{lines:,} lines, {len(text):,} chars")
+
+    def list_dir(args: Any) -> ToolOutcome:
+        entries = fw.list_dir(args.path)
+        lines = [f"{e.name}/" if e.kind == "dir" else e.name for e in entries]
+        text = "\n".join(lines) if lines else "(empty)"
+        return ToolOutcome(text, kind="listing", summary=f"{len(lines)} entries")
+
+    def grep(args: Any) -> ToolOutcome:
+        matches = fw.grep(args.pattern, args.path)
+        text = "\n".join(f"{m.path}:{m.line_no}: {m.line}" for m in matches) or "(no matches)"
+        return ToolOutcome(text, kind="search", summary=f"{len(matches)} matches")
+
+    return {"read_file": read_file, "list_dir": list_dir, "grep": grep}
+
+
+def write_handlers(fw: Firewall) -> dict[str, Handler]:
+    """``write_file``, ``edit_file``, ``delete_file`` and ``move_file`` in the write scope
+    (their logic: ``change_tools``)."""
+
+    def outcome(done: str) -> ToolOutcome:
+        return ToolOutcome(done, summary=done.splitlines()[0])
+
+    def edit_file(args: Any) -> ToolOutcome:
+        refuse_placeholder(args.new)
+        kept = fw.edit_text(args.path, args.old, args.new)
+        return outcome(f"edited {args.path}" + (f" ({kept})" if kept else ""))
+
+    return {
+        "write_file": lambda args: outcome(change_tools.write_file(fw, args)),
+        "edit_file": edit_file,
+        "delete_file": lambda args: outcome(change_tools.delete_file(fw, args)),
+        "move_file": lambda args: outcome(change_tools.move_file(fw, args)),
+    }
+
+
+def tool_table(handlers: Mapping[str, Handler]) -> dict[str, Tool]:
+    """One row per handler: the tool's contract schema and argument model (``tools.py``)."""
+    specs = {spec.name: spec for spec in WORKER_TOOLS}
+    return {
+        name: Tool(spec=specs[name], args=tool_args_model(name), run=run)
+        for name, run in handlers.items()
+    }
