@@ -159,6 +159,7 @@ def test_crlf_missing_final_newline_and_mode_survive(root: Path, firewall: Firew
     turns = [
         [
             {"tool": "read_file", "args": {"path": "app/win.txt"}},
+            {"tool": "read_file", "args": {"path": "app/win.txt", "start_line": 2, "end_line": 3}},
             {"tool": "edit_file", "args": {"path": "app/win.txt", "old": "two\n", "new": "2\n"}},
             {"tool": "write_file", "args": {"path": "app/bare.txt", "content": "alpha\ngamma\n"}},
             {"tool": "edit_file", "args": {"path": "app/run.sh", "old": "hi", "new": "bye"}},
@@ -175,6 +176,8 @@ def test_crlf_missing_final_newline_and_mode_survive(root: Path, firewall: Firew
         r.content for m in first.messages if isinstance(m, ToolResultMessage) for r in m.results
     ]
     assert "one\ntwo\nthree\n" in shown[0] and "\r" not in shown[0]  # the model sees \n
+    # a ranged read numbers the same lines (CRLF counts as one line break)
+    assert "app/win.txt lines 2-3 of 3\n2\ttwo\n3\tthree\n</data>" in shown[1]
     assert crlf.read_bytes() == b"x\r\ny\r\nz\r\n"
     assert bare.read_bytes() == b"alpha\ngamma"
     assert script.read_bytes() == b"#!/bin/sh\nexit 0\n"
@@ -192,6 +195,7 @@ def test_binary_and_non_utf8_files_refused_for_text_tools_but_move_and_delete(
     turns = [
         [
             {"tool": "read_file", "args": {"path": "app/logo.png"}},
+            {"tool": "read_file", "args": {"path": "app/logo.png", "start_line": 1, "end_line": 1}},
             {"tool": "write_file", "args": {"path": "app/logo.png", "content": "x"}},
             {"tool": "edit_file", "args": {"path": "app/latin1.txt", "old": "caf", "new": "t"}},
             {
@@ -208,7 +212,7 @@ def test_binary_and_non_utf8_files_refused_for_text_tools_but_move_and_delete(
     result, provider = run(root, firewall, turns)
     assert result.status == "succeeded"
     refusals = [o for o in observations(provider) if "binary or non-UTF-8" in o]
-    assert len(refusals) == 4
+    assert len(refusals) == 5
     assert "delete_file and move_file still work" in refusals[0]
     assert (root / "app/i.png").read_bytes() == b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"
     assert not (root / "app/latin1.txt").exists()

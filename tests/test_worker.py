@@ -101,6 +101,7 @@ def test_rereading_stays_under_the_cap_until_the_script_ends(
     assert len(lines) == 1, digest
     first, last, times = map(int, re.findall(r"calls (\d+)-(\d+) \((\d+) times\)", lines[0])[0])
     assert first == 1 and times == last >= 90
+    assert lines[0].startswith(f"- calls 1-{last} ({last} times), by you: read_file docs/")
 
 
 def test_tool_call_cap(root: Path, firewall: Firewall) -> None:
