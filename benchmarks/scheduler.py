@@ -46,7 +46,7 @@ PIECE_ROUNDS = 10
 SAMPLE = ROOT / "tasks" / "sample"
 TIMED_PYTEST = (
     "import time; t = time.perf_counter(); import sys, pytest; rc = pytest.main(sys.argv[1:]); "
-    "print(f'BENCH-TEST-SECONDS {time.perf_counter() - t:.6f}'); sys.exit(rc)"
+    "print('BENCH-TEST-SECONDS %.6f' % (time.perf_counter() - t)); sys.exit(rc)"
 )
 
 
