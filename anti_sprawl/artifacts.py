@@ -25,35 +25,60 @@ _KEY_LINE = re.compile(r"error|fail|assert|exception|traceback|denied|passed|war
 
 
 class ArtifactStore:
-    """Files under ``<run_dir>/artifacts/<task_id>/``; names are sanitized, never model paths."""
+    """Files under ``<run_dir>/artifacts/<task_id>/``; names are sanitized, never model paths.
+
+    ``written`` lists every reference this store wrote (or was told of with ``ref``): what a
+    node's attempt leaves behind. Numbered artifacts go on from the highest number already in
+    the task's directory, so a later attempt or session never overwrites an earlier one's.
+    """
 
     def __init__(self, root: Path):
         self.root = root
         self._lock = threading.Lock()
         self._counter: dict[str, int] = {}
+        self.written: list[str] = []
 
     def save(self, task_id: str, kind: str, text: str) -> str:
         """Store ``text`` as a new numbered artifact; returns its ``artifact://`` reference."""
         task = _UNSAFE.sub("_", task_id)
         with self._lock:
-            n = self._counter.get(task, 0) + 1
-            self._counter[task] = n
+            if task not in self._counter:
+                self._counter[task] = _highest_number(self.root / task)
+            n = self._counter[task] = self._counter[task] + 1
         name = f"{n:04d}-{_UNSAFE.sub('_', kind)}.txt"
         atomic_write_text(self.root / task / name, text)
-        return f"artifact://{task}/{name}"
+        return self.ref(task, name)
 
     def put(self, task_id: str, name: str, text: str) -> str:
         """Store (or overwrite) a named artifact, e.g. the transcript."""
         task = _UNSAFE.sub("_", task_id)
         safe = _UNSAFE.sub("_", name)
         atomic_write_text(self.root / task / safe, text)
-        return f"artifact://{task}/{safe}"
+        return self.ref(task, safe)
+
+    def ref(self, task_id: str, name: str) -> str:
+        """The reference of ``<task_id>/<name>`` (written here or by a command's log), noted in
+        ``written``."""
+        ref = f"artifact://{_UNSAFE.sub('_', task_id)}/{name}"
+        with self._lock:
+            if ref not in self.written:
+                self.written.append(ref)
+        return ref
 
     def path(self, ref: str) -> Path:
         rel = ref.removeprefix("artifact://")
         if ".." in rel.split("/"):
             raise ValueError(f"bad artifact reference {ref!r}")
         return self.root / rel
+
+
+def _highest_number(task_dir: Path) -> int:
+    """The highest ``NNNN-`` prefix among a task's artifacts (0 when there are none)."""
+    try:
+        names = [entry.name for entry in task_dir.iterdir()]
+    except OSError:
+        return 0
+    return max((int(n[:4]) for n in names if n[:4].isdigit() and n[4:5] == "-"), default=0)
 
 
 class Observation:

@@ -349,46 +349,37 @@ def _output_limit(flag: int | None, provider: Any, base_url: str | None) -> int:
     return default_output_limit(provider.name, provider.model, local_server=local)
 
 
-def _run_options(
-    provider: Any,
-    jobs: int,
-    sandbox: Any,
-    *,
-    branch: str | None = None,
-    base: str | None = None,
-    max_output_tokens: int | None = None,
-    max_tokens: int | None = None,
-) -> Any:
+# The test launcher's crash hook (tests/crash_launcher.py passes it to ``main``); never set by
+# the console script, and no environment variable sets it.
+_crash_hook: Callable[[str, str], None] | None = None
+
+
+def _run_and_report(
+    start: Callable[[Any], Any], provider: Any, settings: Any, as_json: bool
+) -> None:
+    """Run ``start(options)`` with live progress, the PR body and the verdict (or --json)."""
+    from .node import ExecuteOptions
     from .redact import Redactor, env_secrets
-    from .runner import ExecuteOptions
-
-    return ExecuteOptions(
-        provider=provider,
-        redactor=Redactor(env_secrets(os.environ)),
-        jobs=jobs,
-        branch=branch,
-        base=base,
-        sandbox=sandbox,
-        crash_at=os.environ.get("ANTI_SPRAWL_CRASH_AT") or None,
-        max_output_tokens=max_output_tokens,
-        max_tokens=max_tokens,
-    )
-
-
-def _run_and_report(start: Callable[[Any], Any], opts: Any, as_json: bool) -> None:
     from .run_report import Progress, render_verdict, write_pr_body
+    from .settings import RunHooks
 
     console = _stdout() if not as_json else Console(stderr=True, highlight=False)
     progress = Progress(console)
-    opts.on_event = progress.event
-    opts.on_start = progress.start
     written: list[Path] = []
 
     def pr_body(state: Any, paths: Any) -> None:
         write_pr_body(state, paths.pr_body)
         written.append(paths.pr_body)
 
-    opts.on_finish = pr_body
+    hooks = RunHooks(
+        on_start=progress.start, on_event=progress.event, on_finish=pr_body, crash=_crash_hook
+    )
+    opts = ExecuteOptions(
+        provider=provider,
+        settings=settings,
+        hooks=hooks,
+        redactor=Redactor(env_secrets(os.environ)),
+    )
     try:
         state = start(opts)
     finally:
@@ -486,23 +477,22 @@ def execute(
     """Run a plan: one worktree, firewall and commit per node; leaves a branch and a PR body."""
     from .runner import execute as run_execute
     from .runner import uncommitted_changes
+    from .settings import RunSettings
 
     plan = _plan_for(plan_file, repo)
     policy = _sandbox_policy(
         sandbox, sandbox_allow, sandbox_limit, allow_unsandboxed, allow_setup_network
     )
     chosen = _provider(provider, model, base_url, script)
-    limit = _output_limit(max_output_tokens, chosen, base_url)
-    opts = _run_options(
-        chosen,
-        jobs,
-        policy,
+    settings = RunSettings(
+        jobs=jobs,
         branch=branch,
         base=base,
+        sandbox=policy,
+        sparse=sparse,
         max_tokens=max_tokens,
-        max_output_tokens=limit,
+        max_output_tokens=_output_limit(max_output_tokens, chosen, base_url),
     )
-    opts.sparse = sparse
     pending = uncommitted_changes(repo)
     if pending and base is None:
         _stderr().print(
@@ -510,7 +500,7 @@ def execute(
             "run; it starts from HEAD",
             markup=False,
         )
-    _run_and_report(lambda o: run_execute(plan, repo, o), opts, as_json)
+    _run_and_report(lambda o: run_execute(plan, repo, o), chosen, settings, as_json)
 
 
 @app.command()
@@ -547,16 +537,21 @@ def resume(
 ) -> None:
     """Continue an interrupted run; nodes already on the branch are never redone."""
     from .runner import resume as run_resume
+    from .settings import RunSettings
 
     plan = _plan_for(plan_file, repo) if plan_file is not None else None
     policy = _sandbox_policy(
         sandbox, sandbox_allow, sandbox_limit, allow_unsandboxed, allow_setup_network
     )
     chosen = _provider(provider, model, base_url, script)
-    limit = _output_limit(max_output_tokens, chosen, base_url)
-    opts = _run_options(chosen, jobs, policy, max_tokens=max_tokens, max_output_tokens=limit)
+    settings = RunSettings(
+        jobs=jobs,
+        sandbox=policy,
+        max_tokens=max_tokens,
+        max_output_tokens=_output_limit(max_output_tokens, chosen, base_url),
+    )
     source = str(plan_file) if plan_file is not None else ""
-    _run_and_report(lambda o: run_resume(run_id, repo, o, plan, source), opts, as_json)
+    _run_and_report(lambda o: run_resume(run_id, repo, o, plan, source), chosen, settings, as_json)
 
 
 def _plan_for(plan_file: Path, repo: Path) -> Any:
@@ -723,8 +718,11 @@ for _info in app.registered_commands:
         _info.cls = _Command  # every command, without repeating cls= on each
 
 
-def main() -> None:
-    """Console-script entry point."""
+def main(crash: Callable[[str, str], None] | None = None) -> None:
+    """Console-script entry point. ``crash`` is for the test launcher only: it is called at
+    each of the run's crash points (settings.CRASH_POINTS) and may kill the process there."""
+    global _crash_hook
+    _crash_hook = crash
     app()
 
 

@@ -12,9 +12,10 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, Field
 
+from .errors import InternalError
 from .firewall import Violation
+from .lifecycle import FailReason, NodeStatus
 from .providers.base import Usage
-from .scheduler import NodeStatus
 from .sections import UpstreamSummary
 from .tools import FinishArgs
 from .worker import TestOutcome, WorkerResult
@@ -54,7 +55,7 @@ class TaskResult(BaseModel):
     task_id: str
     name: str = ""
     status: Status = "pending"
-    reason: str | None = None
+    reason: FailReason | None = None
     message: str = ""
     summary: FinishArgs | None = None
     files_changed: list[str] = Field(default_factory=list)
@@ -79,6 +80,54 @@ class TaskResult(BaseModel):
     attempts: int = 0
     started_at: str | None = None
     finished_at: str | None = None
+
+    # -- transitions (lifecycle.py draws them): the only places a status is set -------------
+
+    def start(self) -> None:
+        """A new attempt begins: running, numbered, with nothing of the last attempt's outcome
+        (its violations stay: the caller keeps what every attempt was refused)."""
+        self._expect("start", "pending", "failed")
+        self.status, self.attempts = "running", self.attempts + 1
+        self.started_at, self.finished_at = now(), None
+        self.reason, self.message, self.skipped_because = None, "", None
+        self.tokens, self.calls, self.tool_calls, self.truncated_responses = Usage(), 0, 0, 0
+        self.summary, self.tests, self.setup, self.transcript = None, None, None, None
+        self.commit, self.diff, self.diffstat, self.files_changed = None, "", None, []
+
+    def fail(self, reason: FailReason, message: str) -> None:
+        """The attempt (or its landing) failed, for ``reason``."""
+        self._expect("fail", "running")
+        self.status, self.reason, self.message, self.commit = "failed", reason, message, None
+
+    def skip(self, because: str) -> None:
+        """Never run: the dependency ``because`` failed."""
+        self._expect("skip", "pending")
+        self.status, self.skipped_because = "skipped", because
+        self.reason, self.message = "dependency_failed", f"skipped because {because} failed"
+
+    def interrupt(self, why: str) -> None:
+        """The node is not done and will run again (the run stopped before it was, or ``resume``
+        found no commit of it on the run branch): back to pending."""
+        self.status, self.skipped_because, self.commit = "pending", None, None
+        self.reason, self.message = None, why
+
+    def land(self, commit: str) -> None:
+        """The node's commit is on the run branch: done."""
+        self._expect("land", "running")
+        self.status, self.commit, self.reason, self.message = "succeeded", commit, None, ""
+
+    def recover(self, commit: str, message: str = "") -> None:
+        """``resume`` found the node's commit on the run branch although the journal missed it."""
+        self.status, self.commit, self.reason = "succeeded", commit, None
+        self.message, self.skipped_because = message, None
+        self.finished_at = self.finished_at or now()
+
+    def _expect(self, transition: str, *statuses: Status) -> None:
+        if self.status not in statuses:
+            raise InternalError(
+                f"task {self.task_id!r}: cannot {transition} a {self.status} node "
+                f"(only {', '.join(statuses)})"
+            )
 
 
 def upstream_summary(result: TaskResult) -> UpstreamSummary:

@@ -15,9 +15,11 @@ closed to them, and the lock is held until the process exits (the kernel frees i
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import shutil
 from pathlib import Path
 
+from .ablations import ABLATIONS
 from .branch import RunBranch, check_branch_name, refuse_checked_out
 from .errors import Interrupted, RunError, StorageError, UsageError
 from .essentials import check_first_prompts
@@ -26,12 +28,13 @@ from .gitlocks import clean_stale_locks
 from .internal_state import StateLayout
 from .interrupts import ctrl_c_stops
 from .journal import Journal, RepoLock, RunState, new_run_id
-from .node import ABLATIONS, CRASH_POINTS, ExecuteOptions, NodeRunner
+from .node import ExecuteOptions, NodeRunner
 from .plan import Plan
-from .reducer import TaskResult, now
+from .reducer import TaskResult
 from .replan import check_revision
 from .sandbox import probe_sandbox, umask_problem, unavailable_message
 from .scheduler import run_dag
+from .settings import CRASH_POINTS, RunHooks, RunSettings
 from .validate import validate
 from .workspace import ensure_excluded, remove_stale_worktrees
 
@@ -39,6 +42,8 @@ __all__ = [
     "ABLATIONS",
     "CRASH_POINTS",
     "ExecuteOptions",
+    "RunHooks",
+    "RunSettings",
     "check_repo",
     "execute",
     "resume",
@@ -72,14 +77,14 @@ def check_repo(repo: Path) -> Path:
     return top
 
 
-def _recover(saved: Path, record: TaskResult) -> TaskResult:
+def _recover(saved: Path, record: TaskResult, commit: str) -> TaskResult:
     """A node whose commit landed but whose journal entry was lost: rebuild its record."""
     try:
         recovered = TaskResult.model_validate_json(saved.read_text(encoding="utf-8"))
+        recovered.recover(commit, recovered.message)
     except (OSError, ValueError):
         recovered = record.model_copy()
-        recovered.message = "recovered from the run branch (details lost)"
-    recovered.status, recovered.finished_at = "succeeded", recovered.finished_at or now()
+        recovered.recover(commit, "recovered from the run branch (details lost)")
     return recovered
 
 
@@ -92,8 +97,7 @@ def _finish(run: NodeRunner) -> RunState:
         why = f"interrupted: {state.stopped_by}" if state.stopped_by else "interrupted"
         for record in state.tasks.values():
             if record.status != "succeeded":
-                record.status, record.skipped_because = "pending", None
-                record.reason, record.message = None, why
+                record.interrupt(why)
     else:
         state.status = "succeeded" if statuses == {"succeeded"} else "failed"
     state.tokens = run.run_budget.spent
@@ -103,8 +107,8 @@ def _finish(run: NodeRunner) -> RunState:
         run.stop_run(exc)
     run.journal.close()  # from here on, a straggling node thread writes nothing
     finished = state.status not in ("interrupted", "running") and run.stop_error is None
-    if finished and run.opts.on_finish:  # the views write PR.md, while the lock is held
-        run.opts.on_finish(state, run.journal.paths)
+    if finished and run.opts.hooks.on_finish:  # the views write PR.md, while the lock is held
+        run.opts.hooks.on_finish(state, run.journal.paths)
     return state
 
 
@@ -115,8 +119,8 @@ _HELD_UNTIL_EXIT: list[RepoLock] = []
 def _drive(run: NodeRunner, lock: RepoLock, already: list[str]) -> RunState:
     plan = run.plan
     deps = {t.task_id: list(t.dependencies) for t in plan.tasks}
-    if run.opts.on_start:
-        run.opts.on_start(run.journal.state)
+    if run.opts.hooks.on_start:
+        run.opts.hooks.on_start(run.journal.state)
     hint = f"'anti-sprawl resume {run.journal.state.run_id} --repo {run.repo}' finishes the run"
     try:
         with ctrl_c_stops(run.opts.stop) as ctrl_c:
@@ -124,13 +128,13 @@ def _drive(run: NodeRunner, lock: RepoLock, already: list[str]) -> RunState:
                 run_dag(
                     deps,
                     run.run_node,
-                    jobs=run.opts.jobs,
+                    jobs=run.settings.jobs,
                     already_succeeded=already,
                     order=[t.task_id for t in plan.tasks],
                     on_skip=run.skip,
                     stop=run.opts.stop,
                     land=run.land,
-                    grace=run.opts.stop_grace,
+                    grace=run.settings.stop_grace,
                 )
             finally:
                 _wind_up(run, lock)
@@ -175,13 +179,14 @@ def execute(plan: Plan, repo: Path, opts: ExecuteOptions) -> RunState:
         raise UsageError(
             f"the plan is invalid against {repo}: {first} (run 'anti-sprawl validate')"
         )
-    base_ref = opts.base or "HEAD"
+    settings = opts.settings
+    base_ref = settings.base or "HEAD"
     try:
         base = _git_out(repo, ["rev-parse", "--verify", f"{base_ref}^{{commit}}"])
     except GitError:
         raise UsageError(f"unknown base revision: {base_ref}") from None
     check_first_prompts(plan, repo, base)  # before any node spends a token
-    sandbox = probe_sandbox(opts.sandbox)
+    sandbox = probe_sandbox(settings.sandbox)
     if sandbox.layer is None:
         raise UsageError(unavailable_message(sandbox))
     if problem := umask_problem(sandbox):
@@ -194,7 +199,7 @@ def execute(plan: Plan, repo: Path, opts: ExecuteOptions) -> RunState:
             ["show-ref", "--verify", "--quiet", f"refs/heads/{base_ref}"], repo, check=False
         )
         base_branch = base_ref if is_branch.returncode == 0 else None
-    branch_name = opts.branch or f"anti-sprawl/{plan.plan_id}"
+    branch_name = settings.branch or f"anti-sprawl/{plan.plan_id}"
     check_branch_name(repo, branch_name)
     refuse_checked_out(repo, branch_name, "pass --branch NAME")
     # Before anything is written: the state directory must be ours, not repository content.
@@ -214,13 +219,13 @@ def execute(plan: Plan, repo: Path, opts: ExecuteOptions) -> RunState:
             base=base,
             base_branch=base_branch,
             branch=branch.name,
-            jobs=opts.jobs,
-            sparse=opts.sparse,
+            jobs=settings.jobs,
+            sparse=settings.sparse,
             provider=opts.provider.name,
             model=opts.provider.model,
             sandbox=sandbox.policy,
             plan=plan,
-            max_tokens=opts.max_tokens,
+            max_tokens=settings.max_tokens,
             tasks={
                 t.task_id: TaskResult(
                     task_id=t.task_id,
@@ -253,7 +258,7 @@ def resume(
 
     With ``plan`` (``resume --plan``), the run goes on with that plan: nodes already on the
     run branch must keep their id, scopes and dependencies (UsageError naming the node),
-    the others take the new budgets, goals and scopes. ``opts.max_tokens`` replaces the run's
+    the others take the new budgets, goals and scopes. ``settings.max_tokens`` replaces the run's
     cap when given.
     """
     repo = check_repo(repo)
@@ -269,7 +274,7 @@ def resume(
             raise UsageError(
                 f"the plan is invalid against {repo}: {first} (run 'anti-sprawl validate')"
             )
-    sandbox = probe_sandbox(opts.sandbox)
+    sandbox = probe_sandbox(opts.settings.sandbox)
     if sandbox.layer is None:
         raise UsageError(unavailable_message(sandbox))
     if problem := umask_problem(sandbox):
@@ -289,24 +294,30 @@ def resume(
         for tid, record in state.tasks.items():
             if landed.get(tid):
                 if record.status != "succeeded":
-                    state.tasks[tid] = _recover(artifacts / tid / "result.json", record)
-                    state.tasks[tid].commit = branch.task_commit(tid)
+                    saved = artifacts / tid / "result.json"
+                    commit = branch.task_commit(tid) or ""  # landed: it has one
+                    state.tasks[tid] = _recover(saved, record, commit)
                 already.append(tid)
-            else:
-                record.status, record.skipped_because = "pending", None
+            elif record.status != "pending":
+                record.interrupt(record.message)
         if plan is not None:
             _revise(state, plan, already, source or "the new plan")
-        if opts.max_tokens is not None:
-            state.max_tokens = opts.max_tokens
+        if opts.settings.max_tokens is not None:
+            state.max_tokens = opts.settings.max_tokens
         state.status, state.stopped_by = "running", None
         state.sandbox = sandbox.policy
         journal.save()
     except BaseException:
         lock.release()
         raise
-    opts.jobs = opts.jobs or state.jobs
-    opts.sparse = opts.sparse or state.sparse
-    return _drive(NodeRunner(repo, journal, branch, opts), lock, already)
+    # The journal fills what the caller left unset; the caller's settings stay as they were.
+    settings = dataclasses.replace(
+        opts.settings,
+        jobs=opts.settings.jobs or state.jobs,
+        sparse=opts.settings.sparse or state.sparse,
+    )
+    resumed = dataclasses.replace(opts, settings=settings)
+    return _drive(NodeRunner(repo, journal, branch, resumed), lock, already)
 
 
 def _revise(state: RunState, plan: Plan, succeeded: list[str], source: str) -> None:

@@ -19,14 +19,10 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Literal
 
-__all__ = ["DagScheduler", "NodeStatus", "NodeVerdict", "run_dag", "topological_order"]
+from .lifecycle import NodeStatus, NodeVerdict
 
-# Where a node stands in a run; the journal's TaskResult.status speaks the same words.
-NodeStatus = Literal["pending", "running", "succeeded", "failed", "skipped"]
-# What running (or landing) one node came to.
-NodeVerdict = Literal["succeeded", "failed"]
+__all__ = ["DagScheduler", "run_dag", "topological_order"]
 
 
 class DagScheduler:

@@ -29,6 +29,7 @@ from .digest import Compactor
 from .firewall import Firewall, Violation
 from .handlers import read_handlers, tool_table, write_handlers
 from .ids import FINISH_TOOL
+from .lifecycle import WorkerFailure
 from .loop import Ending, Loop, ToolOutcome, Transcript
 from .providers.base import (
     ModelRequest,
@@ -53,9 +54,8 @@ __all__ = [
     "run_worker",
 ]
 
-Reason = Literal[
-    "finished", "budget", "max_tokens", "calls", "tool_calls", "script", "provider", "stopped"
-]
+# How the loop ended: a finish, or one of the worker's failures (lifecycle.FailReason).
+Reason = Literal["finished"] | WorkerFailure
 CONTINUE_PROMPT = "Continue with your tools; call `finish` when the task is done."
 CALL_SLACK = 2  # model calls beyond max_tool_calls: a text-only turn or two, and the last call
 
@@ -116,6 +116,12 @@ class WorkerResult(BaseModel):
     transcript: str | None = None
     truncated: int = Field(default=0, description="Responses cut at the output limit.")
     masked: int = Field(default=0, description="Observations masked to references.")
+
+    @property
+    def failure(self) -> WorkerFailure | None:
+        """Why the loop stopped without a finish (None when it finished)."""
+        return None if self.reason == "finished" else self.reason
+
     digests: int = Field(default=0, description="Times the conversation was digested.")
 
 

@@ -31,11 +31,12 @@ from pathlib import Path
 
 from anti_sprawl.audit import audit
 from anti_sprawl.branch import TRAILER_RUN, TRAILER_TASK, RunBranch
+from anti_sprawl.lifecycle import NodeVerdict
 from anti_sprawl.plan import Plan, command_argv, load_plan_data
 from anti_sprawl.providers import Script, ScriptedProvider
 from anti_sprawl.reducer import TaskResult
-from anti_sprawl.runner import ExecuteOptions, execute
-from anti_sprawl.scheduler import NodeVerdict, run_dag
+from anti_sprawl.runner import ExecuteOptions, RunHooks, RunSettings, execute
+from anti_sprawl.scheduler import run_dag
 from anti_sprawl.workspace import Workspace, commit
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -160,7 +161,9 @@ def timed_execute(repo: Path) -> tuple[float, dict[str, float], dict[str, list[f
             elif record.status in ("succeeded", "failed") and record.task_id in started:
                 walls[record.task_id] = time.perf_counter() - started[record.task_id]
 
-    opts = ExecuteOptions(provider=provider, jobs=1, on_event=on_event, command_env=command_env())
+    opts = ExecuteOptions(
+        provider, RunSettings(jobs=1, command_env=command_env()), RunHooks(on_event=on_event)
+    )
     start = time.perf_counter()
     state = execute(plan, repo, opts)
     total = time.perf_counter() - start

@@ -29,7 +29,7 @@ from anti_sprawl.command_template import bind_command, expand, template_problem
 from anti_sprawl.plan import Plan
 from anti_sprawl.providers.base import request_text
 from anti_sprawl.providers.scripted import Script, ScriptedProvider
-from anti_sprawl.runner import ExecuteOptions, execute
+from anti_sprawl.runner import ExecuteOptions, RunSettings, execute
 from anti_sprawl.sandbox import SandboxPolicy
 from anti_sprawl.validate import validate
 
@@ -113,7 +113,7 @@ def one_node_plan(test_command: Any) -> dict[str, Any]:
 
 def run(repo: Path, plan: dict[str, Any], script: dict[str, Any], **kw: Any) -> Any:
     provider = ScriptedProvider(Script.from_data(script))
-    opts = ExecuteOptions(provider=provider, sandbox=SandboxPolicy(), jobs=1, **kw)
+    opts = ExecuteOptions(provider, RunSettings(sandbox=SandboxPolicy(), jobs=1, **kw))
     return execute(Plan.model_validate(plan), repo, opts), provider
 
 

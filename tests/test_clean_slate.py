@@ -11,7 +11,7 @@ from anti_sprawl.context import tool_json
 from anti_sprawl.plan import Plan
 from anti_sprawl.providers.base import ModelRequest, request_text
 from anti_sprawl.providers.scripted import Script, ScriptedProvider
-from anti_sprawl.runner import ExecuteOptions, execute
+from anti_sprawl.runner import ExecuteOptions, RunSettings, execute
 
 from . import e2e_fixture as fx
 
@@ -37,7 +37,7 @@ def run(tmp_path: Path) -> ScriptedProvider:
     provider = ScriptedProvider(Script.from_data(script))
     env = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin"}
     state = execute(
-        Plan.model_validate(plan), repo, ExecuteOptions(provider=provider, command_env=env)
+        Plan.model_validate(plan), repo, ExecuteOptions(provider, RunSettings(command_env=env))
     )
     assert state.status == "succeeded", {t: r.message for t, r in state.tasks.items()}
     transcript = (
@@ -100,7 +100,7 @@ def test_memory_facts_reach_only_matching_nodes(tmp_path: Path) -> None:
     provider = ScriptedProvider(Script.from_data(fx.script()))
     env = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin"}
     state = execute(
-        Plan.model_validate(fx.plan()), repo, ExecuteOptions(provider=provider, command_env=env)
+        Plan.model_validate(fx.plan()), repo, ExecuteOptions(provider, RunSettings(command_env=env))
     )
     assert state.status == "succeeded"
     a, b = request_text(_first(provider, "a")), request_text(_first(provider, "b"))

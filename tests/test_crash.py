@@ -20,7 +20,8 @@ import pytest
 
 from . import e2e_fixture as fx
 
-CLI = [sys.executable, "-m", "anti_sprawl.cli"]
+# The CLI behind the test launcher, which installs the crash hook ANTI_SPRAWL_CRASH_AT names.
+CLI = [sys.executable, str(Path(__file__).with_name("crash_launcher.py"))]
 
 
 def _env(**extra: str) -> dict[str, str]:

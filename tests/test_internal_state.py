@@ -22,7 +22,7 @@ from anti_sprawl.internal_state import InternalStateError, StateLayout, check_st
 from anti_sprawl.plan import Plan
 from anti_sprawl.providers.base import request_text
 from anti_sprawl.providers.scripted import Script, ScriptedProvider
-from anti_sprawl.runner import ExecuteOptions, execute
+from anti_sprawl.runner import ExecuteOptions, RunSettings, execute
 from anti_sprawl.workspace import Workspace, remove_stale_worktrees
 
 from . import e2e_fixture as fx
@@ -180,7 +180,7 @@ def test_the_users_own_memory_is_shown_as_untrusted_data(tmp_path: Path) -> None
     provider = ScriptedProvider(Script.from_data(fx.script()))
     env = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin"}
     result = execute(
-        Plan.model_validate(fx.plan()), repo, ExecuteOptions(provider=provider, command_env=env)
+        Plan.model_validate(fx.plan()), repo, ExecuteOptions(provider, RunSettings(command_env=env))
     )
     assert result.status == "succeeded"
     first = request_text(next(r for r in provider.requests if r.task_id == "a"))
@@ -199,7 +199,7 @@ def test_the_state_dir_is_private_and_checked_before_use(tmp_path: Path) -> None
     provider = ScriptedProvider(Script.from_data(fx.script()))
     env = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin"}
     execute(
-        Plan.model_validate(fx.plan()), repo, ExecuteOptions(provider=provider, command_env=env)
+        Plan.model_validate(fx.plan()), repo, ExecuteOptions(provider, RunSettings(command_env=env))
     )
     assert stat.S_IMODE(os.lstat(repo / ".anti-sprawl").st_mode) == 0o700
     assert check_state_dir(repo) == repo.resolve() / ".anti-sprawl"

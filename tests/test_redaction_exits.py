@@ -22,7 +22,7 @@ from anti_sprawl.providers.base import request_text
 from anti_sprawl.providers.redacting import RedactingProvider
 from anti_sprawl.providers.scripted import Script, ScriptedProvider
 from anti_sprawl.redact import Redactor
-from anti_sprawl.runner import ExecuteOptions, execute
+from anti_sprawl.runner import ExecuteOptions, RunSettings, execute
 from anti_sprawl.secret_scan import staged_secrets
 from anti_sprawl.workspace import Workspace
 
@@ -123,7 +123,7 @@ def test_a_nul_byte_does_not_hide_a_secret_from_the_commit_scan(
     redactor = Redactor([KEY])
     env = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin"}
     opts = ExecuteOptions(
-        provider=RedactingProvider(provider, redactor), redactor=redactor, command_env=env
+        RedactingProvider(provider, redactor), RunSettings(command_env=env), redactor=redactor
     )
     state = execute(Plan.model_validate(fx.plan()), repo, opts)
     record = state.tasks["a"]

@@ -19,6 +19,8 @@ import pytest
 from . import e2e_fixture as fx
 
 CLI = [sys.executable, "-m", "anti_sprawl.cli"]
+# The CLI behind the test launcher, which installs the crash hook ANTI_SPRAWL_CRASH_AT names.
+LAUNCHER = [sys.executable, str(Path(__file__).with_name("crash_launcher.py"))]
 SLOW = [sys.executable, "-c", "import time; time.sleep(2)"]
 
 
@@ -201,7 +203,7 @@ def test_damaged_journal_is_one_line_from_every_command(
     repo = fx.make_repo(tmp_path)
     plan, script = fx.write_inputs(tmp_path, fx.plan(), fx.script())
     crashed = subprocess.run(
-        [*CLI, "execute", str(plan), "--repo", str(repo), "--script", str(script)],
+        [*LAUNCHER, "execute", str(plan), "--repo", str(repo), "--script", str(script)],
         env={**_env(), "ANTI_SPRAWL_CRASH_AT": "before_commit:c"},
         capture_output=True,
         timeout=300,

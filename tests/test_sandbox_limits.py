@@ -190,11 +190,11 @@ def test_no_silent_fallback_to_landlock(work: Path) -> None:
 def test_execute_refuses_with_the_install_hint_when_bwrap_is_missing(tmp_path: Path) -> None:
     from anti_sprawl.plan import Plan
     from anti_sprawl.providers.scripted import Script, ScriptedProvider
-    from anti_sprawl.runner import ExecuteOptions, execute
+    from anti_sprawl.runner import ExecuteOptions, RunSettings, execute
 
     repo = fx.make_repo(tmp_path)
     provider = ScriptedProvider(Script.from_data(fx.script()))
-    opts = ExecuteOptions(provider=provider, sandbox=SandboxPolicy(bwrap_binary="/nope/bwrap"))
+    opts = ExecuteOptions(provider, RunSettings(sandbox=SandboxPolicy(bwrap_binary="/nope/bwrap")))
     with pytest.raises(UsageError, match="apt-get install bubblewrap"):
         execute(Plan.model_validate(fx.plan()), repo, opts)
     assert provider.requests == []

@@ -22,7 +22,7 @@ import pytest
 from anti_sprawl.plan import Plan
 from anti_sprawl.providers.base import request_text
 from anti_sprawl.providers.scripted import Script, ScriptedProvider
-from anti_sprawl.runner import ExecuteOptions, execute
+from anti_sprawl.runner import ExecuteOptions, RunSettings, execute
 from anti_sprawl.sandbox import SandboxPolicy, probe_sandbox, run_command
 
 from . import e2e_fixture as fx
@@ -174,7 +174,7 @@ def test_a_hostile_test_module_finds_nothing_outside_its_worktree(
         state = execute(
             Plan.model_validate(plan),
             repo,
-            ExecuteOptions(provider=provider, command_env=env, sandbox=policy, jobs=1),
+            ExecuteOptions(provider, RunSettings(command_env=env, sandbox=policy, jobs=1)),
         )
     finally:
         del os.environ["ANTI_SPRAWL_TEST_CANARY_KEY"]

@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from anti_sprawl.scheduler import DagScheduler, NodeVerdict, run_dag
+from anti_sprawl.lifecycle import NodeVerdict
+from anti_sprawl.scheduler import DagScheduler, run_dag
 
 DIAMOND = {"a": [], "b": ["a"], "c": ["a"], "d": ["b", "c"], "e": []}
 

@@ -31,7 +31,7 @@ from anti_sprawl.plan import Plan
 from anti_sprawl.providers.base import request_text
 from anti_sprawl.providers.scripted import Script, ScriptedProvider
 from anti_sprawl.run_report import render_verdict
-from anti_sprawl.runner import ExecuteOptions, execute
+from anti_sprawl.runner import ExecuteOptions, RunSettings, execute
 from anti_sprawl.sandbox import SandboxPolicy, probe_sandbox, run_command
 
 from . import e2e_fixture as fx
@@ -81,9 +81,8 @@ def run(
 ) -> Any:
     script = fx.script(a=fx.worker_turns("pkg/a.py", "A = 1\n"))
     provider = ScriptedProvider(Script.from_data(script))
-    opts = ExecuteOptions(
-        provider=provider, sandbox=policy or SandboxPolicy(), jobs=1, branch=branch
-    )
+    settings = RunSettings(sandbox=policy or SandboxPolicy(), jobs=1, branch=branch)
+    opts = ExecuteOptions(provider, settings)
     return execute(Plan.model_validate(plan), repo, opts), provider
 
 

@@ -2,7 +2,7 @@
 
 Each case runs in its own temporary directory with a fresh provider wrapped in a recorder, so
 what the metrics say comes from that run alone. A variant switches boundaries off through
-``ExecuteOptions.ablate`` and changes nothing else: same cases, same scripts.
+``RunSettings.ablations`` and changes nothing else: same cases, same scripts.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pathlib import Path
 
 import yaml
 
+from ..ablations import ABLATIONS, Ablations
 from ..budget import total_usage
 from ..errors import AntiSprawlError, UsageError
 from ..ids import PLANNER_TASK_ID
@@ -28,7 +29,7 @@ from ..plan import Plan
 from ..planner import plan_requirement
 from ..providers.base import Provider, raw_request_tokens
 from ..providers.scripted import Script, ScriptedProvider
-from ..runner import ABLATIONS, ExecuteOptions, execute
+from ..runner import ExecuteOptions, RunSettings, execute
 from ..sandbox import SandboxPolicy
 from .cases import Case
 from .checks import Evidence, find_cross_task_leaks, find_leaks, out_of_scope, score
@@ -210,17 +211,17 @@ def _run(
                 case, repo, repo.parent / "planner-manifests", provider, opts.max_output_tokens
             )
             if out.plan is not None:
-                run_opts = ExecuteOptions(
-                    provider=provider,
+                settings = RunSettings(
                     jobs=case.jobs,
                     branch=f"eval/{case.name}",
                     base=base,
                     sandbox=opts.sandbox,
                     test_timeout=opts.test_timeout,
                     command_env=env,
-                    ablate=variant.ablate,
+                    ablations=Ablations.of(variant.ablate),
                     max_output_tokens=opts.max_output_tokens,
                 )
+                run_opts = ExecuteOptions(provider=provider, settings=settings)
                 out.state = execute(out.plan, repo, run_opts)
         except AntiSprawlError as exc:
             out.error = f"{type(exc).__name__}: {exc}"

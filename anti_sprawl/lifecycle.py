@@ -1,0 +1,37 @@
+"""The words of a node's life, in one leaf module every layer can import.
+
+A node's ``TaskResult`` (reducer.py) moves between statuses only through its transition
+methods, ``start``, ``fail``, ``skip``, ``interrupt``, ``land`` and ``recover``, so each rule
+lives in one place::
+
+    pending ──start──> running ──land──> succeeded
+       ^                  │
+       │                  └──fail──> failed ──start──> running    (a retry)
+       ├──skip──> skipped                                          (a dependency failed)
+       └──interrupt── running / failed / skipped                   (the run stopped: resumable)
+    any ──recover──> succeeded       (resume: the node's commit is on the run branch)
+
+``FailReason`` is the one vocabulary of why a node failed: the worker's own endings (a cap,
+the provider, the script, a stop) and what the node's other phases decide (setup, tests, the
+secret scan, landing, an error).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+__all__ = ["FailReason", "NodeFailure", "NodeStatus", "NodeVerdict", "WorkerFailure"]
+
+# Where a node stands in a run: the scheduler's status and the journal's.
+NodeStatus = Literal["pending", "running", "succeeded", "failed", "skipped"]
+# What running (or landing) one node came to.
+NodeVerdict = Literal["succeeded", "failed"]
+# Why the worker loop stopped without a finish (worker.py).
+WorkerFailure = Literal[
+    "budget", "max_tokens", "max_cost", "calls", "tool_calls", "script", "provider", "stopped"
+]
+# Why the node failed in a phase around the worker (node_job.py, node.py).
+NodeFailure = Literal[
+    "setup", "tests", "secret", "landing", "error", "storage", "internal", "dependency_failed"
+]
+FailReason = WorkerFailure | NodeFailure
