@@ -173,6 +173,23 @@ MaxTokensOpt = Annotated[
         "not made and the run ends interrupted (resume with a higher cap to finish).",
     ),
 ]
+MaxCostOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--max-cost",
+        min=0.0,
+        help="Run-wide cap in US dollars at the models' prices; the call that could cross it "
+        "is not made and the run ends interrupted (resume with a higher cap to finish).",
+    ),
+]
+PricesOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--prices",
+        help="YAML/JSON prices per model (dollars per million tokens) over the bundled table "
+        "(default: $XDG_CONFIG_HOME/anti-sprawl/prices.yaml when it exists).",
+    ),
+]
 UnsafeOpt = Annotated[
     bool,
     typer.Option(
@@ -240,6 +257,38 @@ def _sandbox_policy(
     )
 
 
+def _prices(prices: Path | None, provider: Any, base_url: str | None) -> Any:
+    """The price table of a command: the bundled one, the user's config file, ``--prices``.
+
+    The environment is read here, once: the config directory ($XDG_CONFIG_HOME, else
+    ~/.config) and whether the provider talks to a local server (zero unless priced).
+    """
+    import os
+
+    from .prices import load_prices
+
+    if prices is None:
+        home = os.environ.get("HOME")
+        config = os.environ.get("XDG_CONFIG_HOME") or (f"{home}/.config" if home else None)
+        found = Path(config) / "anti-sprawl" / "prices.yaml" if config else None
+        prices = found if found is not None and found.is_file() else None
+    env_url = {"anthropic": "ANTHROPIC_BASE_URL", "openai": "OPENAI_BASE_URL"}.get(provider.name)
+    local = (
+        provider.name == "scripted" or bool(base_url) or bool(env_url and os.environ.get(env_url))
+    )
+    return load_prices(prices, local=local)
+
+
+def _warn_unpriced(table: Any, models: list[str]) -> None:
+    """One warning per model the table cannot price: its cost is reported in tokens only."""
+    for name in table.unpriced(models):
+        _stderr().print(
+            f"anti-sprawl: warning: no price for model {name}: its cost is shown in tokens "
+            "only (add it to a prices file: --prices FILE)",
+            markup=False,
+        )
+
+
 def _provider(
     provider: str | None, model: str | None, base_url: str | None, script: Path | None
 ) -> Any:
@@ -263,13 +312,16 @@ def _run_options(
     branch: str | None = None,
     base: str | None = None,
     max_tokens: int | None = None,
+    max_cost: float | None = None,
+    model: str | None = None,
+    prices: Any = None,
 ) -> Any:
     import os
 
     from .redact import Redactor, env_secrets
     from .runner import ExecuteOptions
 
-    return ExecuteOptions(
+    opts = ExecuteOptions(
         provider=provider,
         redactor=Redactor(env_secrets(os.environ)),
         jobs=jobs,
@@ -278,7 +330,12 @@ def _run_options(
         sandbox=sandbox,
         crash_at=os.environ.get("ANTI_SPRAWL_CRASH_AT") or None,
         max_tokens=max_tokens,
+        max_cost=max_cost,
+        model=model,
     )
+    if prices is not None:
+        opts.prices = prices
+    return opts
 
 
 def _run_and_report(start: Callable[[Any], Any], opts: Any, as_json: bool) -> None:
@@ -369,10 +426,12 @@ def execute(
         ),
     ] = False,
     max_tokens: MaxTokensOpt = None,
+    max_cost: MaxCostOpt = None,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
     script: ScriptOpt = None,
+    prices: PricesOpt = None,
     sandbox: SandboxOpt = SandboxChoice.bwrap,
     sandbox_allow: SandboxAllowOpt = None,
     sandbox_limit: SandboxLimitOpt = None,
@@ -386,7 +445,19 @@ def execute(
     plan = _plan_for(plan_file, repo)
     policy = _sandbox_policy(sandbox, sandbox_allow, sandbox_limit, allow_unsandboxed)
     chosen = _provider(provider, model, base_url, script)
-    opts = _run_options(chosen, jobs, policy, branch=branch, base=base, max_tokens=max_tokens)
+    table = _prices(prices, chosen, base_url)
+    opts = _run_options(
+        chosen,
+        jobs,
+        policy,
+        branch=branch,
+        base=base,
+        max_tokens=max_tokens,
+        max_cost=max_cost,
+        model=model,
+        prices=table,
+    )
+    _warn_unpriced(table, [plan.model_for(t, model) or chosen.model for t in plan.tasks])
     opts.sparse = sparse
     pending = uncommitted_changes(repo)
     if pending and base is None:
@@ -417,11 +488,18 @@ def resume(
             "--max-tokens", min=1, help="New run-wide token cap (default: the run's own)."
         ),
     ] = None,
+    max_cost: Annotated[
+        float | None,
+        typer.Option(
+            "--max-cost", min=0.0, help="New run-wide cap in US dollars (default: the run's own)."
+        ),
+    ] = None,
     jobs: JobsOpt = 2,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
     script: ScriptOpt = None,
+    prices: PricesOpt = None,
     sandbox: SandboxOpt = SandboxChoice.bwrap,
     sandbox_allow: SandboxAllowOpt = None,
     sandbox_limit: SandboxLimitOpt = None,
@@ -434,7 +512,15 @@ def resume(
     plan = _plan_for(plan_file, repo) if plan_file is not None else None
     policy = _sandbox_policy(sandbox, sandbox_allow, sandbox_limit, allow_unsandboxed)
     chosen = _provider(provider, model, base_url, script)
-    opts = _run_options(chosen, jobs, policy, max_tokens=max_tokens)
+    opts = _run_options(
+        chosen,
+        jobs,
+        policy,
+        max_tokens=max_tokens,
+        max_cost=max_cost,
+        model=model,
+        prices=_prices(prices, chosen, base_url),
+    )
     source = str(plan_file) if plan_file is not None else ""
     _run_and_report(lambda o: run_resume(run_id, repo, o, plan, source), opts, as_json)
 

@@ -157,7 +157,12 @@ def assemble_worker_prompt(
 
 
 def manifest_for_request(
-    prompt: AssembledPrompt, request: ModelRequest, *, n: int, created_at: datetime | None = None
+    prompt: AssembledPrompt,
+    request: ModelRequest,
+    *,
+    n: int,
+    attempt: int = 1,
+    created_at: datetime | None = None,
 ) -> ContextManifest:
     """The manifest of one model call of a worker started from ``prompt``.
 
@@ -177,6 +182,8 @@ def manifest_for_request(
         call_id=request.call_id,
         task_id=request.task_id,
         n=n,
+        attempt=attempt,
+        model=request.model,
         items=items,
         dropped=list(prompt.dropped),
         total_tokens=sum(i.tokens for i in items),

@@ -135,17 +135,24 @@ class Transcript:
     Redacted first: tool arguments and the model's text (a token it copied) are kept here.
     """
 
-    def __init__(self, artifacts: ArtifactStore, task_id: str, redact: Callable[[str], str] = str):
+    def __init__(
+        self,
+        artifacts: ArtifactStore,
+        task_id: str,
+        redact: Callable[[str], str] = str,
+        name: str = "transcript.json",
+    ):
         self.artifacts = artifacts
         self.task_id = task_id
         self.redact = redact
+        self.name = name
         self.events: list[dict[str, Any]] = []
         self.ref: str | None = None
 
     def log(self, event: dict[str, Any]) -> None:
         self.events.append(redact_data(event, self.redact))
         text = json.dumps(self.events, indent=1, default=str)
-        self.ref = self.artifacts.put(self.task_id, "transcript.json", text)
+        self.ref = self.artifacts.put(self.task_id, self.name, text)
 
 
 class Policy(Protocol):
@@ -192,6 +199,8 @@ class Loop:
     on_request: Callable[[ModelRequest, int], None] | None = None
     transcript: Transcript | None = None
     calls: int = 0
+    model: str | None = None  # None: the provider's own
+    call_prefix: str | None = None  # call ids read "<prefix>-<n>" (default: the task id)
 
     @property
     def specs(self) -> list[ToolSpec]:
@@ -205,7 +214,8 @@ class Loop:
             tools=self.specs,
             max_output_tokens=max(1, max_output),
             task_id=self.task_id,
-            call_id=f"{self.task_id}-{self.calls + 1}",
+            call_id=f"{self.call_prefix or self.task_id}-{self.calls + 1}",
+            model=self.model,
         )
 
     def log(self, event: dict[str, Any]) -> None:
@@ -251,6 +261,7 @@ class Loop:
                     "text": response.text,
                     "tool_calls": [c.model_dump() for c in response.tool_calls],
                     "usage": usage.model_dump(),
+                    "model": response.model,
                     "stop_reason": response.stop_reason,
                 }
             )

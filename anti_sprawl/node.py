@@ -1,16 +1,23 @@
 """One node's life: fresh worktree -> firewall -> clean-slate prompt -> worker -> audit ->
 final tests -> secret scan -> commit with trailers -> landing on the run branch.
 
+A node has up to ``max_attempts`` attempts (the plan's default is 2). An attempt that fails
+for a reason another could fix (``failure_note.RETRY_REASONS``) is followed by a fresh one:
+a new worktree at the same base, the same clean-slate prompt plus a typed failure note, never
+the failed attempt's transcript. Each attempt keeps its own manifests and transcript, and the
+journal records every attempt; one commit lands whatever the attempt.
+
 ``NodeRunner`` holds what the nodes of one run share (journal, branch, options, artifacts,
 memory) and is what the scheduler calls for each ready node.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,12 +27,14 @@ from .branch import TRAILER_RUN, TRAILER_TASK, TRAILER_TOKENS, RunBranch
 from .budget import RunBudget
 from .context import AssembledPrompt, assemble_worker_prompt, manifest_for_request
 from .errors import RunError
+from .failure_note import RETRY_REASONS, AttemptRecord, FailureNote, make_note, with_failure_note
 from .firewall import DEFAULT_DENY, Firewall
 from .gitcmd import run_git
 from .journal import Journal, RunState, state_dir
 from .manifest import save_manifest
 from .memory import load_memory
 from .plan import TaskNode
+from .prices import PriceTable
 from .providers.base import ModelRequest, Provider, Usage
 from .redact import Redactor
 from .reducer import TaskResult, now, reduce, upstream_summary
@@ -33,7 +42,7 @@ from .sandbox import SandboxPolicy, run_command
 from .scheduler import NodeOutcome
 from .secret_scan import staged_secrets
 from .tokens import TokenCounter
-from .worker import TestOutcome, WorkerContext, WorkerLimits, run_worker
+from .worker import TestOutcome, WorkerContext, WorkerLimits, WorkerResult, run_worker
 from .workspace import Workspace, commit
 
 __all__ = ["ABLATIONS", "CRASH_POINTS", "ExecuteOptions", "NodeRunner"]
@@ -45,6 +54,7 @@ CRASH_POINTS = (
     "before_audit",
     "before_commit",
     "after_commit_before_journal",
+    "between_attempts",
 )
 
 
@@ -74,9 +84,14 @@ class ExecuteOptions:
     sparse: bool = False
     redactor: Redactor = field(default_factory=Redactor)
     context_window: int = 200_000
-    # Run-wide token cap over every model call (``--max-tokens``); on resume, None keeps the
-    # cap the run was started with.
+    # Run-wide caps over every model call (``--max-tokens``, ``--max-cost`` in dollars); on
+    # resume, None keeps the cap the run was started with.
     max_tokens: int | None = None
+    max_cost: float | None = None
+    # ``--model``: the model of nodes without their own (it overrides the plan's default).
+    model: str | None = None
+    # Prices of the models (``--prices``, the user's config, the bundled table).
+    prices: PriceTable = field(default_factory=lambda: PriceTable({}))
 
 
 ABLATIONS = ("firewall", "clean-slate", "scoping")
@@ -112,15 +127,23 @@ class NodeRunner:
         self.run_budget = RunBudget(
             state.max_tokens,
             state.tokens,
+            max_cost=state.max_cost,
+            spent_cost=state.cost_usd,
             on_charge=self._charged,
             on_exhausted=self._exhausted,
         )
+        self._test_logs: dict[str, Iterator[int]] = {}  # one numbering per node, all attempts
 
     def _charged(self, spent: Usage) -> None:
-        """After every model call: the run's total is on disk before the next one."""
+        """After every model call: the run's totals are on disk before the next one."""
         with self._tokens_lock:
             self.journal.state.tokens = self.run_budget.spent
+            self.journal.state.cost_usd = self.run_budget.spent_cost
             self.journal.save()
+
+    def model_of(self, node: TaskNode) -> str:
+        """The model of ``node``'s calls: its own, --model, the plan's default, the provider's."""
+        return self.plan.model_for(node, self.opts.model) or self.opts.provider.model
 
     def _exhausted(self, why: str) -> None:
         """The run cap refused a call: start nothing more; the run ends interrupted."""
@@ -145,23 +168,93 @@ class NodeRunner:
         self._emit(record)
 
     def run_node(self, task_id: str) -> NodeOutcome:
+        """Run ``task_id``'s attempts until one succeeds, one fails for good, or they run out."""
         node = self.plan.task(task_id)
         record = self.journal.state.tasks[task_id]
+        record.max_attempts = self.plan.attempts_for(node)
+        # A resumed node starts from the note its last failed attempt left, if any.
+        note = record.attempt_log[-1].note if record.attempt_log else None
+        base: str | None = None  # every attempt of this session starts from the same commit
+        for n in range(record.max_attempts):
+            if n:
+                _maybe_crash(self.opts, "between_attempts", task_id)
+            outcome, base = self._attempt(node, record, base, note)
+            note = record.attempt_log[-1].note
+            if outcome == "succeeded" or note is None or self.opts.stop.is_set():
+                return outcome
+        return "failed"
+
+    def _attempt(
+        self, node: TaskNode, record: TaskResult, base: str | None, note: FailureNote | None
+    ) -> tuple[NodeOutcome, str | None]:
         record.status, record.started_at, record.finished_at = "running", now(), None
         record.attempts += 1
-        record.reason, record.message = None, ""
+        record.reason, record.message, record.model = None, "", self.model_of(node)
+        record.tokens, record.calls, record.tool_calls = Usage(), 0, 0
+        record.summary, record.tests, record.transcript = None, None, None
+        earlier, record.violations = record.violations, []
         self._emit(record)
+        done = _Attempted()
         try:
-            outcome = self._run_in_worktree(node, record)
+            base = base or self.branch.tip()
+            outcome = self._run_in_worktree(node, record, base, note, done)
         except RunError as exc:
             record.status, record.reason, record.message = "failed", "error", str(exc)
             outcome = "failed"
         record.finished_at = now()
+        record.violations = [*earlier, *record.violations]
+        self._log_attempt(record, outcome, done)
         self._emit(record)
-        return outcome
+        return outcome, base
 
-    def _run_in_worktree(self, node: TaskNode, record: TaskResult) -> NodeOutcome:
-        tip = self.branch.tip()
+    def _log_attempt(self, record: TaskResult, outcome: NodeOutcome, done: _Attempted) -> None:
+        """Add the attempt to the node's journal record, with the note a retry would get."""
+        w = done.worker
+        tokens = w.usage if w else Usage()
+        priced = self.opts.prices.price_for(record.model) is not None
+        cost = w.cost_usd if w else (0.0 if priced else None)
+        note = None
+        if outcome == "failed" and record.reason in RETRY_REASONS:
+            failing = record.tests if record.tests and not record.tests.passed else None
+            note = make_note(
+                record.attempts,
+                record.reason,
+                record.message,
+                test_command=failing.command if failing else None,
+                test_output=failing.tail if failing else "",
+                files_changed=done.changed,
+                summary=record.summary.summary if record.summary else "",
+            )
+        record.attempt_log.append(
+            AttemptRecord(
+                attempt=record.attempts,
+                outcome=outcome,
+                reason=record.reason,
+                message=record.message,
+                model=record.model,
+                tokens=tokens,
+                cost_usd=cost,
+                calls=w.calls if w else 0,
+                tool_calls=w.tool_calls if w else 0,
+                files_changed=done.changed,
+                transcript=w.transcript if w else None,
+                note=self.opts.redactor.model(note) if note else None,
+                started_at=record.started_at,
+                finished_at=record.finished_at,
+            )
+        )
+        record.total_tokens = record.total_tokens.plus(tokens)
+        if cost is not None:
+            record.cost_usd = (record.cost_usd or 0.0) + cost
+
+    def _run_in_worktree(
+        self,
+        node: TaskNode,
+        record: TaskResult,
+        tip: str,
+        note: FailureNote | None,
+        done: _Attempted,
+    ) -> NodeOutcome:
         name = f"{self.journal.state.run_id}-{node.task_id}-{record.attempts}"
         ablate = self.opts.ablate
         read_scope, write_scope = list(node.read_scope), list(node.write_scope)
@@ -204,6 +297,8 @@ class NodeRunner:
                 )
             if "clean-slate" in ablate:
                 prompt = self._with_foreign_transcripts(prompt, node.task_id)
+            if note is not None:
+                prompt = with_failure_note(prompt, note, record.attempts)
             argv = self.plan.test_command_for(node)
             tests = self._test_runner(node, ws, argv) if argv else None
             ctx = WorkerContext(
@@ -219,16 +314,20 @@ class NodeRunner:
                 counter=self.counter,
                 run_tests=tests,
                 run_budget=self.run_budget,
-                on_request=self._manifest_hook(prompt, node.task_id),
+                on_request=self._manifest_hook(prompt, record),
                 on_tool=lambda name: _maybe_crash(
                     self.opts, "mid_write" if name == "write_file" else "", node.task_id
                 ),
                 stop=self.opts.stop,
                 redact=self.opts.redactor,
+                model=record.model,
+                price=self.opts.prices.price_for(record.model),
+                attempt=record.attempts,
             )
-            result = run_worker(ctx)
+            result = done.worker = run_worker(ctx)
             _maybe_crash(self.opts, "before_audit", node.task_id)
             checked = audit(ws, ["**"] if "firewall" in ablate else node.write_scope)
+            done.changed = [c.path for c in checked.kept]
             final_tests = tests() if tests and result.status == "succeeded" else None
             if result.status != "succeeded" or (final_tests and not final_tests.passed):
                 reduce(record, result, ws, tip, None, checked.violations, final_tests)
@@ -299,7 +398,7 @@ class NodeRunner:
     def _test_runner(
         self, node: TaskNode, ws: Workspace, argv: list[str]
     ) -> Callable[[], TestOutcome]:
-        counter = iter(range(1, 10_000))
+        counter = self._test_logs.setdefault(node.task_id, itertools.count(1))
 
         def run() -> TestOutcome:
             log = self.artifacts.root / node.task_id / f"tests-{next(counter)}.log"
@@ -327,12 +426,16 @@ class NodeRunner:
         return run
 
     def _manifest_hook(
-        self, prompt: AssembledPrompt, task_id: str
+        self, prompt: AssembledPrompt, record: TaskResult
     ) -> Callable[[ModelRequest, int], None]:
+        task_id, attempt = record.task_id, record.attempts
+        # Call indexes go on across attempts, so a retry never overwrites a manifest.
+        earlier = sum(a.calls for a in record.attempt_log)
+
         def hook(request: ModelRequest, n: int) -> None:
             if n > 1:
                 _maybe_crash(self.opts, "after_llm_response", task_id)
-            manifest = manifest_for_request(prompt, request, n=n)
+            manifest = manifest_for_request(prompt, request, n=earlier + n, attempt=attempt)
             save_manifest(self.journal.run_dir, self.opts.redactor.model(manifest))
             record = self.journal.state.tasks[task_id]
             for item in manifest.items:
@@ -340,6 +443,14 @@ class NodeRunner:
                     record.hidden_chars[item.source] = item.hidden_chars
 
         return hook
+
+
+@dataclass
+class _Attempted:
+    """What an attempt produced, filled as it goes (an error part-way keeps what it had)."""
+
+    worker: WorkerResult | None = None
+    changed: list[str] = field(default_factory=list)  # in-scope files it changed
 
 
 def _root_files(repo: Path, commit: str) -> list[str]:

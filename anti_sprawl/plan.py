@@ -15,8 +15,10 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from .errors import UsageError
 
 __all__ = [
+    "DEFAULT_MAX_ATTEMPTS",
     "DEFAULT_MAX_TOOL_CALLS",
     "DEFAULT_TOKEN_BUDGET",
+    "ModelName",
     "Plan",
     "TaskId",
     "TaskNode",
@@ -29,6 +31,10 @@ __all__ = [
 TaskId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")]
 DEFAULT_TOKEN_BUDGET = 60_000
 DEFAULT_MAX_TOOL_CALLS = 30
+DEFAULT_MAX_ATTEMPTS = 2
+MAX_ATTEMPTS = 10
+# A model name as the provider's API takes it: claude-sonnet-5-5, gpt-5.6-sol, llama3:8b...
+ModelName = Annotated[str, StringConstraints(pattern=r"^[^\s]{1,200}$")]
 TestCommand = str | list[str] | None
 
 
@@ -65,6 +71,18 @@ class TaskNode(BaseModel):
         default=None,
         description="What run_tests executes (argv list or a string split like a shell would).",
     )
+    model: ModelName | None = Field(
+        default=None,
+        description="The model this node's calls use; wins over the plan's default_model and "
+        "the command line's --model.",
+    )
+    max_attempts: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_ATTEMPTS,
+        description="Attempts before the node fails (default: the plan's max_attempts); each "
+        "retry starts from a fresh worktree with a note on why the last attempt failed.",
+    )
 
 
 class Plan(BaseModel):
@@ -76,6 +94,16 @@ class Plan(BaseModel):
     requirement: str = Field(min_length=1)
     base: str | None = Field(default=None, description="Commit the plan was made against.")
     test_command: TestCommand = Field(default=None, description="Default test command for nodes.")
+    default_model: ModelName | None = Field(
+        default=None,
+        description="Model for nodes without their own; the command line's --model overrides it.",
+    )
+    max_attempts: int = Field(
+        default=DEFAULT_MAX_ATTEMPTS,
+        ge=1,
+        le=MAX_ATTEMPTS,
+        description="Default attempts per node (a node's own max_attempts wins).",
+    )
     tasks: list[TaskNode] = Field(min_length=1)
 
     def task(self, task_id: str) -> TaskNode:
@@ -83,6 +111,14 @@ class Plan(BaseModel):
             if node.task_id == task_id:
                 return node
         raise KeyError(task_id)
+
+    def model_for(self, node: TaskNode, override: str | None = None) -> str | None:
+        """The model of ``node``'s calls: its own, else ``override`` (--model), else the plan's
+        default; None leaves it to the provider's default."""
+        return node.model or override or self.default_model
+
+    def attempts_for(self, node: TaskNode) -> int:
+        return node.max_attempts or self.max_attempts
 
     def test_command_for(self, node: TaskNode) -> list[str] | None:
         return command_argv(

@@ -10,8 +10,9 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, BeforeValidator, Field
+from pydantic import BaseModel, BeforeValidator, Field, computed_field
 
+from .failure_note import AttemptRecord
 from .firewall import Violation
 from .providers.base import Usage
 from .sections import UpstreamSummary
@@ -19,7 +20,15 @@ from .tools import FinishArgs
 from .worker import TestOutcome, WorkerResult
 from .workspace import DiffStat, Workspace, diff, diffstat
 
-__all__ = ["Status", "TaskResult", "Tokens", "now", "reduce", "upstream_summary"]
+__all__ = [
+    "Status",
+    "TaskResult",
+    "Tokens",
+    "cache_share",
+    "now",
+    "reduce",
+    "upstream_summary",
+]
 
 Status = Literal["pending", "running", "succeeded", "failed", "skipped"]
 MAX_DIFF_CHARS = 200_000
@@ -47,6 +56,13 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+def cache_share(usage: Usage) -> float | None:
+    """The share of input tokens read from the provider's cache (None: no input yet)."""
+    if usage.input_tokens <= 0:
+        return None
+    return round(usage.cache_read_tokens / usage.input_tokens, 4)
+
+
 class TaskResult(BaseModel):
     """What the run keeps of one node (docs/architecture.md, "TaskResult"), also its journal record."""
 
@@ -61,6 +77,13 @@ class TaskResult(BaseModel):
     diff: str = ""
     commit: str | None = None
     tokens: Tokens = Field(default_factory=Usage, description="Charged over the last attempt.")
+    total_tokens: Tokens = Field(
+        default_factory=Usage, description="Charged over every attempt of the node."
+    )
+    cost_usd: float | None = Field(
+        default=None, description="Dollars over every attempt; None while its model is unpriced."
+    )
+    model: str = Field(default="", description="The model of the node's calls.")
     token_budget: int = 0
     tool_calls: int = 0
     max_tool_calls: int = 0
@@ -73,8 +96,18 @@ class TaskResult(BaseModel):
     hidden_chars: dict[str, int] = Field(default_factory=dict)
     transcript: str | None = None
     attempts: int = 0
+    max_attempts: int = 1
+    attempt_log: list[AttemptRecord] = Field(
+        default_factory=list, description="Every attempt of the node, oldest first."
+    )
     started_at: str | None = None
     finished_at: str | None = None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def cache_share(self) -> float | None:
+        """Share of the node's input tokens (all attempts) read from the provider's cache."""
+        return cache_share(self.total_tokens)
 
 
 def upstream_summary(result: TaskResult) -> UpstreamSummary:

@@ -27,6 +27,7 @@ __all__ = [
     "ABLATIONS",
     "CRASH_POINTS",
     "ExecuteOptions",
+    "check_cost_cap",
     "check_repo",
     "execute",
     "resume",
@@ -85,6 +86,7 @@ def _finish(run: NodeRunner, lock: RepoLock) -> RunState:
     else:
         state.status = "succeeded" if statuses == {"succeeded"} else "failed"
     state.tokens = run.run_budget.spent
+    state.cost_usd = run.run_budget.spent_cost
     run.journal.save()
     if state.status != "interrupted":
         from .run_report import write_pr_body
@@ -125,6 +127,7 @@ def execute(plan: Plan, repo: Path, opts: ExecuteOptions) -> RunState:
         raise UsageError(
             f"the plan is invalid against {repo}: {first} (run 'anti-sprawl validate')"
         )
+    check_cost_cap(plan, opts, opts.max_cost)
     base_ref = opts.base or "HEAD"
     try:
         base = _git_out(repo, ["rev-parse", "--verify", f"{base_ref}^{{commit}}"])
@@ -167,12 +170,16 @@ def execute(plan: Plan, repo: Path, opts: ExecuteOptions) -> RunState:
             sandbox=sandbox.policy,
             plan=plan,
             max_tokens=opts.max_tokens,
+            max_cost=opts.max_cost,
+            prices=opts.prices.described,
             tasks={
                 t.task_id: TaskResult(
                     task_id=t.task_id,
                     name=t.name,
                     token_budget=t.token_budget,
                     max_tool_calls=t.max_tool_calls,
+                    max_attempts=plan.attempts_for(t),
+                    model=plan.model_for(t, opts.model) or opts.provider.model,
                 )
                 for t in plan.tasks
             },
@@ -235,6 +242,10 @@ def resume(
             _revise(state, plan, already, source or "the new plan")
         if opts.max_tokens is not None:
             state.max_tokens = opts.max_tokens
+        if opts.max_cost is not None:
+            state.max_cost = opts.max_cost
+        check_cost_cap(state.plan, opts, state.max_cost)
+        state.prices = opts.prices.described
         state.status, state.stopped_by = "running", None
         state.sandbox = sandbox.policy
         journal.save()
@@ -244,6 +255,19 @@ def resume(
     opts.jobs = opts.jobs or state.jobs
     opts.sparse = opts.sparse or state.sparse
     return _drive(NodeRunner(repo, journal, branch, opts), lock, already)
+
+
+def check_cost_cap(plan: Plan, opts: ExecuteOptions, max_cost: float | None) -> None:
+    """A dollar cap needs a price for every model the plan's nodes use (UsageError if not)."""
+    if max_cost is None:
+        return
+    models = [plan.model_for(t, opts.model) or opts.provider.model for t in plan.tasks]
+    missing = opts.prices.unpriced(models)
+    if missing:
+        raise UsageError(
+            f"--max-cost needs a price for every model, and {', '.join(missing)} has none: "
+            "add it to a prices file (--prices FILE)"
+        )
 
 
 def _revise(state: RunState, plan: Plan, succeeded: list[str], source: str) -> None:

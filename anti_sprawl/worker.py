@@ -29,6 +29,7 @@ from .digest import Compactor
 from .firewall import Firewall, Violation
 from .handlers import read_handlers, tool_table, write_handlers
 from .loop import Ending, Loop, ToolOutcome, Transcript
+from .prices import Price
 from .providers.base import (
     ModelRequest,
     ModelResponse,
@@ -52,7 +53,15 @@ __all__ = [
 ]
 
 Reason = Literal[
-    "finished", "budget", "max_tokens", "calls", "tool_calls", "script", "provider", "stopped"
+    "finished",
+    "budget",
+    "max_tokens",
+    "max_cost",
+    "calls",
+    "tool_calls",
+    "script",
+    "provider",
+    "stopped",
 ]
 CONTINUE_PROMPT = "Continue with your tools; call `finish` when the task is done."
 CALL_SLACK = 2  # model calls beyond max_tool_calls: a text-only turn or two, and the last call
@@ -106,6 +115,7 @@ class WorkerResult(BaseModel):
     message: str = ""
     finish: FinishArgs | None = None
     usage: Usage = Field(default_factory=Usage)
+    cost_usd: float | None = Field(default=None, description="None when the model is unpriced.")
     calls: int = 0
     tool_calls: int = 0
     violations: list[Violation] = Field(default_factory=list)
@@ -134,6 +144,9 @@ class WorkerContext:
     on_tool: Callable[[str], None] | None = None  # after each executed tool call (crash tests)
     redact: Callable[[str], str] = str  # scrubs secrets from observations (see redact.py)
     stop: threading.Event = field(default_factory=threading.Event)
+    model: str | None = None  # the node's model (None: the provider's default)
+    price: Price | None = None  # its prices (None: unpriced, tokens only)
+    attempt: int = 1  # the node's attempt: later ones keep their own transcript and call ids
 
 
 def run_worker(ctx: WorkerContext) -> WorkerResult:
@@ -168,13 +181,21 @@ class _Worker:
                 min_output=limits.min_output_tokens,
                 counter=ctx.counter,
                 run=ctx.run_budget,
+                price=ctx.price,
             ),
             max_calls=limits.max_calls,
             observer=Observer(ctx.task_id, limits.observation_chars, ctx.artifacts, ctx.redact),
             messages=[UserMessage(content=ctx.first_message)],
             stop=ctx.stop,
             on_request=ctx.on_request,
-            transcript=Transcript(ctx.artifacts, ctx.task_id, ctx.redact),
+            transcript=Transcript(
+                ctx.artifacts,
+                ctx.task_id,
+                ctx.redact,
+                "transcript.json" if ctx.attempt == 1 else f"transcript-{ctx.attempt}.json",
+            ),
+            model=ctx.model,
+            call_prefix=None if ctx.attempt == 1 else f"{ctx.task_id}.attempt{ctx.attempt}",
         )
         self.compactor = Compactor(self.loop, ctx.artifacts)
 
@@ -200,6 +221,7 @@ class _Worker:
             message="" if finished else message,
             finish=ending.value if finished else None,
             usage=loop.budget.spent,
+            cost_usd=loop.budget.spent_cost if ctx.price is not None else None,
             calls=loop.calls,
             tool_calls=self.tool_calls,
             violations=list(ctx.firewall.violations),

@@ -70,7 +70,7 @@ class AnthropicProvider(SdkProvider):
         )
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
-        return to_anthropic_params(request, self.model)
+        return to_anthropic_params(request, request.model or self.model)
 
     def _send(self, params: dict[str, Any]) -> Any:
         return self._client.messages.create(**params)
@@ -97,7 +97,7 @@ class AnthropicProvider(SdkProvider):
             tool_calls=calls,
             stop_reason=_STOP_REASONS.get(str(getattr(message, "stop_reason", "")), "other"),
             usage=_usage(getattr(message, "usage", None)) or estimated_usage(request, text, calls),
-            model=str(getattr(message, "model", None) or self.model),
+            model=str(getattr(message, "model", None) or request.model or self.model),
             raw_id=getattr(message, "id", None),
         )
 

@@ -88,7 +88,7 @@ class OpenAIProvider(SdkProvider):
         # OpenAI's newer models accept only max_completion_tokens; compatible servers
         # generally know only max_tokens.
         limit_key = "max_tokens" if self._base_url else "max_completion_tokens"
-        return to_openai_params(request, self.model, limit_key=limit_key)
+        return to_openai_params(request, request.model or self.model, limit_key=limit_key)
 
     def _send(self, params: dict[str, Any]) -> Any:
         return self._client.chat.completions.create(**params)
@@ -111,7 +111,7 @@ class OpenAIProvider(SdkProvider):
             stop_reason=stop,
             usage=_usage(getattr(completion, "usage", None))
             or estimated_usage(request, text, calls),
-            model=str(getattr(completion, "model", None) or self.model),
+            model=str(getattr(completion, "model", None) or request.model or self.model),
             raw_id=getattr(completion, "id", None),
         )
 
