@@ -51,13 +51,9 @@ def _share(value: float | None) -> str:
 
 def _table(state: RunState, *, title: str) -> Table:
     table = Table(title=title, expand=False)
-    columns = ("task", "status", "model", "tokens (cap/call)", "cost", "tool calls")
-    for col in (*columns, "violations", "tests"):
+    for col in ("task", "status", "tokens (cap/call)", "tool calls", "violations", "tests"):
         table.add_column(
-            col,
-            no_wrap=col not in ("status", "model"),
-            overflow="fold",
-            min_width=11 if col == "status" else None,
+            col, no_wrap=col != "status", overflow="fold", min_width=11 if col == "status" else None
         )
     for task in state.plan.tasks:
         r = state.tasks[task.task_id]
@@ -66,14 +62,19 @@ def _table(state: RunState, *, title: str) -> Table:
         table.add_row(
             escape(r.task_id),
             f"[{style}]{escape(_verdict_text(r))}[/]",
-            escape(r.model or "-"),
             _tokens_cell(r),
-            _cost_cell(r),
             f"{r.tool_calls} / {r.max_tool_calls}",
             str(len(r.violations)),
             tests,
         )
     return table
+
+
+def _spend_line(r: TaskResult) -> str:
+    """A node's model, dollars and cache share (below the table: model names are long)."""
+    cached = f", {_share(r.cache_share)} of input cached" if r.cache_share is not None else ""
+    tries = f", {r.attempts} attempts" if r.attempts > 1 else ""
+    return f"{r.task_id}: {r.model or '-'}, {format_usd(r.cost_usd)}{cached}{tries}"
 
 
 def _cost_cell(r: TaskResult) -> str:
@@ -136,6 +137,10 @@ def render_verdict(state: RunState, console: Console) -> None:
     if state.prices and state.cost_usd:
         console.print(f"dollars at {escape(state.prices)}", soft_wrap=True)
     console.print(f"branch: {state.branch}", soft_wrap=True)
+    for task in state.plan.tasks:
+        r = state.tasks[task.task_id]
+        if r.attempts:
+            console.print(f"  {escape(_spend_line(r))}", soft_wrap=True)
     for r in state.tasks.values():
         for v in r.violations:
             console.print(
