@@ -6,6 +6,13 @@ three-way merge: no working tree, no index, so the user's checkout is never touc
 ``commit-tree`` and a compare-and-swap ``update-ref``. Unordered nodes have disjoint write
 scopes, so this never conflicts; if it does, the node fails instead of corrupting the branch.
 Which nodes are done is read back from the branch's ``Anti-Sprawl-Task`` trailers.
+
+A branch checked out in any worktree of the repository (the user's main checkout or a
+``git worktree add``) is never moved: ``update-ref`` would change it underneath that checkout,
+whose files would then show the run's work as staged deletions. ``execute`` and ``resume``
+refuse such a branch, and landing checks again right before each update (the user may check
+the branch out while the run goes on): the run then stops cleanly, resumable once the branch
+is no longer checked out.
 """
 
 from __future__ import annotations
@@ -17,7 +24,16 @@ from pathlib import Path
 from .errors import RunError, UsageError
 from .gitcmd import GitError, run_git
 
-__all__ = ["TRAILER_RUN", "TRAILER_TASK", "TRAILER_TOKENS", "LandingConflict", "RunBranch"]
+__all__ = [
+    "TRAILER_RUN",
+    "TRAILER_TASK",
+    "TRAILER_TOKENS",
+    "BranchCheckedOut",
+    "LandingConflict",
+    "RunBranch",
+    "checked_out_in",
+    "refuse_checked_out",
+]
 
 TRAILER_RUN = "Anti-Sprawl-Run"
 TRAILER_TASK = "Anti-Sprawl-Task"
@@ -27,6 +43,33 @@ _BRANCH_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,200}$")
 
 class LandingConflict(RunError):
     """A node's commit does not apply cleanly on the run branch."""
+
+
+class BranchCheckedOut(UsageError):
+    """The run branch is some worktree's current branch: moving it would change that checkout."""
+
+
+def checked_out_in(repo: Path, name: str) -> Path | None:
+    """The worktree (main checkout included) whose HEAD is branch ``name``, if any."""
+    out = run_git(["worktree", "list", "--porcelain", "-z"], repo).stdout
+    ref = f"branch refs/heads/{name}".encode()
+    where: bytes = b""
+    for field in out.split(b"\0"):
+        if field.startswith(b"worktree "):
+            where = field[len(b"worktree ") :]
+        elif field == ref:
+            return Path(where.decode("utf-8", "surrogateescape"))
+    return None
+
+
+def refuse_checked_out(repo: Path, name: str, hint: str) -> None:
+    """BranchCheckedOut (exit 2) when ``name`` is checked out anywhere; ``hint`` says what to do."""
+    where = checked_out_in(repo, name)
+    if where is not None:
+        raise BranchCheckedOut(
+            f"branch {name!r} is checked out in {where}; a run never moves a checked-out "
+            f"branch: {hint}"
+        )
 
 
 def _out(repo: Path, args: list[str], *, input_text: str | None = None) -> str:
@@ -137,5 +180,10 @@ class RunBranch:
                 new = _out(
                     self.repo, ["commit-tree", tree_id, "-p", tip, "-F", "-"], input_text=message
                 )
+            refuse_checked_out(
+                self.repo,
+                self.name,
+                f"the run stopped before landing {task_id}; check out another branch there first",
+            )
             run_git(["update-ref", self.ref, new, tip], self.repo)
             return new

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 from collections.abc import Callable
 from enum import StrEnum
@@ -18,7 +19,7 @@ from typing import Annotated, Any, ParamSpec, TypeVar
 import typer
 from rich.console import Console
 
-from .errors import AntiSprawlError, UsageError
+from .errors import InternalError, Interrupted, UsageError, at_boundary
 
 __all__ = ["app", "main"]
 
@@ -45,21 +46,39 @@ def _stderr() -> Console:
 
 
 def handle_errors(fn: Callable[P, R]) -> Callable[P, R]:
-    """Turn our errors into one line on stderr and the matching exit code."""
+    """The error boundary: one line on stderr and the matching exit code, never a traceback.
+
+    Our own errors carry their exit code; anything else is mapped by ``errors.at_boundary``
+    (an OSError such as a full disk, a bug). Typer's own exits pass through untouched.
+    """
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return fn(*args, **kwargs)
-        except AntiSprawlError as exc:
-            message = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            _stderr().print(f"anti-sprawl: error: {message}", markup=False)
-            raise typer.Exit(exc.exit_code) from None
+        except (typer.Exit, typer.Abort, typer.TyperException):
+            raise
         except KeyboardInterrupt:
             _stderr().print("anti-sprawl: interrupted", markup=False)
             raise typer.Exit(130) from None
+        except Exception as exc:
+            error = at_boundary(exc)
+            if isinstance(error, InternalError) and os.environ.get("ANTI_SPRAWL_DEBUG"):
+                raise
+            text = str(error).strip()
+            message = _redact(text.splitlines()[0] if text else type(error).__name__)
+            prefix = "" if isinstance(error, Interrupted) else "error: "
+            _stderr().print(f"anti-sprawl: {prefix}{message}", markup=False)
+            raise typer.Exit(error.exit_code) from None
 
     return wrapper
+
+
+def _redact(text: str) -> str:
+    """Secret values of this environment never reach the terminal, even inside an error."""
+    from .redact import Redactor, env_secrets
+
+    return Redactor(env_secrets(os.environ))(text)
 
 
 def _print_json(data: Any) -> None:
@@ -292,8 +311,6 @@ def _warn_unpriced(table: Any, models: list[str]) -> None:
 def _provider(
     provider: str | None, model: str | None, base_url: str | None, script: Path | None
 ) -> Any:
-    import os
-
     from .providers import select_provider
     from .redact import RedactingProvider, Redactor, env_secrets
 
@@ -316,8 +333,6 @@ def _run_options(
     model: str | None = None,
     prices: Any = None,
 ) -> Any:
-    import os
-
     from .redact import Redactor, env_secrets
     from .runner import ExecuteOptions
 
@@ -622,8 +637,6 @@ def pr_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Push a run's branch, then open its pull request with gh or print how to."""
-    import os
-
     from .pr import PrOptions, publish, render_outcome
 
     opts = PrOptions(

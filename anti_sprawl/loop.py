@@ -251,6 +251,10 @@ class Loop:
                 reason = "script" if isinstance(exc, ScriptExhausted) else "provider"
                 return Ending(reason, str(exc))
             usage, overrun = self.budget.charge(fitted, response)
+            if self.stop.is_set():
+                # Stopped (Ctrl-C) while the call was in flight: the tokens are charged, the
+                # turn itself is discarded (none of its tools runs).
+                return Ending("stopped", "stopped by the orchestrator")
             self.messages.append(
                 AssistantMessage(text=response.text, tool_calls=response.tool_calls)
             )

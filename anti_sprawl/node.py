@@ -13,20 +13,22 @@ memory) and is what the scheduler calls for each ready node.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import signal
 import threading
+import traceback
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .artifacts import ArtifactStore
 from .audit import audit
-from .branch import TRAILER_RUN, TRAILER_TASK, TRAILER_TOKENS, RunBranch
+from .branch import TRAILER_RUN, TRAILER_TASK, TRAILER_TOKENS, BranchCheckedOut, RunBranch
 from .budget import RunBudget
 from .context import AssembledPrompt, assemble_worker_prompt, manifest_for_request
-from .errors import RunError
+from .errors import AntiSprawlError, RunError, StorageError, at_boundary
 from .failure_note import RETRY_REASONS, AttemptRecord, FailureNote, make_note, with_failure_note
 from .firewall import DEFAULT_DENY, Firewall
 from .gitcmd import run_git
@@ -73,6 +75,8 @@ class ExecuteOptions:
     on_event: Callable[[TaskResult], None] | None = None
     on_start: Callable[[RunState], None] | None = None
     stop: threading.Event = field(default_factory=threading.Event)
+    # After a stop (Ctrl-C), how long running nodes get to wind down before they are abandoned.
+    stop_grace: float = 5.0
     command_env: dict[str, str] | None = None
     # Evaluation ablations, each switching one boundary off (never for real work):
     #   firewall:    tool scope checks and the post-node audit off (.git stays protected)
@@ -122,6 +126,11 @@ class NodeRunner:
         self.worktrees = state_dir(repo) / "worktrees"
         self.memory = load_memory(state_dir(repo) / "memory.yaml")
         self._committed: dict[str, str] = {}  # task -> its commit, waiting to land
+        # Why the run stopped early, when not by Ctrl-C (a full disk, a checked-out branch).
+        self.stop_error: AntiSprawlError | None = None
+        self._active = 0
+        self._active_lock = threading.Lock()
+        journal.on_write_error = self.stop_run
         self._tokens_lock = threading.Lock()
         state = journal.state
         self.run_budget = RunBudget(
@@ -139,7 +148,7 @@ class NodeRunner:
         with self._tokens_lock:
             self.journal.state.tokens = self.run_budget.spent
             self.journal.state.cost_usd = self.run_budget.spent_cost
-            self.journal.save()
+            self.journal.checkpoint()
 
     def model_of(self, node: TaskNode) -> str:
         """The model of ``node``'s calls: its own, --model, the plan's default, the provider's."""
@@ -150,7 +159,15 @@ class NodeRunner:
         self.journal.state.stopped_by = why
         self.opts.stop.set()
 
+    def stop_run(self, error: AntiSprawlError) -> None:
+        """Stop handing out nodes (running ones wind down); the first reason is reported."""
+        if self.stop_error is None:
+            self.stop_error = error
+        self.opts.stop.set()
+
     def _emit(self, record: TaskResult) -> None:
+        if self.journal.closed:
+            return  # the run is over: an abandoned node thread neither writes nor reports
         # Every way out (run.json, result.json, PR.md, the verdict, --json, downstream
         # prompts) reads this record: redact it in place, once, before anything sees it.
         clean = self.opts.redactor.model(record)
@@ -167,7 +184,26 @@ class NodeRunner:
         record.message = f"skipped because {because} failed"
         self._emit(record)
 
+    @property
+    def active_nodes(self) -> int:
+        """Node threads inside ``run_node`` right now (after a stop: ones stuck in a call)."""
+        with self._active_lock:
+            return self._active
+
     def run_node(self, task_id: str) -> NodeOutcome:
+        # Counted before the stop check: once the run sees no active node after a stop, any
+        # thread that enters later sees the stop and returns without touching anything.
+        with self._active_lock:
+            self._active += 1
+        try:
+            if self.opts.stop.is_set():
+                return "failed"  # handed out just before a stop: never started, stays pending
+            return self._run_node(task_id)
+        finally:
+            with self._active_lock:
+                self._active -= 1
+
+    def _run_node(self, task_id: str) -> NodeOutcome:
         """Run ``task_id``'s attempts until one succeeds, one fails for good, or they run out."""
         node = self.plan.task(task_id)
         record = self.journal.state.tasks[task_id]
@@ -200,6 +236,17 @@ class NodeRunner:
             outcome = self._run_in_worktree(node, record, base, note, done)
         except RunError as exc:
             record.status, record.reason, record.message = "failed", "error", str(exc)
+            outcome = "failed"
+        except Exception as exc:
+            # A node is never left `running`: a full disk or a bug fails this node, with the
+            # traceback kept beside its transcript, and the run goes on or stops cleanly.
+            error = at_boundary(exc)
+            reason = "storage" if isinstance(error, StorageError) else "internal"
+            record.status, record.reason, record.message = "failed", reason, str(error)
+            with contextlib.suppress(OSError):
+                self.artifacts.put(
+                    node.task_id, "error.txt", "".join(traceback.format_exception(exc))
+                )
             outcome = "failed"
         record.finished_at = now()
         record.violations = [*earlier, *record.violations]
@@ -370,9 +417,20 @@ class NodeRunner:
         record.status = "succeeded"
         # Kept beside the commit so a crash between landing and the journal loses nothing.
         clean = self.opts.redactor.model(record)
-        self.artifacts.put(task_id, "result.json", clean.model_dump_json(indent=1))
+        try:
+            self.artifacts.put(task_id, "result.json", clean.model_dump_json(indent=1))
+        except OSError as exc:
+            record.status, record.reason = "failed", "storage"
+            record.message = f"not landed: cannot keep its result ({at_boundary(exc)})"
+            self._emit(record)
+            return "failed"
         try:
             record.commit = self.branch.land(sha, task_id)
+        except BranchCheckedOut as exc:
+            # Not this node's fault: the run stops; the node is left for `resume` to redo.
+            self.stop_run(exc)
+            record.status, record.commit = "pending", None
+            return "failed"
         except RunError as exc:
             record.status, record.reason, record.message = "failed", "landing", str(exc)
             record.commit = None

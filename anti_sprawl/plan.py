@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StringConstraints
 
 from .errors import UsageError
+from .userdata import load_document, read_user_file
 
 __all__ = [
     "DEFAULT_MAX_ATTEMPTS",
@@ -55,14 +56,15 @@ class TaskNode(BaseModel):
         default_factory=list,
         description="Repo-relative files, directories or globs the worker may create or change.",
     )
-    token_budget: int = Field(
+    # Strict: `token_budget: true` or `30000.0` is a mistake to report, not a 1 or a 30000.
+    token_budget: StrictInt = Field(
         default=DEFAULT_TOKEN_BUDGET,
         description="Per-call cap: no model call of this node carries more than this many "
         "tokens (its input plus the output it may produce). Older tool output is masked or "
         "digested to stay under it; the node spends at most about "
         "token_budget x (max_tool_calls + 2) in all.",
     )
-    max_tool_calls: int = Field(
+    max_tool_calls: StrictInt = Field(
         default=DEFAULT_MAX_TOOL_CALLS,
         description="Tool-call cap; model calls are capped at max_tool_calls + 2 "
         "(turns without a tool call count too).",
@@ -138,26 +140,12 @@ def command_argv(command: TestCommand) -> list[str] | None:
         raise UsageError(f"cannot split test command {command!r}: {exc}") from exc
 
 
-def read_user_file(path: Path, what: str) -> str:
-    """A file the user named on the command line; any problem is a one-line UsageError."""
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise UsageError(f"{what} file not found: {path}") from None
-    except IsADirectoryError:
-        raise UsageError(f"{what} path is a directory: {path}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"cannot read {what} file {path}: {exc}") from exc
-
-
 def load_plan_data(path: Path) -> dict[str, Any]:
-    """Read a plan file as a mapping; any unreadable or unparseable file is a UsageError."""
-    text = read_user_file(path, "plan")
-    try:
-        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise UsageError(f"cannot parse plan file {path}: {first}") from exc
+    """Read a plan file as a mapping; any unreadable or unparseable file is a UsageError.
+
+    Size, nesting, integer and duplicate-key limits are those of :mod:`.userdata`.
+    """
+    data = load_document(path, "plan")
     if not isinstance(data, dict):
         raise UsageError(f"plan file {path} must contain a mapping with 'plan_id' and 'tasks'")
     return data

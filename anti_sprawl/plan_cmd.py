@@ -76,7 +76,10 @@ def run_plan_command(
         if not as_json:
             _show(result, console)
         plan_file = output if output is not None else default_plan_path(repo, result.plan.plan_id)
-        save_plan(result.plan, plan_file)
+        try:
+            save_plan(result.plan, plan_file)
+        except OSError as exc:
+            raise UsageError(f"cannot write the plan file {plan_file}: {exc.strerror}") from exc
     if as_json:
         _print_json(console, _json_document(result, plan_file))
     elif plan_file is not None:

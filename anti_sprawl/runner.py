@@ -2,17 +2,28 @@
 
 Each node's life is in ``node.py``. The journal is written after every state change; git
 decides what is done: on resume, a node whose commit is on the run branch is never redone.
+
+A run can stop early: Ctrl-C (``interrupts.py``), a journal write that fails (disk full), or
+its branch checked out somewhere. Then no further node starts, the journal is written one last
+time as ``interrupted`` with the unfinished nodes ``pending``, and one line says why and how to
+resume. A process that lets go of the lock writes nothing more: when nodes are still stuck in
+model calls after the grace period (or at a second Ctrl-C), they are abandoned, the journal is
+closed to them, and the lock is held until the process exits (the kernel frees it), so a
+``resume`` can never overlap them.
 """
 
 from __future__ import annotations
 
+import contextlib
+import shutil
 from pathlib import Path
 
-from .branch import RunBranch, check_branch_name
-from .errors import UsageError
+from .branch import RunBranch, check_branch_name, refuse_checked_out
+from .errors import Interrupted, RunError, StorageError, UsageError
 from .gitcmd import GitError, run_git
 from .gitlocks import clean_stale_locks
 from .internal_state import ensure_state_dir
+from .interrupts import ctrl_c_stops
 from .journal import Journal, RepoLock, RunState, new_run_id, state_dir
 from .node import ABLATIONS, CRASH_POINTS, ExecuteOptions, NodeRunner
 from .plan import Plan
@@ -72,11 +83,11 @@ def _recover(saved: Path, record: TaskResult) -> TaskResult:
     return recovered
 
 
-def _finish(run: NodeRunner, lock: RepoLock) -> RunState:
+def _finish(run: NodeRunner) -> RunState:
     state = run.journal.state
     statuses = {t.status for t in state.tasks.values()}
     if run.opts.stop.is_set() and statuses != {"succeeded"}:
-        # Interrupted: whatever did not land is left for `resume`, not reported as failed.
+        # Stopped: whatever did not land is left for `resume`, not reported as failed.
         state.status = "interrupted"
         why = f"interrupted: {state.stopped_by}" if state.stopped_by else "interrupted"
         for record in state.tasks.values():
@@ -87,12 +98,20 @@ def _finish(run: NodeRunner, lock: RepoLock) -> RunState:
         state.status = "succeeded" if statuses == {"succeeded"} else "failed"
     state.tokens = run.run_budget.spent
     state.cost_usd = run.run_budget.spent_cost
-    run.journal.save()
-    if state.status != "interrupted":
+    try:
+        run.journal.save()
+    except StorageError as exc:  # the previous journal stays; resume reconciles with git
+        run.stop_run(exc)
+    run.journal.close()  # from here on, a straggling node thread writes nothing
+    if state.status not in ("interrupted", "running") and run.stop_error is None:
         from .run_report import write_pr_body
 
         write_pr_body(state, run.journal.run_dir / "PR.md")
     return state
+
+
+# Locks of runs that abandoned node threads: held until the process exits, never released.
+_HELD_UNTIL_EXIT: list[RepoLock] = []
 
 
 def _drive(run: NodeRunner, lock: RepoLock, already: list[str]) -> RunState:
@@ -100,22 +119,53 @@ def _drive(run: NodeRunner, lock: RepoLock, already: list[str]) -> RunState:
     deps = {t.task_id: list(t.dependencies) for t in plan.tasks}
     if run.opts.on_start:
         run.opts.on_start(run.journal.state)
+    hint = f"'anti-sprawl resume {run.journal.state.run_id} --repo {run.repo}' finishes the run"
     try:
-        run_dag(
-            deps,
-            run.run_node,
-            jobs=run.opts.jobs,
-            already_succeeded=already,
-            order=[t.task_id for t in plan.tasks],
-            on_skip=run.skip,
-            stop=run.opts.stop,
-            land=run.land,
-        )
+        with ctrl_c_stops(run.opts.stop) as ctrl_c:
+            try:
+                run_dag(
+                    deps,
+                    run.run_node,
+                    jobs=run.opts.jobs,
+                    already_succeeded=already,
+                    order=[t.task_id for t in plan.tasks],
+                    on_skip=run.skip,
+                    stop=run.opts.stop,
+                    land=run.land,
+                    grace=run.opts.stop_grace,
+                )
+            finally:
+                _wind_up(run, lock)
+    except KeyboardInterrupt:  # a second Ctrl-C: the journal is written, nothing waited for
+        raise Interrupted(f"interrupted: {hint}") from None
+    if run.stop_error is not None:
+        error = run.stop_error
+        raise type(error)(f"{error}; {hint}") from error
+    if ctrl_c.pressed and run.journal.state.status != "succeeded":
+        raise Interrupted(f"interrupted: {hint}")
+    return run.journal.state
+
+
+def _wind_up(run: NodeRunner, lock: RepoLock) -> None:
+    """Clean up, write the journal one last time, then let go of the run.
+
+    With node threads still running (abandoned after a stop: stuck in a model call, or left
+    by a second Ctrl-C), their worktrees are left for ``resume`` to remove and the lock is kept
+    until the process exits, so nothing they do can overlap a ``resume``; the journal is
+    closed to them either way.
+    """
+    abandoned = run.active_nodes > 0
+    if abandoned:
+        _HELD_UNTIL_EXIT.append(lock)
+    try:
+        if not abandoned:
+            # Leftovers (a failed removal) are removed by the next resume, before anything runs.
+            with contextlib.suppress(RunError, OSError):
+                remove_stale_worktrees(run.repo, run.worktrees, run.journal.state.run_id)
+        _finish(run)
     finally:
-        remove_stale_worktrees(run.repo, run.worktrees, run.journal.state.run_id)
-        state = _finish(run, lock)
-        lock.release()
-    return state
+        if not abandoned:
+            lock.release()
 
 
 def execute(plan: Plan, repo: Path, opts: ExecuteOptions) -> RunState:
@@ -146,6 +196,9 @@ def execute(plan: Plan, repo: Path, opts: ExecuteOptions) -> RunState:
             ["show-ref", "--verify", "--quiet", f"refs/heads/{base_ref}"], repo, check=False
         )
         base_branch = base_ref if is_branch.returncode == 0 else None
+    branch_name = opts.branch or f"anti-sprawl/{plan.plan_id}"
+    check_branch_name(repo, branch_name)
+    refuse_checked_out(repo, branch_name, "pass --branch NAME")
     # Before anything is written: the state directory must be ours, not repository content.
     ensure_state_dir(repo)
     run_id = new_run_id(plan.plan_id)
@@ -153,8 +206,8 @@ def execute(plan: Plan, repo: Path, opts: ExecuteOptions) -> RunState:
     lock.acquire(run_id)
     try:
         ensure_excluded(repo)
-        branch = RunBranch(repo, opts.branch or f"anti-sprawl/{plan.plan_id}", run_id)
-        check_branch_name(repo, branch.name)
+        branch = RunBranch(repo, branch_name, run_id)
+        created = not branch.exists()
         branch.create(base)
         state = RunState(
             run_id=run_id,
@@ -185,7 +238,14 @@ def execute(plan: Plan, repo: Path, opts: ExecuteOptions) -> RunState:
             },
         )
         journal = Journal(state_dir(repo) / "runs" / run_id, state)
-        journal.save()
+        try:
+            journal.save()
+        except StorageError as exc:
+            # Nothing ran: leave nothing behind, so the same execute works once there is room.
+            shutil.rmtree(journal.run_dir, ignore_errors=True)
+            if created:
+                run_git(["update-ref", "-d", branch.ref, base], repo, check=False)
+            raise StorageError(f"{exc}; nothing was started") from exc
     except BaseException:
         lock.release()
         raise
@@ -205,6 +265,9 @@ def resume(
     repo = check_repo(repo)
     ensure_state_dir(repo)
     journal = Journal.load(repo, run_id)
+    refuse_checked_out(
+        repo, journal.state.branch, "check out another branch there, then resume again"
+    )
     if plan is not None:
         report = validate(plan, repo)
         if not report.valid:

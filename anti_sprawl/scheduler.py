@@ -2,16 +2,23 @@
 
 ``DagScheduler`` follows graphlib's protocol (``get_ready`` / ``done`` / ``is_active``) and
 adds failure propagation: when a node fails, all its descendants are ``skipped`` with the
-failed dependency named, while independent branches go on. ``run_dag`` drives it with a thread
-pool (workers spend their time waiting on models and subprocesses, not on the GIL).
+failed dependency named, while independent branches go on. ``run_dag`` drives it with one
+thread per running node (workers spend their time waiting on models and subprocesses, not on
+the GIL), handing out a node only when a slot is free, so a stop takes effect at once: nothing
+is queued behind the running nodes.
+
+The threads are daemons: a node stuck in a model call that a stop cannot interrupt is
+abandoned after the grace period instead of holding the process (see ``runner._drive`` for
+what the run does about it: it keeps its lock until the process is gone).
 """
 
 from __future__ import annotations
 
 import heapq
+import queue
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Literal
 
 __all__ = ["DagScheduler", "NodeOutcome", "run_dag", "topological_order"]
@@ -32,6 +39,7 @@ class DagScheduler:
                 self._dependents[d].append(t)
         self.status: dict[str, str] = dict.fromkeys(deps, "pending")
         self.skipped_because: dict[str, str] = {}
+        self.abandoned: set[str] = set()  # still running when run_dag gave up waiting
         self._handed_out: set[str] = set()
 
     def mark(self, task: str, outcome: str) -> None:
@@ -40,13 +48,18 @@ class DagScheduler:
             self._handed_out.add(task)
             self.done(task, "succeeded")
 
-    def get_ready(self) -> list[str]:
-        """Pending nodes whose dependencies all succeeded, in plan order; each returned once."""
+    def get_ready(self, limit: int | None = None) -> list[str]:
+        """Pending nodes whose dependencies all succeeded, in plan order; each returned once.
+
+        With ``limit``, at most that many (the rest stay pending for a later call).
+        """
         ready = [
             t
             for t in self._order
             if self.status[t] == "pending" and not self._waiting[t] and t not in self._handed_out
         ]
+        if limit is not None:
+            ready = ready[: max(0, limit)]
         for t in ready:
             self._handed_out.add(t)
             self.status[t] = "running"
@@ -85,13 +98,17 @@ def run_dag(
     on_skip: Callable[[str, str], None] | None = None,
     stop: threading.Event | None = None,
     land: Callable[[str], NodeOutcome] | None = None,
+    grace: float | None = None,
 ) -> DagScheduler:
     """Run every node through ``run_node`` respecting dependencies, ``jobs`` at a time.
 
     ``run_node`` must not raise for an ordinary failure (return "failed"); an exception is
     treated as a failure of that node and re-raised after the running nodes have finished.
     When ``stop`` is set, no new node starts; running ones are left to finish (they watch the
-    same event) and the remaining nodes stay ``pending``.
+    same event) and the remaining nodes stay ``pending``. With ``grace``, nodes still running
+    that many seconds after the stop are abandoned: ``run_dag`` returns, and they are listed
+    in the result's ``abandoned``. An exception in this thread (a second Ctrl-C) abandons them
+    at once.
 
     With ``land``, a node that ``run_node`` reports "succeeded" is only ready to land: ``land``
     is called for it on this thread, strictly in topological order (ties by ``order``), and
@@ -105,53 +122,89 @@ def run_dag(
     stop = stop or threading.Event()
     errors: list[BaseException] = []
     lander = _Lander(topological_order(deps, order), land) if land else None
-    with ThreadPoolExecutor(max_workers=max(1, jobs), thread_name_prefix="node") as pool:
-        running: dict[Future[NodeOutcome], str] = {}
-        try:
-            _loop(sched, pool, running, run_node, stop, errors, on_skip, lander)
-        except BaseException:
-            # Ctrl-C: running nodes watch ``stop`` and wind down; the pool waits for them.
-            stop.set()
-            raise
+    driver = _Driver(sched, run_node, max(1, jobs), stop, on_skip, lander, errors)
+    try:
+        driver.loop(grace)
+    except BaseException:
+        stop.set()  # running nodes watch it; this thread does not wait for them
+        raise
+    finally:
+        sched.abandoned = set(driver.running)
     if errors:
         raise errors[0]
     return sched
 
 
-def _loop(
-    sched: DagScheduler,
-    pool: ThreadPoolExecutor,
-    running: dict[Future[NodeOutcome], str],
-    run_node: Callable[[str], NodeOutcome],
-    stop: threading.Event,
-    errors: list[BaseException],
-    on_skip: Callable[[str, str], None] | None,
-    lander: _Lander | None,
-) -> None:
-    def finish(task: str, outcome: NodeOutcome) -> None:
-        for child in sched.done(task, outcome):
-            if on_skip:
-                on_skip(child, task)
+_Done = tuple[str, NodeOutcome, BaseException | None]
 
-    while True:
-        if not stop.is_set() and not errors:
-            for task in sched.get_ready():
-                running[pool.submit(run_node, task)] = task
-        if not running:
-            return
-        finished, _ = wait(running, return_when=FIRST_COMPLETED)
-        for fut in finished:
-            task = running.pop(fut)
-            exc = fut.exception()
-            if exc is not None:
-                errors.append(exc)
-            outcome: NodeOutcome = "failed" if exc is not None else fut.result()
-            if lander is not None and outcome == "succeeded":
-                lander.ready.add(task)
-            else:
-                finish(task, outcome)
-        if lander is not None:
-            lander.land_in_order(sched, finish, errors)
+
+class _Driver:
+    """The loop of ``run_dag``: start nodes into free slots, collect them, land them in order."""
+
+    def __init__(
+        self,
+        sched: DagScheduler,
+        run_node: Callable[[str], NodeOutcome],
+        jobs: int,
+        stop: threading.Event,
+        on_skip: Callable[[str, str], None] | None,
+        lander: _Lander | None,
+        errors: list[BaseException],
+    ):
+        self.sched = sched
+        self.run_node = run_node
+        self.jobs = jobs
+        self.stop = stop
+        self.on_skip = on_skip
+        self.lander = lander
+        self.errors = errors
+        self.running: set[str] = set()
+        self.results: queue.Queue[_Done] = queue.Queue()
+
+    def _work(self, task: str) -> None:
+        try:
+            self.results.put((task, self.run_node(task), None))
+        except BaseException as exc:  # reported to the loop, which fails the node
+            self.results.put((task, "failed", exc))
+
+    def _finish(self, task: str, outcome: NodeOutcome) -> None:
+        for child in self.sched.done(task, outcome):
+            if self.on_skip:
+                self.on_skip(child, task)
+
+    def loop(self, grace: float | None) -> None:
+        stopped_at: float | None = None
+        while True:
+            if not self.stop.is_set() and not self.errors:
+                for task in self.sched.get_ready(limit=self.jobs - len(self.running)):
+                    self.running.add(task)
+                    threading.Thread(
+                        target=self._work, args=(task,), name=f"node-{task}", daemon=True
+                    ).start()
+            if not self.running:
+                return
+            if self.stop.is_set():
+                stopped_at = time.monotonic() if stopped_at is None else stopped_at
+                if grace is not None and time.monotonic() - stopped_at >= grace:
+                    return  # the nodes still running are abandoned
+            try:
+                # A short timeout: a stop (Ctrl-C) is noticed even while nothing finishes.
+                done = [self.results.get(timeout=0.1)]
+            except queue.Empty:
+                continue
+            while not self.results.empty():
+                done.append(self.results.get_nowait())
+            for task, outcome, exc in done:
+                self.running.discard(task)
+                if exc is not None:
+                    self.errors.append(exc)
+                    outcome = "failed"
+                if self.lander is not None and outcome == "succeeded":
+                    self.lander.ready.add(task)
+                else:
+                    self._finish(task, outcome)
+            if self.lander is not None:
+                self.lander.land_in_order(self.sched, self._finish, self.errors)
 
 
 def topological_order(

@@ -1,6 +1,8 @@
 """Plan validation: every problem reported at once, each naming its task(s) and path(s).
 
-The checks, in order: schema (pydantic), ids and dependencies, cycles, scope entries, budgets,
+The checks, in order: schema (pydantic), ids and dependencies, cycles, ids usable as git ref
+components and test commands that split into a NUL-free argument list (what ``validate``
+accepts, ``execute`` can run), scope entries, budgets,
 then — on an acyclic plan — write/write overlap and stale reads between nodes that the DAG
 leaves unordered (either could run first, or both at once). With a repository, read entries
 must match an existing file and write entries must exist or have an existing parent.
@@ -13,6 +15,7 @@ path prefix in a trie, so only entries on one root-to-leaf path of the trie are 
 from __future__ import annotations
 
 import os
+import shlex
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -24,7 +27,16 @@ from .path_rules import DEFAULT_ALLOW, DEFAULT_DENY, DenyRules
 from .plan import Plan, TaskNode
 from .scopes import Scope, entry_problem, is_glob, literal_prefix, may_overlap, normalize_entry
 
-__all__ = ["MAX_TOKEN_BUDGET", "MAX_TOOL_CALLS", "Problem", "Report", "find_cycle", "validate"]
+__all__ = [
+    "MAX_TOKEN_BUDGET",
+    "MAX_TOOL_CALLS",
+    "Problem",
+    "Report",
+    "command_problem",
+    "find_cycle",
+    "ref_component_problem",
+    "validate",
+]
 
 MAX_TOKEN_BUDGET = 10_000_000
 MAX_TOOL_CALLS = 2_000
@@ -85,6 +97,8 @@ def validate(data: dict[str, Any] | Plan, repo: Path | None = None) -> Report:
         shown = " -> ".join([*cycle, cycle[0]])
         errors.append(_p("cycle", f"dependency cycle: {shown}", cycle))
 
+    errors.extend(_ref_name_problems(plan))
+    errors.extend(_command_problems(plan))
     errors.extend(_entry_problems(plan))
     warnings.extend(_secret_entries(plan))
     errors.extend(_budget_problems(plan))
@@ -152,6 +166,58 @@ def find_cycle(edges: dict[str, list[str]]) -> list[str] | None:
                 path.append(nxt)
                 iters.append(iter(edges[nxt]))
     return None
+
+
+def ref_component_problem(name: str) -> str | None:
+    """Why ``name`` cannot be one component of a git ref (``git check-ref-format``), or None.
+
+    Task ids name each node's worktree branch and the plan id the default run branch; the id
+    pattern already limits the characters, so only these rules are left to check.
+    """
+    if ".." in name:
+        return "contains '..'"
+    if name.endswith(".lock"):
+        return "ends with '.lock'"
+    if name.endswith("."):
+        return "ends with '.'"
+    return None
+
+
+def _ref_name_problems(plan: Plan) -> Iterator[Problem]:
+    problem = ref_component_problem(plan.plan_id)
+    if problem:
+        msg = f"plan_id {plan.plan_id!r} {problem}: it cannot name the run branch"
+        yield _p("bad_plan_id", msg)
+    for t in plan.tasks:
+        problem = ref_component_problem(t.task_id)
+        if problem:
+            msg = f"task id {t.task_id!r} {problem}: it cannot name a git branch"
+            yield _p("bad_task_id", msg, [t.task_id])
+
+
+def command_problem(command: str | list[str] | None) -> str | None:
+    """Why ``command`` cannot be run as an argument list, or None: what execute would hit."""
+    if command is None:
+        return None
+    parts = command if isinstance(command, list) else [command]
+    if any("\0" in part for part in parts):
+        return "contains a NUL byte"
+    if isinstance(command, str):
+        try:
+            shlex.split(command)
+        except ValueError as exc:
+            return f"cannot be split into arguments ({exc})"
+    return None
+
+
+def _command_problems(plan: Plan) -> Iterator[Problem]:
+    problem = command_problem(plan.test_command)
+    if problem:
+        yield _p("bad_command", f"the plan's test_command {problem}")
+    for t in plan.tasks:
+        problem = command_problem(t.test_command)
+        if problem:
+            yield _p("bad_command", f"task '{t.task_id}' test_command {problem}", [t.task_id])
 
 
 def _entry_problems(plan: Plan) -> Iterator[Problem]:

@@ -23,6 +23,7 @@ class Canned:
     body: Any = None
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    raw: bytes | None = None  # sent as-is instead of ``body`` (a truncated or non-JSON body)
 
 
 @dataclass
@@ -61,9 +62,10 @@ class FakeLLMServer:
         status: int = 200,
         headers: dict[str, str] | None = None,
         delay: float = 0.0,
+        raw: bytes | None = None,
     ) -> None:
         with self._lock:
-            self._queue.append(Canned(status, body, dict(headers or {}), delay))
+            self._queue.append(Canned(status, body, dict(headers or {}), delay, raw))
 
     def clear(self) -> None:
         """Drop the responses not served yet."""
@@ -106,7 +108,10 @@ class FakeLLMServer:
                 canned = server._next(Recorded("POST", self.path, headers, body))
                 if canned.delay:
                     time.sleep(canned.delay)
-                payload = b"" if canned.body is None else json.dumps(canned.body).encode()
+                if canned.raw is not None:
+                    payload = canned.raw
+                else:
+                    payload = b"" if canned.body is None else json.dumps(canned.body).encode()
                 try:
                     self.send_response(canned.status)
                     self.send_header("Content-Type", "application/json")

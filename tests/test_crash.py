@@ -151,7 +151,7 @@ def test_concurrent_resume_only_one_proceeds(tmp_path: Path) -> None:
         )
 
     first = start()
-    lock = repo / ".anti-sprawl" / "run.lock"
+    lock = repo / ".git" / "anti-sprawl-run.flock"  # in the common git dir, shared by worktrees
     deadline = time.monotonic() + 60
     # start the second only once the first holds the lock (it records its pid there)
     while f'"pid": {first.pid}' not in (lock.read_text() if lock.exists() else ""):

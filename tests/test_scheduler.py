@@ -130,3 +130,26 @@ def test_topological_order_breaks_ties_by_plan_order() -> None:
     from anti_sprawl.scheduler import topological_order
 
     assert topological_order({"z": [], "y": ["z"], "x": []}, ["x", "y", "z"]) == ["x", "z", "y"]
+
+
+def test_stop_hands_out_nothing_more_and_abandons_stuck_nodes_after_the_grace() -> None:
+    """Ten ready nodes, two slots: after a stop only the two running ever started; a node
+    stuck past the grace period is abandoned (run_dag returns without it)."""
+    stop = threading.Event()
+    release = threading.Event()
+    started: list[str] = []
+
+    def run_node(task: str) -> NodeOutcome:
+        started.append(task)
+        stop.set()
+        if task == "n0":
+            release.wait(30)  # a model call that never returns while we wait
+        return "succeeded"
+
+    deps: dict[str, list[str]] = {f"n{i}": [] for i in range(10)}
+    sched = run_dag(deps, run_node, jobs=2, stop=stop, grace=0.2)
+    release.set()
+    assert sorted(started) == ["n0", "n1"]
+    assert sched.abandoned == {"n0"}
+    assert sched.status["n1"] == "succeeded"
+    assert [t for t, s in sched.status.items() if s == "pending"] == [f"n{i}" for i in range(2, 10)]

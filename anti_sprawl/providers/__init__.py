@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from ..errors import UsageError
 from .anthropic import DEFAULT_ANTHROPIC_MODEL, AnthropicProvider
@@ -77,6 +78,7 @@ __all__ = [
     "ToolSpec",
     "Usage",
     "UserMessage",
+    "check_base_url",
     "estimate_request_tokens",
     "observe_usage",
     "raw_request_tokens",
@@ -96,6 +98,36 @@ def _env(env: Mapping[str, str], key: str) -> str | None:
     return env.get(key) or None  # an empty variable counts as unset
 
 
+def _env_url(env: Mapping[str, str], key: str) -> str | None:
+    url = _env(env, key)
+    return None if url is None else check_base_url(url, key)
+
+
+def check_base_url(url: str, source: str) -> str:
+    """``url`` when it is a usable http(s) server URL; else a one-line UsageError naming ``source``.
+
+    The SDKs would accept many malformed URLs at construction and fail deep inside the HTTP
+    client later (``http://[::1`` is a 70-line traceback), so they are checked here first.
+    """
+    problem = None
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # raises for a non-numeric or out-of-range port
+        if parts.scheme not in ("http", "https"):
+            problem = "it must start with http:// or https://"
+        elif not parts.hostname:
+            problem = "it has no host"
+        elif port == 0:
+            problem = "port 0 is not a server port"
+        elif any(ch.isspace() or ord(ch) < 32 for ch in url):
+            problem = "it contains whitespace or control characters"
+    except ValueError as exc:
+        problem = str(exc)
+    if problem:
+        raise UsageError(f"invalid {source} {url!r}: {problem}")
+    return url
+
+
 def select_provider(
     *,
     provider: str | None,
@@ -109,6 +141,8 @@ def select_provider(
     Without ``provider``: ``--script`` means scripted, ``--base-url`` means openai, then
     ``ANTHROPIC_API_KEY`` means anthropic, then ``OPENAI_API_KEY``/``OPENAI_BASE_URL`` openai.
     """
+    if base_url:
+        check_base_url(base_url, "--base-url")
     name = provider.strip().lower() if provider else None
     if name is None:
         if script is not None:
@@ -138,9 +172,9 @@ def select_provider(
         return AnthropicProvider(
             model or DEFAULT_ANTHROPIC_MODEL,
             api_key=key,
-            base_url=base_url or _env(env, "ANTHROPIC_BASE_URL"),
+            base_url=base_url or _env_url(env, "ANTHROPIC_BASE_URL"),
         )
-    url = base_url or _env(env, "OPENAI_BASE_URL")
+    url = base_url or _env_url(env, "OPENAI_BASE_URL")
     key = _env(env, "OPENAI_API_KEY")
     if key is None and url is None:
         raise UsageError("--provider openai needs OPENAI_API_KEY, or --base-url for a local server")

@@ -25,6 +25,7 @@ from .base import (
 )
 from .errors import MalformedResponse
 from .sdk import SdkProvider
+from .wire import AnthropicBody, AnthropicUsage
 
 __all__ = ["DEFAULT_ANTHROPIC_MODEL", "AnthropicProvider", "to_anthropic_params"]
 
@@ -42,6 +43,7 @@ class AnthropicProvider(SdkProvider):
     """Claude via the Messages API; system + tool schemas form the cached prefix."""
 
     name = "anthropic"
+    _schema = AnthropicBody
 
     def __init__(
         self,
@@ -73,44 +75,42 @@ class AnthropicProvider(SdkProvider):
         return to_anthropic_params(request, request.model or self.model)
 
     def _send(self, params: dict[str, Any]) -> Any:
-        return self._client.messages.create(**params)
+        return self._client.messages.with_raw_response.create(**params)
 
-    def _response(self, request: ModelRequest, message: Any) -> ModelResponse:
-        content = getattr(message, "content", None)
-        if not isinstance(content, list):
-            raise MalformedResponse(f"{self.name}: response has no content list")
+    def _response(self, request: ModelRequest, body: AnthropicBody) -> ModelResponse:
         texts: list[str] = []
         calls: list[ToolCall] = []
-        for block in content:
-            kind = getattr(block, "type", None)
-            if kind == "text":
-                texts.append(str(block.text))
-            elif kind == "tool_use":
+        for block in body.content:
+            if block.type == "text":
+                texts.append(block.text or "")
+            elif block.type == "tool_use":
+                if block.id is None or not block.name:
+                    raise MalformedResponse(f"{self.name}: a tool_use block has no id or name")
                 raw = block.input
                 arguments = (
                     raw if isinstance(raw, dict) else {INVALID_ARGUMENTS_KEY: json.dumps(raw)}
                 )
-                calls.append(ToolCall(id=str(block.id), name=str(block.name), arguments=arguments))
+                calls.append(ToolCall(id=str(block.id), name=block.name, arguments=arguments))
         text = "\n".join(t for t in texts if t)
         return ModelResponse(
             text=text,
             tool_calls=calls,
-            stop_reason=_STOP_REASONS.get(str(getattr(message, "stop_reason", "")), "other"),
-            usage=_usage(getattr(message, "usage", None)) or estimated_usage(request, text, calls),
-            model=str(getattr(message, "model", None) or request.model or self.model),
-            raw_id=getattr(message, "id", None),
+            stop_reason=_STOP_REASONS.get(body.stop_reason or "", "other"),
+            usage=_usage(body.usage) or estimated_usage(request, text, calls),
+            model=body.model or request.model or self.model,
+            raw_id=None if body.id is None else str(body.id),
         )
 
 
-def _usage(usage: Any) -> Usage | None:
-    if usage is None or getattr(usage, "input_tokens", None) is None:
+def _usage(usage: AnthropicUsage | None) -> Usage | None:
+    if usage is None:
         return None
-    cache_read = getattr(usage, "cache_read_input_tokens", None) or 0
-    cache_write = getattr(usage, "cache_creation_input_tokens", None) or 0
+    cache_read = usage.cache_read_input_tokens or 0
+    cache_write = usage.cache_creation_input_tokens or 0
     # Anthropic's input_tokens excludes cached tokens; our convention includes them.
     return Usage(
-        input_tokens=int(usage.input_tokens) + cache_read + cache_write,
-        output_tokens=int(getattr(usage, "output_tokens", None) or 0),
+        input_tokens=usage.input_tokens + cache_read + cache_write,
+        output_tokens=usage.output_tokens or 0,
         cache_read_tokens=cache_read,
         cache_write_tokens=cache_write,
     )

@@ -28,8 +28,8 @@ from .base import (
     UserMessage,
     estimated_usage,
 )
-from .errors import MalformedResponse
 from .sdk import SdkProvider
+from .wire import OpenAIBody, OpenAIContentPart, OpenAIToolCall, OpenAIUsage
 
 __all__ = [
     "DEFAULT_OPENAI_MODEL",
@@ -54,6 +54,7 @@ class OpenAIProvider(SdkProvider):
     """Chat completions with function tools; ``base_url`` selects a compatible server."""
 
     name = "openai"
+    _schema = OpenAIBody
 
     def __init__(
         self,
@@ -91,29 +92,32 @@ class OpenAIProvider(SdkProvider):
         return to_openai_params(request, request.model or self.model, limit_key=limit_key)
 
     def _send(self, params: dict[str, Any]) -> Any:
-        return self._client.chat.completions.create(**params)
+        return self._client.chat.completions.with_raw_response.create(**params)
 
-    def _response(self, request: ModelRequest, completion: Any) -> ModelResponse:
-        choices = getattr(completion, "choices", None)
-        if not isinstance(choices, list) or not choices:
-            raise MalformedResponse(f"{self.name}: response has no choices")
-        message = getattr(choices[0], "message", None)
-        text = str(getattr(message, "content", None) or "")
-        calls = [_tool_call(raw) for raw in getattr(message, "tool_calls", None) or []]
-        finish = getattr(choices[0], "finish_reason", None)
+    def _response(self, request: ModelRequest, body: OpenAIBody) -> ModelResponse:
+        message = body.choices[0].message
+        text = _content_text(message.content if message else None)
+        calls = [_tool_call(raw) for raw in (message.tool_calls if message else None) or []]
+        finish = body.choices[0].finish_reason
         if finish is None:
             stop: StopReason = "tool_use" if calls else "end_turn"
         else:
-            stop = _STOP_REASONS.get(str(finish), "other")
+            stop = _STOP_REASONS.get(finish, "other")
         return ModelResponse(
             text=text,
             tool_calls=calls,
             stop_reason=stop,
-            usage=_usage(getattr(completion, "usage", None))
-            or estimated_usage(request, text, calls),
-            model=str(getattr(completion, "model", None) or request.model or self.model),
-            raw_id=getattr(completion, "id", None),
+            usage=_usage(body.usage) or estimated_usage(request, text, calls),
+            model=body.model or request.model or self.model,
+            raw_id=None if body.id is None else str(body.id),
         )
+
+
+def _content_text(content: str | list[OpenAIContentPart] | None) -> str:
+    """Message text; some compatible servers send a list of typed parts instead of a string."""
+    if isinstance(content, list):
+        return "".join(part.text or "" for part in content if part.type in (None, "text"))
+    return content or ""
 
 
 def parse_arguments(raw: Any) -> dict[str, Any]:
@@ -126,30 +130,30 @@ def parse_arguments(raw: Any) -> dict[str, Any]:
         return {INVALID_ARGUMENTS_KEY: json.dumps(raw)}
     try:
         value = json.loads(raw)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         return {INVALID_ARGUMENTS_KEY: raw}
     return value if isinstance(value, dict) else {INVALID_ARGUMENTS_KEY: raw}
 
 
-def _tool_call(raw: Any) -> ToolCall:
-    function = getattr(raw, "function", None)
+def _tool_call(raw: OpenAIToolCall) -> ToolCall:
+    function = raw.function
     return ToolCall(
-        id=str(getattr(raw, "id", None) or f"call_{uuid.uuid4().hex[:16]}"),
-        name=str(getattr(function, "name", None) or ""),
-        arguments=parse_arguments(getattr(function, "arguments", None)),
+        id=str(raw.id) if raw.id is not None and raw.id != "" else f"call_{uuid.uuid4().hex[:16]}",
+        name=(function.name if function else None) or "",
+        arguments=parse_arguments(function.arguments if function else None),
     )
 
 
-def _usage(usage: Any) -> Usage | None:
-    if usage is None or getattr(usage, "prompt_tokens", None) is None:
+def _usage(usage: OpenAIUsage | None) -> Usage | None:
+    if usage is None or usage.prompt_tokens is None:
         return None
-    details = getattr(usage, "prompt_tokens_details", None)
+    details = usage.prompt_tokens_details
     # prompt_tokens already includes cached_tokens, as our convention wants.
     return Usage(
-        input_tokens=int(usage.prompt_tokens),
-        output_tokens=int(getattr(usage, "completion_tokens", None) or 0),
-        cache_read_tokens=int(getattr(details, "cached_tokens", None) or 0),
-        cache_write_tokens=int(getattr(details, "cache_write_tokens", None) or 0),
+        input_tokens=usage.prompt_tokens,
+        output_tokens=usage.completion_tokens or 0,
+        cache_read_tokens=(details.cached_tokens if details else None) or 0,
+        cache_write_tokens=(details.cache_write_tokens if details else None) or 0,
     )
 
 

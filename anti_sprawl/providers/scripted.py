@@ -17,12 +17,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import UsageError
-from ..plan import read_user_file
 from ..tokens import count_tokens
+from ..userdata import load_document
 from .base import ModelRequest, ModelResponse, ToolCall, Usage, raw_request_tokens, turn_text
 from .errors import BadRequest, ScriptExhausted
 
@@ -71,13 +70,7 @@ class Script(BaseModel):
     @classmethod
     def load(cls, path: Path) -> Script:
         """Read a YAML (or JSON) script; any problem is a one-line ``UsageError``."""
-        text = read_user_file(path, "script")
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise UsageError(f"cannot parse script file {path}: {first}") from exc
-        return cls.from_data(data, source=str(path))
+        return cls.from_data(load_document(path, "script"), source=str(path))
 
     @classmethod
     def from_data(cls, data: Any, *, source: str = "script") -> Script:

@@ -1,18 +1,22 @@
 """What the two SDK-backed providers share: retries, error translation, repr, close.
 
 Subclasses build the SDK client in their constructor (importing the SDK there, so
-``anti-sprawl --help`` never loads it) and supply ``_params``, ``_send`` and ``_response``.
+``anti-sprawl --help`` never loads it) and supply ``_params``, ``_send`` (the SDK's raw-response
+call), ``_schema`` (the body schema in :mod:`.wire`) and ``_response``. The body is parsed and
+checked here, not by the SDK: a body that is not JSON or does not match the schema is a
+``MalformedResponse``, never a Python error from deep inside the SDK or our conversion.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 from .base import ModelRequest, ModelResponse
 from .errors import translate_sdk_error
 from .retry import with_retries
+from .wire import WireBody, parse_body
 
 __all__ = ["SdkProvider"]
 
@@ -21,6 +25,7 @@ class SdkProvider:
     """One model call = the SDK request, retried by us (the SDK's own retries are off)."""
 
     name: str
+    _schema: ClassVar[type[WireBody]]
 
     def __init__(
         self,
@@ -54,11 +59,13 @@ class SdkProvider:
 
     def _call(self, params: dict[str, Any]) -> Any:
         try:
-            return self._send(params)
+            # the raw body: the SDK has read it in full (no streaming) while mapping its errors
+            content = self._send(params).http_response.read()
         except self._sdk_error as exc:
             raise translate_sdk_error(
                 exc, sdk=self._sdk, provider=self.name, secrets=self._secrets
             ) from exc
+        return parse_body(content, self._schema, provider=self.name)
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         raise NotImplementedError

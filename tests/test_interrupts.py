@@ -1,0 +1,155 @@
+"""Ctrl-C through the real CLI, while a slow fake model server holds a call.
+
+The first SIGINT stops handing out nodes at once; nodes stuck in a model call are abandoned
+after a short grace period; a second SIGINT leaves at once. Either way the process exits with
+130 and one line, the journal says ``interrupted`` with every unfinished node ``pending``, the
+branch and the user's checkout are untouched, and ``resume`` (possible at once: the lock is
+free once the process is gone) finishes the run with one commit per node.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from . import e2e_fixture as fx
+from .fake_llm_server import FakeLLMServer
+
+CLI = [sys.executable, "-m", "anti_sprawl.cli"]
+HELD = 120.0  # the fake server holds the first call this long: far past any test timeout
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PATH"] = f"{os.path.dirname(sys.executable)}:{env.get('PATH', '/usr/bin:/bin')}"
+    for key in ("ANTI_SPRAWL_CRASH_AT", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY"):
+        env.pop(key, None)
+    return env
+
+
+@pytest.fixture
+def server() -> Iterator[FakeLLMServer]:
+    with FakeLLMServer() as srv:
+        yield srv
+
+
+def _wait(predicate: Any, proc: subprocess.Popen[str], what: str) -> None:
+    deadline = time.monotonic() + 120
+    while not predicate():
+        assert proc.poll() is None, f"the run ended before {what}: {proc.communicate()}"
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+def _held_run(tmp_path: Path, server: FakeLLMServer) -> tuple[Path, subprocess.Popen[str]]:
+    """An execute whose first model call is held by the server; returns once it is."""
+    repo = fx.make_repo(tmp_path)
+    plan, _ = fx.write_inputs(tmp_path, fx.plan(), fx.script())
+    for _ in range(2):  # nodes a and b start together; both calls are held
+        server.enqueue({"never": "sent"}, delay=HELD)
+    args = ["execute", str(plan), "--repo", str(repo), "-j", "2"]
+    args += ["--provider", "openai", "--base-url", f"{server.url}/v1", "--model", "m"]
+    proc = subprocess.Popen(
+        [*CLI, *args], env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    _wait(lambda: len(server.requests) >= 2, proc, "the first model calls")
+    return repo, proc
+
+
+def _finish(proc: subprocess.Popen[str], timeout: float) -> tuple[str, str]:
+    """The process's output; fails (and kills it) if it does not exit within ``timeout``."""
+    try:
+        return proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        pytest.fail(f"still running {timeout}s after Ctrl-C (a held model call kept it)")
+
+
+def _assert_interrupted(repo: Path, out: str, err: str, code: int) -> str:
+    assert code == 130, out + err
+    assert "Traceback" not in out + err
+    (line,) = err.strip().splitlines()
+    (run_id,) = [p.name for p in (repo / ".anti-sprawl" / "runs").iterdir()]
+    assert line == (
+        f"anti-sprawl: interrupted: 'anti-sprawl resume {run_id} --repo {repo}' finishes the run"
+    )
+    state = json.loads((repo / ".anti-sprawl" / "runs" / run_id / "run.json").read_text())
+    assert state["status"] == "interrupted"
+    assert {t["status"] for t in state["tasks"].values()} <= {"pending", "succeeded"}
+    assert fx.task_trailers(repo) == []
+    assert fx.git(repo, "rev-parse", "anti-sprawl/demo") == fx.git(repo, "rev-parse", "main")
+    assert fx.git(repo, "status", "--porcelain") == ""
+    return run_id
+
+
+def _resume_finishes(tmp_path: Path, repo: Path, run_id: str) -> None:
+    """The lock is free and the run completes with the scripted model, one commit per node."""
+    _, script = fx.write_inputs(tmp_path, fx.plan(), fx.script())
+    done = subprocess.run(
+        [*CLI, "resume", run_id, "--repo", str(repo), "--script", str(script)],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert sorted(fx.task_trailers(repo)) == ["a", "b", "c"]
+    assert not list((repo / ".anti-sprawl" / "worktrees").glob("*"))
+    state = json.loads((repo / ".anti-sprawl" / "runs" / run_id / "run.json").read_text())
+    assert state["status"] == "succeeded"
+
+
+def test_second_ctrl_c_exits_at_once(tmp_path: Path, server: FakeLLMServer) -> None:
+    repo, proc = _held_run(tmp_path, server)
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    proc.send_signal(signal.SIGINT)
+    out, err = _finish(proc, timeout=4)  # well inside the 5 s grace of a single Ctrl-C
+    run_id = _assert_interrupted(repo, out, err, proc.returncode)
+    _resume_finishes(tmp_path, repo, run_id)
+    assert len(server.requests) == 2  # both ready nodes' first calls; nothing after Ctrl-C
+
+
+def test_one_ctrl_c_abandons_a_hung_call_after_the_grace(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    repo, proc = _held_run(tmp_path, server)
+    proc.send_signal(signal.SIGINT)
+    out, err = _finish(proc, timeout=30)  # the server would hold the call for 120 s
+    run_id = _assert_interrupted(repo, out, err, proc.returncode)
+    _resume_finishes(tmp_path, repo, run_id)
+
+
+def test_one_ctrl_c_starts_no_queued_node(tmp_path: Path) -> None:
+    """Twenty ready nodes at --jobs 2: after Ctrl-C only the two running ones ever started."""
+    repo = fx.make_repo(tmp_path)
+    slow = [sys.executable, "-c", "import time; time.sleep(1.5)"]
+    tasks = [fx.node(f"n{i:02d}", [], f"pkg/n{i:02d}.py", "", test_command=slow) for i in range(20)]
+    workers = {t["task_id"]: fx.worker_turns(t["write_scope"][0], "X = 1\n") for t in tasks}
+    plan, script = fx.write_inputs(tmp_path, fx.plan(tasks=tasks), {"workers": workers})
+    args = ["execute", str(plan), "--repo", str(repo), "--script", str(script), "-j", "2"]
+    proc = subprocess.Popen(
+        [*CLI, *args], env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    runs = repo / ".anti-sprawl" / "runs"
+    _wait(lambda: list(runs.glob("*/manifests/*/*.json")), proc, "the first model call")
+    proc.send_signal(signal.SIGINT)
+    out, err = _finish(proc, timeout=60)
+    assert proc.returncode == 130 and "Traceback" not in out + err, out + err
+    (run_id,) = [p.name for p in runs.iterdir()]
+    state = json.loads((runs / run_id / "run.json").read_text())
+    started = sorted(tid for tid, t in state["tasks"].items() if t["attempts"] > 0)
+    assert len(started) <= 2, started
+    assert state["status"] == "interrupted"
+    assert {t["status"] for t in state["tasks"].values()} == {"pending"}
+    assert not list((repo / ".anti-sprawl" / "worktrees").glob("*"))
