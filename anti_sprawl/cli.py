@@ -399,16 +399,27 @@ def plan_cmd(
     max_rounds: Annotated[
         int, typer.Option("--max-rounds", min=1, max=10, help="Repair rounds.")
     ] = 3,
+    models: Annotated[
+        str | None,
+        typer.Option(
+            "--models",
+            help="Comma-separated models the planner may give tasks (cheap ones for mechanical "
+            "work, strong ones for design); the first is the plan's default.",
+        ),
+    ] = None,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
     script: ScriptOpt = None,
+    prices: PricesOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Plan a requirement: a read-only planner model proposes a validated DAG of scoped tasks."""
-    from .plan_cmd import run_plan_command
+    from .plan_cmd import parse_models, run_plan_command
 
+    allowed = parse_models(models)
     chosen = _provider(provider, model, base_url, script)
+    table = _prices(prices, chosen, base_url)
     console = _stdout() if not as_json else Console(stderr=True, highlight=False)
     code = run_plan_command(
         requirement,
@@ -419,6 +430,8 @@ def plan_cmd(
         max_rounds=max_rounds,
         console=console,
         as_json=as_json,
+        models=allowed,
+        prices=table,
     )
     if code:
         raise typer.Exit(code)

@@ -8,6 +8,7 @@ file or repository is a ``UsageError`` (exit 2, raised to the CLI).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -19,11 +20,12 @@ from .errors import UsageError
 from .internal_state import ensure_state_dir
 from .plan import read_user_file, save_plan
 from .planner import PlannerResult, plan_requirement
+from .prices import PriceTable
 from .providers.base import Provider
 from .report import render_plan_tree
 from .workspace import ensure_excluded
 
-__all__ = ["default_plan_path", "read_requirement", "run_plan_command"]
+__all__ = ["default_plan_path", "parse_models", "read_requirement", "run_plan_command"]
 
 
 def read_requirement(requirement: str) -> str:
@@ -35,6 +37,22 @@ def read_requirement(requirement: str) -> str:
     if not text.strip():
         raise UsageError("the requirement is empty")
     return text
+
+
+def parse_models(text: str | None) -> list[str]:
+    """``--models a,b,c``: the names, in order, each once; a bad name is a UsageError."""
+    names: list[str] = []
+    for raw in (text or "").split(","):
+        name = raw.strip()
+        if not name:
+            continue
+        if any(c.isspace() for c in name) or len(name) > 200:
+            raise UsageError(f"--models: {name[:60]!r} is not a model name")
+        if name not in names:
+            names.append(name)
+    if text is not None and not names:
+        raise UsageError("--models needs at least one model name (a,b,c)")
+    return names
 
 
 def default_plan_path(repo: Path, plan_id: str) -> Path:
@@ -52,6 +70,8 @@ def run_plan_command(
     max_rounds: int,
     console: Console,
     as_json: bool,
+    models: Sequence[str] = (),
+    prices: PriceTable | None = None,
 ) -> int:
     """Plan ``requirement`` for ``repo``, print the result, write the plan file; the exit code."""
     text = read_requirement(requirement)
@@ -70,6 +90,7 @@ def run_plan_command(
         max_rounds=max_rounds,
         expand_read_scope=expand_read_scope,
         manifest_dir=manifest_dir,
+        models=models,
     )
     plan_file: Path | None = None
     if result.plan is not None:

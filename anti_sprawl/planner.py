@@ -9,7 +9,7 @@ it is returned. Tokens are capped over the whole planning conversation.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -36,6 +36,7 @@ from .planner_tools import (
     default_plan_id,
     feedback,
     missing_budgets,
+    model_problems,
     submission_data,
 )
 from .providers.base import ModelRequest, ModelResponse, Provider, ToolCall, Usage, UserMessage
@@ -96,8 +97,12 @@ def plan_requirement(
     plan_id: str | None = None,
     manifest_dir: Path | None = None,
     token_budget: int = 200_000,
+    models: Sequence[str] = (),
 ) -> PlannerResult:
     """Ask ``provider`` for a plan of ``requirement`` on ``repo`` and validate it.
+
+    With ``models`` (``plan --models``) the planner may give each task one of them, saying
+    why in the task's goal; the plan's default model is the first unless it picks another.
 
     At most ``max_rounds`` submissions, ``max_tool_calls`` exploration calls and
     ``token_budget`` tokens over all model calls. Provider failures end planning with outcome
@@ -116,6 +121,7 @@ def plan_requirement(
         max_tool_calls=max_tool_calls,
         plan_id=plan_id,
         omitted=repo_map.omitted,
+        models=models,
     )
     with Firewall(repo, ["**"], []) as firewall:
         session = _Session(
@@ -131,6 +137,7 @@ def plan_requirement(
             plan_id=plan_id,
             manifest_dir=manifest_dir,
             base=_head(repo),
+            models=tuple(models),
         )
         return session.run()
 
@@ -159,6 +166,7 @@ class _Session:
     plan_id: str | None
     manifest_dir: Path | None
     base: str | None
+    models: tuple[str, ...] = ()
     tool_calls: int = 0
     rounds: int = 0
     nudges: int = 0
@@ -270,6 +278,10 @@ class _Session:
             base=self.base,
         )
         report = validate(data, self.repo)
+        chosen = model_problems(report.plan, self.models) if report.plan is not None else []
+        if chosen:
+            errors = [*report.errors, *chosen]
+            report = Report(valid=False, errors=errors, warnings=report.warnings, plan=report.plan)
         self.report = report
         if not report.valid or report.plan is None:
             text = feedback(self.report, self.rounds, self.max_rounds)
@@ -278,7 +290,10 @@ class _Session:
                 message = f"the plan is still invalid after {self.rounds} submission(s)"
                 ending = Ending("invalid", message)
             return ToolOutcome(text, status="error", wrap=False, ending=ending)
-        plan, warnings = self._assist(report.plan, missing_budgets(raw))
+        plan = report.plan
+        if self.models and plan.default_model is None:
+            plan = plan.model_copy(update={"default_model": self.models[0]})
+        plan, warnings = self._assist(plan, missing_budgets(raw))
         final = validate(plan, self.repo)
         if not final.valid or final.plan is None:  # assistance must never break a valid plan
             warnings.append("scope assistance was not applied: it made the plan invalid")

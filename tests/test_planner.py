@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 from collections.abc import Callable
@@ -419,3 +420,64 @@ def test_the_planners_own_reads_are_not_violations(tmp_path: Path, make_repo: Ma
     result = plan_with(repo, tmp_path, plan)
     assert result.violations == []  # the budget estimate's refused binary read is not one
     assert result.plan.tasks[0].max_tool_calls == 2 * 1 + 6
+
+
+# --- plan --models -----------------------------------------------------------------------
+
+
+def with_models(core: str | None, api: str | None, *, why: bool = True) -> dict[str, Any]:
+    data = copy.deepcopy(GOOD)
+    for task, model in zip(data["tasks"], (core, api), strict=True):
+        if model is not None:
+            task["model"] = model
+            if why:
+                task["goal"] += f"\nModel: {model}, because it is mechanical work."
+    return data
+
+
+def test_the_planner_assigns_allowed_models_and_says_why(tmp_path: Path, repo: Path) -> None:
+    wrong = with_models("claude-haiku-5-5", "gpt-9-ultra")  # not in the list
+    silent = with_models("claude-haiku-5-5", None, why=False)  # no reason in the goal
+    good = with_models("claude-haiku-5-5", None)
+    provider = scripted(tmp_path, [submit(wrong), submit(silent), submit(good)])
+    allowed = ["claude-sonnet-5-5", "claude-haiku-5-5"]
+    result = plan_requirement("Add an API handler", repo, provider, models=allowed)
+    assert result.ok and result.plan is not None, result.message
+    core, api = result.plan.tasks
+    assert core.model == "claude-haiku-5-5" and "because" in core.goal
+    assert api.model is None and result.plan.default_model == "claude-sonnet-5-5"
+    first, second, third = provider.requests
+    assert "claude-sonnet-5-5" in first.messages[0].content  # the list is in the brief
+    [bad_model] = last_results(second).results
+    assert "[model_not_allowed]" in bad_model.content and "gpt-9-ultra" in bad_model.content
+    [no_reason] = last_results(third).results
+    assert "[model_reason]" in no_reason.content and "'core'" in no_reason.content
+    provider.assert_complete()
+
+
+def test_without_models_the_planner_may_not_pick_one(tmp_path: Path, repo: Path) -> None:
+    provider = scripted(tmp_path, [submit(with_models("claude-haiku-5-5", None))] * 2)
+    result = plan_requirement("Add an API handler", repo, provider, max_rounds=2)
+    assert not result.ok
+    assert any(p.code == "model_not_allowed" for p in result.report.errors)
+    assert "Models" not in provider.requests[0].messages[0].content
+
+
+def test_models_flag_through_the_cli(tmp_path: Path, repo: Path) -> None:
+    from typer.testing import CliRunner
+
+    from anti_sprawl.cli import app
+
+    script = tmp_path / "script.yaml"
+    script.write_text(yaml.safe_dump({"plan": with_models("claude-haiku-5-5", None)}))
+    args = ["plan", "Add an API handler", "--repo", str(repo), "--script", str(script)]
+    out = tmp_path / "plan.yaml"
+    ok = CliRunner().invoke(
+        app, [*args, "--models", "claude-sonnet-5-5, claude-haiku-5-5", "-o", str(out)]
+    )
+    assert ok.exit_code == 0, ok.output
+    saved = load_plan_data(out)
+    assert saved["default_model"] == "claude-sonnet-5-5"
+    assert saved["tasks"][0]["model"] == "claude-haiku-5-5"
+    bad = CliRunner().invoke(app, [*args, "--models", " , "])
+    assert bad.exit_code == 2 and "--models needs" in bad.output
