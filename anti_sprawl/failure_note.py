@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from .context import AssembledPrompt
 
 __all__ = [
+    "FAILURE_NOTE_HEADER",
     "RETRY_REASONS",
     "AttemptRecord",
     "FailureNote",
@@ -39,6 +40,7 @@ __all__ = [
 RETRY_REASONS = frozenset(
     {"tests", "budget", "tool_calls", "calls", "provider", "script", "finish", "truncated"}
 )
+FAILURE_NOTE_HEADER = "# Previous attempt"
 TAIL_LINES = 30
 TAIL_CHARS = 3_000
 SUMMARY_CHARS = 1_500
@@ -113,7 +115,7 @@ def render_note(note: FailureNote, attempt: int) -> str:
     """The text appended to the retry's first user message."""
     lines = [
         "",
-        "# Previous attempt",
+        FAILURE_NOTE_HEADER,
         f"This is attempt {attempt} at this task. Attempt {note.attempt} failed; it ran in a "
         "worktree that has been discarded, so you start again from the same files as it did "
         "and none of its changes are kept. Use what it learned below, then do the task again "
