@@ -109,15 +109,20 @@ def bwrap_argv(
     limits: ResourceLimits,
     uid: int,
     binary: str = "bwrap",
+    *,
+    network: bool = False,
 ) -> list[str]:
-    """The full bwrap command line for ``argv`` in ``view``."""
+    """The full bwrap command line for ``argv`` in ``view`` (``network``: share the host's
+    network namespace, only ever for a setup command the user allowed on the network)."""
     out = [shutil.which(binary) or binary]
     as_root = os.geteuid() == 0
     if as_root:
         out += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
     else:
         out += ["--unshare-user", "--uid", str(uid), "--gid", str(uid), "--cap-drop", "ALL"]
-    out += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts"]
+    out += ["--unshare-ipc", "--unshare-pid", "--unshare-uts"]
+    if not network:
+        out.append("--unshare-net")
     out += ["--unshare-cgroup-try", "--die-with-parent", "--new-session", "--clearenv"]
     out += ["--dev", "/dev", "--proc", "/proc"]
     out += ["--perms", "01777", "--size", str(limits.tmp_bytes), "--tmpfs", "/tmp"]

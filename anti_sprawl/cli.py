@@ -237,6 +237,13 @@ SandboxAllowOpt = Annotated[
         help="Extra read-only path test commands may see (repeatable); secrets stay masked.",
     ),
 ]
+SetupNetworkOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-setup-network",
+        help="Let the plan's setup_command use the network (e.g. npm ci); test commands never can.",
+    ),
+]
 SandboxLimitOpt = Annotated[
     list[str] | None,
     typer.Option(
@@ -252,6 +259,7 @@ def _sandbox_policy(
     allow: list[Path] | None,
     limits: list[str] | None,
     allow_unsandboxed: bool,
+    setup_network: bool = False,
 ) -> Any:
     """The one SandboxPolicy of a run, from the flags and this process's $HOME."""
     import os
@@ -266,6 +274,10 @@ def _sandbox_policy(
     except ValidationError as exc:
         first = exc.errors()[0]
         raise UsageError(f"--sandbox-limit {first['loc'][0]}: {first['msg']}") from None
+    if setup_network and layer is not SandboxChoice.bwrap:
+        raise UsageError(
+            "--allow-setup-network needs --sandbox bwrap (Landlock has no network mode)"
+        )
     home = os.environ.get("HOME")
     return SandboxPolicy(
         allow_unsandboxed=allow_unsandboxed,
@@ -273,6 +285,7 @@ def _sandbox_policy(
         allow_paths=tuple(p.absolute() for p in allow or ()),
         home=Path(home) if home else None,
         limits=resources,
+        setup_network=setup_network,
     )
 
 
@@ -464,6 +477,7 @@ def execute(
     sandbox_allow: SandboxAllowOpt = None,
     sandbox_limit: SandboxLimitOpt = None,
     allow_unsandboxed: UnsafeOpt = False,
+    allow_setup_network: SetupNetworkOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Run a plan: one worktree, firewall and commit per node; leaves a branch and a PR body."""
@@ -471,7 +485,9 @@ def execute(
     from .runner import uncommitted_changes
 
     plan = _plan_for(plan_file, repo)
-    policy = _sandbox_policy(sandbox, sandbox_allow, sandbox_limit, allow_unsandboxed)
+    policy = _sandbox_policy(
+        sandbox, sandbox_allow, sandbox_limit, allow_unsandboxed, allow_setup_network
+    )
     chosen = _provider(provider, model, base_url, script)
     table = _prices(prices, chosen, base_url)
     opts = _run_options(
@@ -532,13 +548,16 @@ def resume(
     sandbox_allow: SandboxAllowOpt = None,
     sandbox_limit: SandboxLimitOpt = None,
     allow_unsandboxed: UnsafeOpt = False,
+    allow_setup_network: SetupNetworkOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Continue an interrupted run; nodes already on the branch are never redone."""
     from .runner import resume as run_resume
 
     plan = _plan_for(plan_file, repo) if plan_file is not None else None
-    policy = _sandbox_policy(sandbox, sandbox_allow, sandbox_limit, allow_unsandboxed)
+    policy = _sandbox_policy(
+        sandbox, sandbox_allow, sandbox_limit, allow_unsandboxed, allow_setup_network
+    )
     chosen = _provider(provider, model, base_url, script)
     opts = _run_options(
         chosen,

@@ -27,6 +27,7 @@ from .artifacts import ArtifactStore
 from .audit import audit
 from .branch import TRAILER_RUN, TRAILER_TASK, TRAILER_TOKENS, BranchCheckedOut, RunBranch
 from .budget import RunBudget
+from .command_template import bind_command
 from .context import AssembledPrompt, assemble_worker_prompt, manifest_for_request
 from .errors import AntiSprawlError, RunError, StorageError, at_boundary
 from .failure_note import RETRY_REASONS, AttemptRecord, FailureNote, make_note, with_failure_note
@@ -35,7 +36,8 @@ from .gitcmd import run_git
 from .journal import Journal, RunState, state_dir
 from .manifest import save_manifest
 from .memory import load_memory
-from .plan import TaskNode
+from .path_rules import Violation
+from .plan import TaskNode, command_argv
 from .prices import PriceTable
 from .providers.base import ModelRequest, Provider, Usage
 from .redact import Redactor
@@ -43,6 +45,7 @@ from .reducer import TaskResult, now, reduce, upstream_summary
 from .sandbox import SandboxPolicy, run_command
 from .scheduler import NodeOutcome
 from .secret_scan import staged_secrets
+from .setup_step import failure_message, run_setup
 from .tokens import TokenCounter
 from .worker import TestOutcome, WorkerContext, WorkerLimits, WorkerResult, run_worker
 from .workspace import Workspace, commit
@@ -323,6 +326,9 @@ class NodeRunner:
                 redact=self.opts.redactor,
             ) as firewall,
         ):
+            prepared = self._prepare(node, ws, record)
+            if prepared is None:
+                return "failed"
             upstream = [upstream_summary(self.journal.state.tasks[d]) for d in node.dependencies]
             budget = self.opts.context_budget or max(2000, node.token_budget // 3)
             prompt_node = node
@@ -375,9 +381,10 @@ class NodeRunner:
             _maybe_crash(self.opts, "before_audit", node.task_id)
             checked = audit(ws, ["**"] if "firewall" in ablate else node.write_scope)
             done.changed = [c.path for c in checked.kept]
+            violations = [*prepared, *checked.violations]
             final_tests = tests() if tests and result.status == "succeeded" else None
             if result.status != "succeeded" or (final_tests and not final_tests.passed):
-                reduce(record, result, ws, tip, None, checked.violations, final_tests)
+                reduce(record, result, ws, tip, None, violations, final_tests)
                 record.status = "failed"
                 if result.status != "succeeded":
                     record.reason, record.message = result.reason, result.message
@@ -389,7 +396,7 @@ class NodeRunner:
                 return "failed"
             leaked = staged_secrets(ws, self.opts.redactor)
             if leaked:
-                reduce(record, result, ws, tip, None, checked.violations, final_tests)
+                reduce(record, result, ws, tip, None, violations, final_tests)
                 record.status, record.reason = "failed", "secret"
                 record.message = (
                     f"the change adds what looks like a secret ({leaked}); not committed"
@@ -405,7 +412,7 @@ class NodeRunner:
             # The summary is the model's text: a token it copied must not reach the branch.
             message = self.opts.redactor(f"{node.name}\n\n{summary}")
             sha = commit(ws, message, trailers) or _empty_commit(ws, message, trailers)
-            reduce(record, result, ws, tip, sha, checked.violations, final_tests)
+            reduce(record, result, ws, tip, sha, violations, final_tests)
             # The commit outlives the worktree; `land` puts it on the run branch in order.
             self._committed[node.task_id] = sha
             return "succeeded"
@@ -440,6 +447,35 @@ class NodeRunner:
         self._emit(record)
         return "succeeded"
 
+    def _prepare(self, node: TaskNode, ws: Workspace, record: TaskResult) -> list[Violation] | None:
+        """The plan's setup_command in the fresh worktree (setup_step.py): the violations it
+        caused, or None when it failed (``record`` then says why; no model call is made)."""
+        argv = command_argv(self.plan.setup_command)
+        if not argv:
+            return []
+        log = self.artifacts.root / node.task_id / f"setup-{record.attempts}.log"
+        try:
+            done = run_setup(
+                ws,
+                argv,
+                checkout=self.repo,
+                policy=self.opts.sandbox,
+                timeout=self.opts.test_timeout,
+                log=log,
+                env=self.opts.command_env,
+                redact=self.opts.redactor,
+            )
+        except RunError as exc:
+            record.status, record.reason, record.message = "failed", "setup", str(exc)
+            return None
+        record.setup = done.outcome
+        if not done.outcome.passed:
+            record.violations = done.violations
+            record.status, record.reason = "failed", "setup"
+            record.message = failure_message(done.outcome)
+            return None
+        return done.violations
+
     def _with_foreign_transcripts(self, prompt: AssembledPrompt, task_id: str) -> AssembledPrompt:
         """Ablation: the polluted context a shared chat history would give this worker."""
         texts = []
@@ -457,14 +493,18 @@ class NodeRunner:
         self, node: TaskNode, ws: Workspace, argv: list[str]
     ) -> Callable[[], TestOutcome]:
         counter = self._test_logs.setdefault(node.task_id, itertools.count(1))
+        # {checkout} names the user's checkout, bound read-only (command_template.py).
+        command = bind_command(argv, self.repo, ws.path)
 
         def run() -> TestOutcome:
             log = self.artifacts.root / node.task_id / f"tests-{next(counter)}.log"
             log.parent.mkdir(parents=True, exist_ok=True)
             res = run_command(
-                argv,
+                command.argv,
                 ws.path,
                 timeout=self.opts.test_timeout,
+                readable=command.readable,
+                unscanned=command.unscanned,
                 policy=self.opts.sandbox,
                 log_path=log,
                 env=self.opts.command_env,
@@ -472,7 +512,7 @@ class NodeRunner:
             )
             tail = "\n".join(res.output.splitlines()[-40:])
             return TestOutcome(
-                command=list(argv),
+                command=list(command.argv),
                 exit_code=res.exit_code,
                 timed_out=res.timed_out,
                 limit=res.limit_detail,

@@ -71,7 +71,8 @@ class TaskNode(BaseModel):
     )
     test_command: TestCommand = Field(
         default=None,
-        description="What run_tests executes (argv list or a string split like a shell would).",
+        description="What run_tests executes (argv list or a string split like a shell would); "
+        "'{checkout}' is the user's checkout, bound read-only; '{{' and '}}' are literal braces.",
     )
     model: ModelName | None = Field(
         default=None,
@@ -96,6 +97,11 @@ class Plan(BaseModel):
     requirement: str = Field(min_length=1)
     base: str | None = Field(default=None, description="Commit the plan was made against.")
     test_command: TestCommand = Field(default=None, description="Default test command for nodes.")
+    setup_command: TestCommand = Field(
+        default=None,
+        description="Run once in each node's worktree before the worker (sandboxed; it may "
+        "write only git-ignored paths, e.g. node_modules/ or .venv/; nothing it writes lands).",
+    )
     default_model: ModelName | None = Field(
         default=None,
         description="Model for nodes without their own; the command line's --model overrides it.",
@@ -123,9 +129,21 @@ class Plan(BaseModel):
         return node.max_attempts or self.max_attempts
 
     def test_command_for(self, node: TaskNode) -> list[str] | None:
+        """The node's test command (its own, else the plan's) as a template argv."""
         return command_argv(
             node.test_command if node.test_command is not None else self.test_command
         )
+
+    def commands(self) -> list[tuple[str, list[str], TestCommand]]:
+        """Every command of the plan: ``(where, task ids, command)`` for validation."""
+        out: list[tuple[str, list[str], TestCommand]] = [
+            ("the plan's test_command", [], self.test_command),
+            ("the plan's setup_command", [], self.setup_command),
+        ]
+        out += [
+            (f"task '{t.task_id}' test_command", [t.task_id], t.test_command) for t in self.tasks
+        ]
+        return [entry for entry in out if entry[2] is not None]
 
 
 def command_argv(command: TestCommand) -> list[str] | None:
@@ -137,7 +155,7 @@ def command_argv(command: TestCommand) -> list[str] | None:
     try:
         return shlex.split(command) or None
     except ValueError as exc:
-        raise UsageError(f"cannot split test command {command!r}: {exc}") from exc
+        raise UsageError(f"cannot split command {command!r}: {exc}") from exc
 
 
 def load_plan_data(path: Path) -> dict[str, Any]:

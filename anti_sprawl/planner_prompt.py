@@ -55,7 +55,10 @@ reads a file another task writes must depend on that task (directly or transitiv
 the worker's files and conversation must fit in it) and max_tool_calls (which bounds the \
 number of calls): small for small tasks. Leave them out to let the orchestrator estimate them \
 from the size of the task's scoped files.
-- test_command (optional, per task or once for the plan): the command that runs the tests.
+- test_command (optional, per task or once for the plan): the command that runs the tests. \
+It runs in a fresh checkout without the user's untracked files; '{checkout}' names the \
+user's checkout (e.g. '{checkout}/.venv/bin/python -m pytest -q' uses their virtualenv). \
+Write a literal brace as '{{' or '}}'.
 Paths are repository-relative POSIX paths: no leading '/', no '..', no '\\'. A directory \
 entry ends with '/' and covers everything below it. Globs: '*' matches within one path \
 segment and never crosses '/'; '**' crosses directories. A path that does not exist yet may \

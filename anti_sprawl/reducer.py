@@ -90,6 +90,7 @@ class TaskResult(BaseModel):
     calls: int = 0
     violations: list[Violation] = Field(default_factory=list)
     tests: TestOutcome | None = None
+    setup: TestOutcome | None = None  # the plan's setup_command in this node's worktree
     skipped_because: str | None = None
     # Zero-width, bidi or Unicode-tag characters in what the model was shown (PI-7): the
     # firewall does not care, but a reviewer should know a hidden payload was there.

@@ -122,6 +122,9 @@ def _tree_lines(plan: Plan) -> list[list[Segment]]:
     first_line = plan.requirement.strip().partition("\n")[0].rstrip("\r")
     lines: list[list[Segment]] = [[(plan.plan_id, "bold"), (f": {_clip(first_line)}", "")]]
     layers = plan_layers(plan)
+    if (setup := plan.setup_command) is not None:
+        text = _clip(setup) if isinstance(setup, str) else _joined(setup, " ")
+        lines.append([_guide("", not layers)[1], (f"setup (each worktree): {text}", "")])
     for i, layer in enumerate(layers):
         outer, guide = _guide("", i == len(layers) - 1)
         note = "parallel" if len(layer) > 1 else "single"

@@ -39,6 +39,7 @@ from .sandbox_policy import (
     build_view,
     describe_policy,
 )
+from .toolchain import named_paths
 
 __all__ = [
     "CommandResult",
@@ -133,10 +134,12 @@ def _wrap(
     policy: SandboxPolicy,
     uid: int,
     private_tmp: Path | None,
+    network: bool = False,
 ) -> list[str]:
     if layer == "bwrap":
-        return bwrap_argv(argv, view, env, policy.limits, uid, policy.bwrap_binary)
+        return bwrap_argv(argv, view, env, policy.limits, uid, policy.bwrap_binary, network=network)
     if layer == "landlock":
+        _landlock_can_run(view, network)
         writable = [*view.writable, *([private_tmp] if private_tmp else [])]
         return landlock.launcher_argv(
             argv,
@@ -146,6 +149,22 @@ def _wrap(
             rlimits=rlimits(policy.limits),
         )
     return list(argv)
+
+
+def _landlock_can_run(view: SandboxView, network: bool) -> None:
+    """Landlock rules only add access: a writable tree cannot keep a masked path unreadable,
+    and its seccomp filter has no network mode. Refuse rather than weaken the view."""
+    if network:
+        raise RunError(
+            "--allow-setup-network needs the bwrap sandbox: the Landlock layer has no network mode"
+        )
+    for tree in view.writable:
+        hidden = [m for m in view.masked if m.is_relative_to(tree) and m.name != ".git"]
+        if hidden:
+            raise RunError(
+                f"the Landlock layer cannot hide {hidden[0]} inside the writable tree {tree} "
+                "(secret or internal paths in a setup command's worktree need the bwrap sandbox)"
+            )
 
 
 _PROBE_SCRIPT = r"""
@@ -260,6 +279,12 @@ def _readable_by_sandbox(view: SandboxView, layer: Layer, uid: int) -> None:
             f"{view.workdir} is not readable by the sandbox user (uid {uid}); anti-sprawl "
             "must create worktrees under umask 022 (run it with 'umask 022')"
         )
+    for tree in view.content:
+        if tree != view.workdir and os.stat(tree).st_mode & 0o005 != 0o005:
+            raise RunError(
+                f"{tree} is not readable by the sandbox user (uid {uid}): a command naming it "
+                f"(e.g. {{checkout}}) needs it world-readable ('chmod o+rx {tree}')"
+            )
 
 
 def run_command(
@@ -273,11 +298,14 @@ def run_command(
     log_path: Path | None = None,
     env: Mapping[str, str] | None = None,
     redact: Callable[[str], str] = str,
+    network: bool = False,
+    unscanned: Sequence[Path] = (),
 ) -> CommandResult:
     """Run ``argv`` in ``cwd`` under the policy's sandbox layer.
 
     The command sees the allow-list view (``build_view``): ``cwd`` read-only, the toolchain,
-    ``readable`` trees (masked like ``cwd``) and ``writable`` trees. ``env`` (default: this
+    ``readable`` trees (masked like ``cwd``) and ``writable`` trees; the host network only
+    with ``network`` (a setup command under ``--allow-setup-network``). ``env`` (default: this
     process's environment) is only a source for the allow-list. Full output goes to
     ``log_path``; both it and the returned output pass through ``redact`` first: the raw
     stream is held in an unlinked temporary file, so no unredacted copy is ever on disk.
@@ -296,9 +324,19 @@ def run_command(
     if layer == "none":  # the user's explicit unsafe choice: nothing to bind or mask
         view = SandboxView(workdir=cwd.resolve(), writable=[p.resolve() for p in writable])
     else:
-        view = build_view(policy, cwd, argv[0], cmd_env, readable=readable, writable=writable)
+        view = build_view(
+            policy,
+            cwd,
+            argv[0],
+            cmd_env,
+            readable=readable,
+            writable=writable,
+            network=network,
+            executables=named_paths(argv[1:], cwd),
+            unscanned=unscanned,
+        )
     _readable_by_sandbox(view, layer, uid)
-    full = _wrap(layer, argv, view, cmd_env, policy, uid, private)
+    full = _wrap(layer, argv, view, cmd_env, policy, uid, private, network)
     cap_log: IO[bytes] | None = None
     start = time.monotonic()
     try:

@@ -4,7 +4,8 @@ A command sees an **allow-list view** of the host, never the host minus a deny l
 
 - the node's worktree (read-only unless the caller makes it writable) and any extra tree the
   caller names (e.g. the user's checkout), each with ``.git``, ``.anti-sprawl`` and every name
-  of the secret catalogue (``path_rules.DEFAULT_DENY``) masked, even deep inside;
+  of the secret catalogue (``path_rules.DEFAULT_DENY``) masked, even deep inside (except in
+  an untracked environment the command names, ``command_template.environments``);
 - the toolchain: ``/usr`` and the root-level lib/bin directories, the interpreter's real
   prefix and virtualenv, and the environment the command names (its executable's prefix, or a
   virtualenv and that venv's base interpreter) — a toolchain under ``$HOME`` is bound alone,
@@ -39,6 +40,7 @@ from .toolchain import acceptable_toolchain, toolchain_trees
 __all__ = [
     "ETC_ALLOW",
     "LIMIT_NAMES",
+    "NETWORK_ETC",
     "SYSTEM_DIRS",
     "ResourceLimits",
     "SandboxLayer",
@@ -82,6 +84,8 @@ ETC_ALLOW = (
     "python3",
     f"python3.{sys.version_info.minor}",
 )
+# Only for a setup command allowed on the network: name resolution.
+NETWORK_ETC = ("resolv.conf",)
 _GIB = 1 << 30
 _MIB = 1 << 20
 _SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
@@ -160,6 +164,11 @@ class SandboxPolicy(BaseModel):
         default=65534, ge=1, description="Unprivileged uid commands run as when we are root."
     )
     bwrap_binary: str = Field(default="bwrap", description="The bubblewrap executable to use.")
+    setup_network: bool = Field(
+        default=False,
+        description="--allow-setup-network: the plan's setup_command shares the host network "
+        "(test commands never do).",
+    )
     limits: ResourceLimits = Field(default_factory=ResourceLimits)
 
 
@@ -186,8 +195,10 @@ def _under(path: Path, roots: Iterable[Path]) -> bool:
     return any(path.is_relative_to(r) for r in roots)
 
 
-def mask_below(root: Path) -> list[Path]:
-    """Secret and internal paths inside ``root`` (symlinks left alone: never followed)."""
+def mask_below(root: Path, unscanned: Sequence[Path] = ()) -> list[Path]:
+    """Secret and internal paths inside ``root`` (symlinks left alone: never followed), not
+    looking inside ``unscanned`` directories (environments the command names)."""
+    skip = set(unscanned)
     out: list[Path] = []
     stack = [(root, "")]
     while stack:
@@ -203,7 +214,7 @@ def mask_below(root: Path) -> list[Path]:
             is_dir = entry.is_dir(follow_symlinks=False)
             if _MASK_RULES.entry_reason(sub, is_dir):
                 out.append(Path(entry.path))
-            elif is_dir:
+            elif is_dir and Path(entry.path) not in skip:
                 stack.append((Path(entry.path), sub))
     return sorted(out)
 
@@ -216,8 +227,18 @@ def build_view(
     *,
     readable: Sequence[Path] = (),
     writable: Sequence[Path] = (),
+    network: bool = False,
+    executables: Sequence[Path] = (),
+    unscanned: Sequence[Path] = (),
 ) -> SandboxView:
-    """The allow-list view for one command run in ``workdir``."""
+    """The allow-list view for one command run in ``workdir``.
+
+    ``network``: add the resolver configuration a command sharing the host network needs;
+    ``executables``: other programs the command names, whose toolchains are bound too;
+    ``unscanned``: environment directories inside content trees (an untracked ``.venv`` the
+    command runs) whose files are not masked: a virtualenv's CA bundle (``cacert.pem``)
+    matches the secret catalogue, and scanning ``node_modules`` costs seconds per command.
+    """
     workdir = Path(os.path.realpath(workdir))
     view = SandboxView(workdir=workdir)
     for name in SYSTEM_DIRS:
@@ -226,7 +247,8 @@ def build_view(
             view.links.append((path, os.readlink(path)))
         elif path.is_dir():
             view.system.append(path)
-    view.etc = [Path("/etc", n) for n in ETC_ALLOW if os.path.lexists(Path("/etc", n))]
+    etc = (*ETC_ALLOW, *(NETWORK_ETC if network else ()))
+    view.etc = [Path("/etc", n) for n in etc if os.path.lexists(Path("/etc", n))]
     content = [workdir, *(Path(os.path.realpath(p)) for p in readable)]
     for raw in policy.allow_paths:
         path = Path(os.path.realpath(raw))
@@ -236,7 +258,7 @@ def build_view(
             raise UsageError("--sandbox-allow /: would expose the whole host")
         content.append(path)
     homes = [policy.home] if policy.home is not None else []
-    for path in toolchain_trees(argv0, env):
+    for path in toolchain_trees(argv0, env, executables):
         if _under(path, view.system) or _under(path, content):
             continue
         if acceptable_toolchain(path, homes, content):
@@ -246,7 +268,8 @@ def build_view(
     # (under its masked .anti-sprawl) is bound again after the checkout's masks.
     view.content = sorted(dict.fromkeys(content), key=lambda p: (len(p.parts), str(p)))
     view.writable = [Path(os.path.realpath(p)) for p in writable]
-    view.masked = sorted({m for c in view.content for m in mask_below(c)})
+    skip = [Path(os.path.realpath(p)) for p in unscanned]
+    view.masked = sorted({m for c in view.content for m in mask_below(c, skip)})
     return view
 
 
@@ -287,6 +310,8 @@ def describe_policy(policy: SandboxPolicy, layer: str) -> str:
     view = "view: worktree, toolchain, minimal /etc, private /tmp; secrets masked" + (
         extra if policy.allow_paths else ""
     )
+    if policy.setup_network:
+        limits += "; setup_command may use the network (--allow-setup-network)"
     if layer == "bwrap":
         who = f"uid {policy.sandbox_uid}" if os.geteuid() == 0 else "unprivileged user namespace"
         return f"bwrap ({who}, no network); {view}; {limits}"

@@ -23,8 +23,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from .command_template import template_problem
 from .path_rules import DEFAULT_ALLOW, DEFAULT_DENY, DenyRules
-from .plan import Plan, TaskNode
+from .plan import Plan, TaskNode, command_argv
 from .scopes import Scope, entry_problem, is_glob, literal_prefix, may_overlap, normalize_entry
 
 __all__ = [
@@ -210,16 +211,6 @@ def command_problem(command: str | list[str] | None) -> str | None:
     return None
 
 
-def _command_problems(plan: Plan) -> Iterator[Problem]:
-    problem = command_problem(plan.test_command)
-    if problem:
-        yield _p("bad_command", f"the plan's test_command {problem}")
-    for t in plan.tasks:
-        problem = command_problem(t.test_command)
-        if problem:
-            yield _p("bad_command", f"task '{t.task_id}' test_command {problem}", [t.task_id])
-
-
 def _entry_problems(plan: Plan) -> Iterator[Problem]:
     for t in plan.tasks:
         for field in ("read_scope", "write_scope"):
@@ -261,6 +252,19 @@ def _budget_problems(plan: Plan) -> Iterator[Problem]:
         if t.max_tool_calls <= 0 or t.max_tool_calls > MAX_TOOL_CALLS:
             msg = f"task '{t.task_id}' max_tool_calls {t.max_tool_calls} must be in 1..{MAX_TOOL_CALLS}"
             yield _p("bad_budget", msg, [t.task_id])
+
+
+def _command_problems(plan: Plan) -> Iterator[Problem]:
+    """Commands execute could not run (NUL bytes, unsplittable strings), or whose
+    placeholders are unknown or malformed (command_template.py)."""
+    for where, tasks, command in plan.commands():
+        problem = command_problem(command)
+        if problem:
+            yield _p("bad_command", f"{where} {problem}", tasks)
+            continue
+        problem = template_problem(command_argv(command) or [])
+        if problem:
+            yield _p("bad_command", f"{where}: {problem}", tasks)
 
 
 # --- repository-aware checks -------------------------------------------------------------

@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..command_template import bind_command
 from ..failure_note import FAILURE_NOTE_HEADER
 from ..gitcmd import run_git
 from ..journal import RunState
@@ -161,10 +162,13 @@ def _tests_check(ev: Evidence) -> CheckOutcome | None:
     if not branch_exists(ev.repo, ev.branch):
         return CheckOutcome(name="tests_pass", passed=False, detail="no result branch")
     with branch_checkout(ev.repo, ev.branch, ev.root / "branch-checkout") as tree:
+        command = bind_command(argv, ev.repo, tree)  # {checkout}: the case's repository
         res = run_command(
-            argv,
+            command.argv,
             tree,
             timeout=ev.test_timeout,
+            readable=command.readable,
+            unscanned=command.unscanned,
             policy=ev.sandbox,
             log_path=ev.root / "branch-tests.log",
             env=ev.command_env,

@@ -1,0 +1,95 @@
+"""What a setup command and a ``{checkout}`` environment cost per node.
+
+Measured in one run on a real git worktree of ``N_FILES`` tracked files (default 5,000):
+
+* a no-op test command (read-only worktree) against a no-op ``setup_command`` (writable
+  worktree lent to the sandbox uid and taken back, then the ignored-paths-only audit);
+* the secret-mask walk over a checkout holding an untracked ``.venv`` of ``N_FILES`` files,
+  scanned against left unscanned (what ``{checkout}/.venv/bin/python`` gets).
+
+Prints figures and ratios; asserts nothing about time (machines vary).
+Run: ``.venv/bin/python benchmarks/setup_overhead.py [N_FILES]``.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from anti_sprawl.sandbox import SandboxPolicy, probe_sandbox, run_command
+from anti_sprawl.sandbox_policy import mask_below
+from anti_sprawl.setup_step import run_setup
+from anti_sprawl.workspace import Workspace
+
+ROUNDS = 5
+PER_DIR = 100
+
+
+def median_seconds(call: Callable[[], object], rounds: int = ROUNDS) -> float:
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def files(root: Path, prefix: str, n_files: int) -> None:
+    for i in range(n_files):
+        path = root / prefix / f"d{i // PER_DIR:03d}" / f"m{i % PER_DIR:03d}.py"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("x = 1\n")
+
+
+def git(repo: Path, *args: str) -> None:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@x"}
+    env.update(GIT_COMMITTER_NAME="b", GIT_COMMITTER_EMAIL="b@x")
+    subprocess.run(["git", *args], cwd=repo, check=True, env=env, capture_output=True)
+
+
+def main() -> None:
+    n_files = int(sys.argv[1]) if len(sys.argv) > 1 else 5_000
+    policy = SandboxPolicy()
+    if probe_sandbox(policy).layer != "bwrap":
+        print("bubblewrap is not available here: nothing measured")
+        return
+    with tempfile.TemporaryDirectory(prefix="bench-setup-") as tmp:
+        repo = Path(tmp, "repo")
+        repo.mkdir(mode=0o755)
+        files(repo, "src", n_files)
+        (repo / ".gitignore").write_text(".venv/\n")
+        git(repo, "init", "-q", "-b", "main")
+        git(repo, "add", "-A")
+        git(repo, "commit", "-qm", "bench")
+        venv = repo / ".venv"
+        files(venv, "lib/site-packages", n_files)
+        (venv / "pyvenv.cfg").write_text("home = /usr/bin\n")
+        (venv / "lib/site-packages/certifi").mkdir()
+        (venv / "lib/site-packages/certifi/cacert.pem").write_text("CA\n")
+        log = Path(tmp, "setup.log")
+        with Workspace.create(repo, Path(tmp, "worktrees"), "bench", "HEAD") as ws:
+            plain = median_seconds(
+                lambda: run_command(["true"], ws.path, timeout=60, policy=policy)
+            )
+            setup = median_seconds(
+                lambda: run_setup(ws, ["true"], checkout=repo, policy=policy, timeout=60, log=log)
+            )
+        scanned = median_seconds(lambda: mask_below(repo), 3)
+        unscanned = median_seconds(lambda: mask_below(repo, [venv]), 3)
+    print(f"worktree of {n_files:,} tracked files; checkout .venv of {n_files:,} files")
+    print(f"no-op test command:   {plain * 1000:8.1f} ms")
+    print(f"no-op setup command:  {setup * 1000:8.1f} ms  ({setup / plain:.1f}x the test command)")
+    print(f"mask walk, .venv scanned:   {scanned * 1000:8.1f} ms")
+    print(
+        f"mask walk, .venv unscanned: {unscanned * 1000:8.1f} ms  ({scanned / unscanned:.1f}x less)"
+    )
+
+
+if __name__ == "__main__":
+    main()
