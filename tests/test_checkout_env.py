@@ -106,7 +106,7 @@ def checkout_with_venv(tmp_path: Path, wheelhouse: Path) -> Path:
 
 
 def one_node_plan(test_command: Any) -> dict[str, Any]:
-    data = fx.plan(test_command=test_command)
+    data = fx.plan(test_command=test_command, max_attempts=1)  # the script has one attempt
     data["tasks"] = [fx.node("a", [], "pkg/a.py", "A = 1\n")]
     return data
 
