@@ -24,13 +24,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .artifacts import ArtifactStore
+from .attempts import Attempted, log_attempt
 from .audit import audit
 from .branch import TRAILER_RUN, TRAILER_TASK, TRAILER_TOKENS, BranchCheckedOut, RunBranch
 from .budget import RunBudget
 from .command_template import bind_command
 from .context import AssembledPrompt, assemble_worker_prompt, manifest_for_request
 from .errors import AntiSprawlError, RunError, StorageError, at_boundary
-from .failure_note import RETRY_REASONS, AttemptRecord, FailureNote, make_note, with_failure_note
+from .failure_note import FailureNote, with_failure_note
 from .firewall import DEFAULT_DENY, Firewall
 from .gitcmd import run_git
 from .journal import Journal, RunState, state_dir
@@ -47,7 +48,7 @@ from .scheduler import NodeOutcome
 from .secret_scan import staged_secrets
 from .setup_step import failure_message, run_setup
 from .tokens import TokenCounter
-from .worker import TestOutcome, WorkerContext, WorkerLimits, WorkerResult, run_worker
+from .worker import TestOutcome, WorkerContext, WorkerLimits, run_worker
 from .workspace import Workspace, commit
 
 __all__ = ["ABLATIONS", "CRASH_POINTS", "ExecuteOptions", "NodeRunner"]
@@ -233,7 +234,7 @@ class NodeRunner:
         record.summary, record.tests, record.transcript = None, None, None
         earlier, record.violations = record.violations, []
         self._emit(record)
-        done = _Attempted()
+        done = Attempted()
         try:
             base = base or self.branch.tip()
             outcome = self._run_in_worktree(node, record, base, note, done)
@@ -253,49 +254,15 @@ class NodeRunner:
             outcome = "failed"
         record.finished_at = now()
         record.violations = [*earlier, *record.violations]
-        self._log_attempt(record, outcome, done)
+        log_attempt(
+            record,
+            outcome,
+            done,
+            priced=self.opts.prices.price_for(record.model) is not None,
+            redact_note=self.opts.redactor.model,
+        )
         self._emit(record)
         return outcome, base
-
-    def _log_attempt(self, record: TaskResult, outcome: NodeOutcome, done: _Attempted) -> None:
-        """Add the attempt to the node's journal record, with the note a retry would get."""
-        w = done.worker
-        tokens = w.usage if w else Usage()
-        priced = self.opts.prices.price_for(record.model) is not None
-        cost = w.cost_usd if w else (0.0 if priced else None)
-        note = None
-        if outcome == "failed" and record.reason in RETRY_REASONS:
-            failing = record.tests if record.tests and not record.tests.passed else None
-            note = make_note(
-                record.attempts,
-                record.reason,
-                record.message,
-                test_command=failing.command if failing else None,
-                test_output=failing.tail if failing else "",
-                files_changed=done.changed,
-                summary=record.summary.summary if record.summary else "",
-            )
-        record.attempt_log.append(
-            AttemptRecord(
-                attempt=record.attempts,
-                outcome=outcome,
-                reason=record.reason,
-                message=record.message,
-                model=record.model,
-                tokens=tokens,
-                cost_usd=cost,
-                calls=w.calls if w else 0,
-                tool_calls=w.tool_calls if w else 0,
-                files_changed=done.changed,
-                transcript=w.transcript if w else None,
-                note=self.opts.redactor.model(note) if note else None,
-                started_at=record.started_at,
-                finished_at=record.finished_at,
-            )
-        )
-        record.total_tokens = record.total_tokens.plus(tokens)
-        if cost is not None:
-            record.cost_usd = (record.cost_usd or 0.0) + cost
 
     def _run_in_worktree(
         self,
@@ -303,7 +270,7 @@ class NodeRunner:
         record: TaskResult,
         tip: str,
         note: FailureNote | None,
-        done: _Attempted,
+        done: Attempted,
     ) -> NodeOutcome:
         name = f"{self.journal.state.run_id}-{node.task_id}-{record.attempts}"
         ablate = self.opts.ablate
@@ -541,14 +508,6 @@ class NodeRunner:
                     record.hidden_chars[item.source] = item.hidden_chars
 
         return hook
-
-
-@dataclass
-class _Attempted:
-    """What an attempt produced, filled as it goes (an error part-way keeps what it had)."""
-
-    worker: WorkerResult | None = None
-    changed: list[str] = field(default_factory=list)  # in-scope files it changed
 
 
 def _root_files(repo: Path, commit: str) -> list[str]:
