@@ -609,6 +609,8 @@ def status(
                         "status": s.status,
                         "branch": s.branch,
                         "created_at": s.created_at,
+                        "tokens": s.tokens.total,
+                        "cost_usd": s.cost_usd,
                     }
                     for s in runs
                 ]

@@ -141,7 +141,8 @@ def test_status_and_inspect(tmp_path: Path) -> None:
     repo, result = execute(tmp_path, fx.plan(), fx.script(), "--json")
     run_id = json.loads(result.stdout)["run_id"]
     listing = runner.invoke(app, ["status", "--repo", str(repo), "--json"])
-    assert [r["run_id"] for r in json.loads(listing.stdout)] == [run_id]
+    [listed] = json.loads(listing.stdout)
+    assert listed["run_id"] == run_id and listed["tokens"] > 0 and listed["cost_usd"] == 0.0
     one = runner.invoke(app, ["status", run_id, "--repo", str(repo)])
     assert one.exit_code == 0 and "succeeded" in one.output
     manifests = json.loads(
