@@ -35,11 +35,11 @@ __all__ = [
     "with_failure_note",
 ]
 
-# Failures a fresh attempt may fix. Not retried: the run's caps and stop requests (the run is
-# interrupted and resumable), a secret in the change, an orchestrator error, a landing conflict.
-RETRY_REASONS = frozenset(
-    {"tests", "budget", "tool_calls", "calls", "provider", "script", "finish", "truncated"}
-)
+# Failures a fresh attempt may fix. A malformed finish is answered with an error and the loop
+# goes on, so a model that never gets it right ends at its call or tool-call cap. Not retried:
+# the run's caps and stop requests (the run is interrupted and resumable), a secret in the
+# change, a failing setup command, an orchestrator or storage error, a landing conflict.
+RETRY_REASONS = frozenset({"tests", "budget", "tool_calls", "calls", "provider", "script"})
 FAILURE_NOTE_HEADER = "# Previous attempt"
 TAIL_LINES = 30
 TAIL_CHARS = 3_000
