@@ -1,8 +1,8 @@
 """Retries that learn from the failure, still clean slate: the typed note a retry starts with.
 
 When an attempt of a node fails for a reason another attempt could fix (its tests, its per-call
-budget, its tool-call or call cap, a malformed finish, a provider error after the provider's
-own retries), the next attempt starts from a fresh worktree at the same base with the same
+budget, its tool-call or call cap (where a malformed finish ends), a provider error after the
+provider's own retries), the next attempt starts from a fresh worktree at the same base with the same
 clean-slate prompt plus one ``FailureNote``: why it failed, the failing test's last lines,
 the files the attempt changed and its own summary if it wrote one. Never its transcript or
 tool outputs: the note is a few hundred tokens whatever the attempt did, and it is rendered
