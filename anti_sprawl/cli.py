@@ -125,10 +125,22 @@ def validate(
 
     data = load_plan_data(plan_file)
     report = run_validation(data, _existing_dir(repo))
+    fits: list[Any] = []
+    commit: str | None = None
+    if repo is not None and report.valid and report.plan is not None:
+        from .essentials import add_problems, first_prompts, start_commit
+
+        commit = start_commit(repo, report.plan.base)
+        fits = first_prompts(report.plan, repo, commit)
+        report = add_problems(report, fits)
     if as_json:
         _print_json(report.model_dump(mode="json"))
     else:
         render_report(report, _stdout(), source=str(plan_file))
+        if fits:
+            from .essentials import render_first_prompts
+
+            render_first_prompts(fits, _stdout(), commit)
     if not report.valid:
         raise typer.Exit(1)
 

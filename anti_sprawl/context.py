@@ -2,10 +2,11 @@
 
 Section order is fixed: ``stable`` (rules, data policy, tool schemas: identical bytes for every
 worker, so providers can cache them), ``brief``, ``upstream`` (dependency summaries, never
-transcripts), ``stubs`` (read-scope files as outlines, or whole where the budget allows),
-``files`` (write-scope files in full) and ``memory``. Repository files are read only through
-the node's ``Firewall`` (docs/security.md P11). Every item is recorded with its exact text's token
-count and SHA-256, so the manifest accounts for the whole prompt.
+transcripts), ``stubs`` (read-scope files: numbered outlines, whole only where the goal points
+at them), ``files`` (write-scope files, whole or outline + regions) and ``memory``; ``lean``
+decides each file's form within the lean target. Repository files are read only through
+the node's ``Firewall`` (docs/security.md P11). Every item is recorded with its exact text's
+token count and SHA-256, so the manifest accounts for the whole prompt.
 """
 
 from __future__ import annotations
@@ -19,8 +20,25 @@ from pydantic import BaseModel, ConfigDict
 
 from .errors import RunError
 from .firewall import Firewall
-from .manifest import ContextItem, ContextManifest, DroppedItem, conversation_items, tool_json
-from .memory import MemoryFact, screen_memory
+from .lean import (
+    MEMORY_SHARE,
+    READ_SHARE,
+    Essentials,
+    Scoped,
+    fit_read_files,
+    fit_write_files,
+    lean_target,
+)
+from .manifest import (
+    ContextItem,
+    ContextManifest,
+    DroppedItem,
+    FileChoice,
+    conversation_items,
+    tool_json,
+)
+from .memory import MEMORY_TRUST, MemoryFact, screen_memory
+from .packing import ContextCandidate, pack_context
 from .plan import Plan, TaskNode
 from .providers.base import (
     ModelRequest,
@@ -28,6 +46,7 @@ from .providers.base import (
     ToolSpec,
     UserMessage,
 )
+from .regions import goal_terms
 from .scoped_context import (
     SECTIONS,
     Part,
@@ -35,16 +54,23 @@ from .scoped_context import (
     drop,
     header,
     memory_id,
-    pack_optional,
     part,
     read_scoped_files,
 )
-from .sections import DATA_POLICY, RULES, UpstreamSummary, render_brief, render_upstream
+from .sections import (
+    DATA_POLICY,
+    RULES,
+    UpstreamSummary,
+    render_brief,
+    render_memory,
+    render_upstream,
+)
 from .tools import WORKER_TOOLS
 
 __all__ = [
     "SECTIONS",
     "AssembledPrompt",
+    "Essentials",
     "Section",
     "UpstreamSummary",
     "assemble_worker_prompt",
@@ -71,11 +97,16 @@ class AssembledPrompt(BaseModel):
     item_texts: list[str]
     item_sections: list[Section]
     dropped: list[DroppedItem]
+    choices: list[FileChoice]
+    essentials: Essentials
     stable_prefix: str
 
     @property
     def total_tokens(self) -> int:
         return sum(i.tokens for i in self.manifest_items)
+
+
+_MEMORY_AUTHORITY = {"system_record": 1.0, "user_stated": 0.9, "model_inferred": 0.5}
 
 
 @lru_cache(maxsize=1)
@@ -96,19 +127,28 @@ def assemble_worker_prompt(
     node: TaskNode,
     upstream: Sequence[UpstreamSummary],
     firewall: Firewall,
-    context_budget: int,
+    context_budget: int | None = None,
     memory: Sequence[MemoryFact] = (),
     now: datetime | None = None,
+    upstream_allowance: int = 0,
+    check_fit: bool = True,
+    eager_reads: bool = False,
 ) -> AssembledPrompt:
-    """System blocks and first user message for ``node``'s worker, within ``context_budget``.
+    """System blocks and the lean first user message for ``node``'s worker.
 
-    The stable prefix, brief, upstream summaries and write-scope files are essential: when they
-    alone exceed the budget, RunError. Read-scope files and memory are packed by utility into
-    what is left. ``upstream`` may hold only ``node``'s dependencies (ValueError otherwise).
+    ``context_budget`` is the lean target (default ``lean.lean_target`` of the node's cap);
+    ``lean`` decides each file's form. The essentials (stable prefix, brief, upstream
+    results, write-scope files in their smallest forms) plus room for the conversation must
+    fit the node's ``token_budget``: RunError saying what did not fit and the smallest budget
+    that would, unless ``check_fit`` is off (then ``essentials`` tells). ``upstream`` may hold
+    only ``node``'s dependencies (ValueError otherwise); ``upstream_allowance`` counts tokens
+    for results not known yet (a plan checked before it runs). ``eager_reads`` is for the
+    evaluation's scoping ablation only: read-scope files whole wherever they fit.
     """
     strangers = [u.task_id for u in upstream if u.task_id not in node.dependencies]
     if strangers:
         raise ValueError(f"upstream summaries of non-dependencies of {node.task_id}: {strangers}")
+    target = context_budget if context_budget is not None else lean_target(node.token_budget)
     stable = list(_stable_parts())
     brief = part("brief", "brief", "task", node.task_id, "trusted", render_brief(plan, node))
     up_parts: list[Part] = []
@@ -122,23 +162,38 @@ def assemble_worker_prompt(
         up_parts.insert(0, header("upstream"))
 
     dropped: list[DroppedItem] = []
-    write_parts, read_texts = read_scoped_files(firewall, node, dropped)
+    choices: list[FileChoice] = []
+    write_texts, read_texts = read_scoped_files(firewall, node, dropped, choices)
+    writes = [Scoped(p, t, write=True) for p, t in sorted(write_texts.items())]
+    reads = [Scoped(p, t, write=False) for p, t in sorted(read_texts.items())]
+    goal = "\n".join([node.goal, *(f"{u.summary}\n{u.interfaces}" for u in upstream)])
+    terms = goal_terms([node.name, goal, plan.requirement])
+    fixed = sum(p.item.tokens for p in (*stable, brief, *up_parts)) + upstream_allowance
+    fixed += _header_tokens("files") if writes else 0
+    fixed += _header_tokens("stubs") if reads else 0
+    room = target - fixed
+    # Every read-scope file's smallest outline is worth more than a whole write file.
+    outline_need = sum(
+        (f.outline("names") or f.whole).item.tokens for f in reads if f.entries is not None
+    )
+    write_share = room - min(outline_need, int(max(0, room) * READ_SHARE))
+    fitted = fit_write_files(writes, write_share, terms)
+    essentials = _essentials(node, fixed, fitted)
+    if not essentials.fits:
+        fitted = fit_write_files(writes, 0, terms)  # the smallest form of each
+        essentials = _essentials(node, fixed, fitted)
+        if check_fit and not essentials.fits:
+            raise RunError(essentials.message())
+    write_parts = [p for p, _ in fitted]
     if write_parts:
         write_parts.insert(0, header("files"))
-    fixed = sum(p.item.tokens for p in (*stable, brief, *up_parts, *write_parts))
-    if fixed > context_budget:
-        raise RunError(
-            f"node {node.task_id}: its essential context (rules, brief, upstream results, "
-            f"write-scope files) needs {fixed:,} tokens, over the context budget of "
-            f"{context_budget:,}; narrow the write scope or raise the budget"
-        )
-    screen = screen_memory(
-        memory, node_scope=[*node.read_scope, *node.write_scope], now=now or datetime.now(UTC)
+    left = target - essentials.tokens
+    mem_parts, mem_used = _pack_memory(node, memory, int(max(0, left) * MEMORY_SHARE), now, dropped)
+    stub_parts, read_choices = fit_read_files(
+        reads, left - mem_used, terms, goal, dropped, eager=eager_reads
     )
-    for fact, reason in screen.dropped:
-        dropped.append(drop(memory_id(fact), "memory", fact.source, 0, reason))
-    facts = [*screen.facts, *screen.hypotheses]
-    stub_parts, mem_parts = pack_optional(node, read_texts, facts, context_budget - fixed, dropped)
+    if stub_parts:
+        stub_parts.insert(0, header("stubs"))
     parts = [brief, *up_parts, *stub_parts, *write_parts, *mem_parts]
     every = [*stable, *parts]
     return AssembledPrompt(
@@ -152,8 +207,70 @@ def assemble_worker_prompt(
         item_texts=[p.text for p in every],
         item_sections=[p.section for p in every],
         dropped=dropped,
+        choices=sorted([*choices, *(c for _, c in fitted), *read_choices], key=lambda c: c.path),
+        essentials=essentials,
         stable_prefix="\n".join(p.text for p in stable),
     )
+
+
+def _header_tokens(section: Section) -> int:
+    return header(section).item.tokens
+
+
+def _essentials(
+    node: TaskNode, fixed: int, fitted: Sequence[tuple[Part, FileChoice]]
+) -> Essentials:
+    return Essentials(
+        task_id=node.task_id,
+        cap=node.token_budget,
+        fixed=fixed,
+        write=sum(p.item.tokens for p, _ in fitted),
+        files=[c for _, c in fitted],
+    )
+
+
+def _pack_memory(
+    node: TaskNode,
+    memory: Sequence[MemoryFact],
+    budget: int,
+    now: datetime | None,
+    dropped: list[DroppedItem],
+) -> tuple[list[Part], int]:
+    """Screened memory packed by utility into ``budget``: its parts and the tokens used."""
+    screen = screen_memory(
+        memory, node_scope=[*node.read_scope, *node.write_scope], now=now or datetime.now(UTC)
+    )
+    for fact, reason in screen.dropped:
+        dropped.append(drop(memory_id(fact), "memory", fact.source, 0, reason))
+    mem: dict[str, Part] = {}
+    candidates: list[ContextCandidate] = []
+    for f in [*screen.facts, *screen.hypotheses]:
+        p = part("memory", memory_id(f), "memory", f.source, MEMORY_TRUST, render_memory(f))
+        if p.item.item_id in mem:
+            continue  # the same text twice is one item
+        mem[p.item.item_id] = p
+        candidates.append(
+            ContextCandidate(
+                item_id=p.item.item_id,
+                kind="memory",
+                source=f.source,
+                trust=MEMORY_TRUST,
+                tokens=p.item.tokens,
+                relevance=1.0,
+                authority=_MEMORY_AUTHORITY[f.source],
+            )
+        )
+    if not candidates:
+        return [], 0
+    result = pack_context(candidates, budget - _header_tokens("memory"))
+    for c, why in result.dropped:
+        dropped.append(drop(c.item_id, "memory", c.source, c.tokens, why))
+    chosen = set(result.selected_ids)
+    kept = [p for item_id, p in mem.items() if item_id in chosen]
+    if not kept:
+        return [], 0
+    parts = [header("memory"), *kept]
+    return parts, sum(p.item.tokens for p in parts)
 
 
 def manifest_for_request(
@@ -186,6 +303,7 @@ def manifest_for_request(
         model=request.model,
         items=items,
         dropped=list(prompt.dropped),
+        choices=list(prompt.choices),
         total_tokens=sum(i.tokens for i in items),
         stable_prefix_bytes=len(stable),
         stable_prefix_sha256=hashlib.sha256(stable).hexdigest(),

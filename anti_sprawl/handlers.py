@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .file_views import read_view
 from .firewall import EditError, Firewall
 from .loop import Handler, Tool, ToolOutcome
 from .redact import PLACEHOLDER
@@ -18,13 +19,21 @@ from .tools import WORKER_TOOLS, tool_args_model
 __all__ = ["read_handlers", "tool_table", "write_handlers"]
 
 
-def read_handlers(fw: Firewall) -> dict[str, Handler]:
-    """``read_file``, ``list_dir`` and ``grep`` on ``fw``'s readable files."""
+def read_handlers(fw: Firewall, max_chars: int = 6000) -> dict[str, Handler]:
+    """``read_file``, ``list_dir`` and ``grep`` on ``fw``'s readable files.
+
+    ``read_file`` takes a line range and answers within ``max_chars`` (the observation limit):
+    a longer file read whole comes back as its outline (``file_views.read_view``).
+    """
 
     def read_file(args: Any) -> ToolOutcome:
         text = fw.read_text(args.path)
+        shown = read_view(args.path, text, args.start_line, args.end_line, max_chars=max_chars)
         lines = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
-        return ToolOutcome(text, kind="file", summary=f"{lines:,} lines, {len(text):,} chars")
+        summary = f"{lines:,} lines, {len(text):,} chars"
+        if shown is not text:
+            summary = shown.split("\n", 1)[0][:200]  # the header: which lines, or why an outline
+        return ToolOutcome(shown, kind="file", summary=summary)
 
     def list_dir(args: Any) -> ToolOutcome:
         entries = fw.list_dir(args.path)

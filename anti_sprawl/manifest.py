@@ -27,10 +27,13 @@ from .tokens import count_tokens
 from .trust import count_hidden_chars
 
 __all__ = [
+    "ChoiceReason",
     "ContextItem",
     "ContextManifest",
     "DropReason",
     "DroppedItem",
+    "FileChoice",
+    "FileForm",
     "ItemKind",
     "Trust",
     "load_manifests",
@@ -44,6 +47,7 @@ ItemKind = Literal[
     "task",
     "upstream_summary",
     "stub",
+    "region",  # a big file as its outline plus the regions relevant to the goal
     "file",
     "memory",
     "tool_schema",
@@ -59,6 +63,19 @@ DropReason = Literal[
     "expired",  # a memory past its expiry
     "out_of_scope",  # a memory whose scope globs miss the node's scopes
     "unknown_source",  # a memory without an accepted provenance label
+    "no_outline",  # a read-scope file we cannot outline, not worth its tokens whole
+]
+FileForm = Literal["whole", "outline", "region", "dropped"]
+ChoiceReason = Literal[
+    "fits",  # whole: within its share of the first prompt
+    "small",  # whole: costs about what its outline would
+    "relevant",  # whole (or with regions): the goal names it, and it is worth its tokens
+    "interface",  # outline: read-only context the goal does not single out
+    "too_large",  # outline + regions: larger than its share of the first prompt
+    "over_budget",  # not shown: even its smallest outline did not fit
+    "denied",  # not shown: the firewall refused it
+    "unreadable",  # not shown: binary or too large to read
+    "no_outline",  # not shown: no outline for this kind of file, not worth it whole
 ]
 
 
@@ -88,6 +105,21 @@ class DroppedItem(BaseModel):
     reason: DropReason
 
 
+class FileChoice(BaseModel):
+    """How one scoped file went into a node's first prompt, and why."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str
+    scope: Literal["read", "write"]
+    form: FileForm
+    reason: ChoiceReason
+    tokens: int = Field(ge=0, description="What it costs in the prompt (0 when not shown).")
+    whole_tokens: int = Field(ge=0, description="What the whole file would cost.")
+    outline: Literal["full", "signatures", "names"] | None = None
+    regions: list[tuple[int, int]] = Field(default_factory=list, description="Line ranges.")
+
+
 class ContextManifest(BaseModel):
     """Everything one model call saw: its items in prompt order, the drops, and the totals."""
 
@@ -100,6 +132,9 @@ class ContextManifest(BaseModel):
     model: str | None = Field(default=None, description="The model the call asked for.")
     items: list[ContextItem]
     dropped: list[DroppedItem] = Field(default_factory=list)
+    choices: list[FileChoice] = Field(
+        default_factory=list, description="How each scoped file went into the first prompt."
+    )
     total_tokens: int = Field(ge=0, description="Sum of the items' tokens.")
     stable_prefix_bytes: int = Field(ge=0)
     stable_prefix_sha256: str
@@ -152,17 +187,32 @@ def _item_table(m: ContextManifest) -> Table:
     table.add_column("trust")
     table.add_column("tokens", justify="right")
     table.add_column("note")
+    why = {c.path: _choice_note(c) for c in m.choices if c.form != "dropped"}
     for i, item in enumerate(m.items):
         note = f"{item.hidden_chars} hidden chars" if item.hidden_chars else ""
+        if item.kind in ("file", "stub", "region") and item.source in why:
+            note = ", ".join(filter(None, [why[item.source], note]))
         trust = Text(item.trust, style="yellow" if item.trust == "untrusted" else "green")
         table.add_row(
-            str(i), item.kind, item.source, trust, f"{item.tokens:,}", Text(note, style="red")
+            str(i),
+            item.kind,
+            item.source,
+            trust,
+            f"{item.tokens:,}",
+            Text(note, style="red" if item.hidden_chars else ""),
         )
     for d in m.dropped:
         table.add_row(
             "-", d.kind, d.source, "", f"{d.tokens:,}", f"dropped: {d.reason}", style="dim"
         )
     return table
+
+
+def _choice_note(c: FileChoice) -> str:
+    shape = f"{c.form} ({c.outline} outline)" if c.outline else c.form
+    lines = sum(b - a + 1 for a, b in c.regions)
+    extra = f", {len(c.regions)} regions, {lines} lines" if c.regions else ""
+    return f"{shape}: {c.reason}{extra}"
 
 
 def render_manifests(manifests: Sequence[ContextManifest], console: Console) -> None:

@@ -35,6 +35,7 @@ from .failure_note import FailureNote, with_failure_note
 from .firewall import DEFAULT_DENY, Firewall
 from .gitcmd import run_git
 from .journal import Journal, RunState, state_dir
+from .lean import lean_target
 from .manifest import save_manifest
 from .memory import load_memory
 from .path_rules import Violation
@@ -74,7 +75,8 @@ class ExecuteOptions:
     base: str | None = None
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
     test_timeout: float = 600.0
-    context_budget: int | None = None  # default: a third of each node's token budget
+    # Ceiling of the lean first prompt; a node's target is min(this, 40% of its token_budget).
+    context_budget: int | None = None  # default: lean.LEAN_CEILING (16k)
     crash_at: str | None = None
     on_event: Callable[[TaskResult], None] | None = None
     on_start: Callable[[RunState], None] | None = None
@@ -297,7 +299,7 @@ class NodeRunner:
             if prepared is None:
                 return "failed"
             upstream = [upstream_summary(self.journal.state.tasks[d]) for d in node.dependencies]
-            budget = self.opts.context_budget or max(2000, node.token_budget // 3)
+            budget = lean_target(node.token_budget, self.opts.context_budget)
             prompt_node = node
             if "scoping" in ablate:
                 budget = self.opts.context_window
@@ -314,6 +316,7 @@ class NodeRunner:
                     firewall=prompt_firewall,
                     context_budget=budget,
                     memory=self.memory,
+                    eager_reads="scoping" in ablate,
                 )
             if "clean-slate" in ablate:
                 prompt = self._with_foreign_transcripts(prompt, node.task_id)

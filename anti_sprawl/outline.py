@@ -14,15 +14,18 @@ import re
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from anti_sprawl.outline_langs import language_for, outline_other
+from anti_sprawl.outline_langs import OutlineLine, language_for, outline_other, outline_other_lines
 
 __all__ = [
     "FALLBACK_LINES",
+    "OutlineLine",
     "PythonFacts",
     "outlinable",
     "outline_file",
+    "outline_lines",
     "outline_python",
     "python_imports",
+    "python_outline_lines",
     "scan_python",
 ]
 
@@ -37,16 +40,19 @@ _PY_SUFFIXES = (".py", ".pyi")
 
 def outline_python(source: str, path: str = "") -> str:
     """Stub of a Python module: docstring line, imports, constants, classes, signatures."""
+    return "\n".join(entry.text for entry in python_outline_lines(source, path))
+
+
+def python_outline_lines(source: str, path: str = "") -> list[OutlineLine]:
+    """``outline_python``'s lines, each with the source lines it stands for and its name."""
     try:
         tree = ast.parse(source, filename=path or "<unknown>")
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
         return _unparsed(source, path, exc)
-    lines: list[str] = []
-    doc = _doc_line(tree)
-    if doc is not None:
-        lines.append(doc)
+    lines: list[OutlineLine] = []
+    _doc(tree, lines, "", 0)
     _outline_body(tree.body, lines, indent="", top=True)
-    return "\n".join(lines)
+    return lines
 
 
 def outline_file(path: str, text: str) -> str | None:
@@ -57,6 +63,14 @@ def outline_file(path: str, text: str) -> str | None:
     if language is None:
         return None
     return outline_other(language, text)
+
+
+def outline_lines(path: str, text: str) -> list[OutlineLine] | None:
+    """``outline_file`` as numbered entries; None when we cannot outline the file."""
+    if path.lower().endswith(_PY_SUFFIXES):
+        return python_outline_lines(text, path)
+    language = language_for(path)
+    return None if language is None else outline_other_lines(language, text)
 
 
 def outlinable(path: str) -> bool:
@@ -136,12 +150,31 @@ def _from_base(node: ast.ImportFrom, package: list[str]) -> str | None:
     return ".".join(parts)
 
 
-def _unparsed(source: str, path: str, exc: BaseException) -> str:
+def _unparsed(source: str, path: str, exc: BaseException) -> list[OutlineLine]:
     lines = source.splitlines()
     where = f" at line {exc.lineno}" if isinstance(exc, SyntaxError) and exc.lineno else ""
     shown = min(FALLBACK_LINES, len(lines))
     head = f"# unparsed ({type(exc).__name__}{where}): first {shown} of {len(lines)} lines"
-    return "\n".join([head + (f" of {path}" if path else ""), *lines[:FALLBACK_LINES]])
+    head += f" of {path}" if path else ""
+    out = [OutlineLine(0, 0, 0, "other", "", head)]
+    out += [OutlineLine(i, i, 0, "other", "", t) for i, t in enumerate(lines[:shown], 1)]
+    return out
+
+
+def _doc(node: ast.AST, out: list[OutlineLine], indent: str, depth: int) -> None:
+    doc = _doc_line(node)
+    body = getattr(node, "body", None)
+    if doc is not None and body:
+        first = body[0]
+        out.append(
+            OutlineLine(
+                first.lineno, first.end_lineno or first.lineno, depth, "doc", "", indent + doc
+            )
+        )
+
+
+def _line(node: ast.stmt, depth: int, kind: str, name: str, text: str) -> OutlineLine:
+    return OutlineLine(node.lineno, node.end_lineno or node.lineno, depth, kind, name, text)
 
 
 def _doc_line(node: ast.AST) -> str | None:
@@ -154,10 +187,11 @@ def _doc_line(node: ast.AST) -> str | None:
     return f'"""{first}"""' if first else None
 
 
-def _outline_body(body: list[ast.stmt], out: list[str], indent: str, *, top: bool) -> None:
+def _outline_body(body: list[ast.stmt], out: list[OutlineLine], indent: str, *, top: bool) -> None:
+    depth = len(indent) // 4
     for node in body:
         if isinstance(node, ast.Import | ast.ImportFrom):
-            out.append(indent + ast.unparse(node))
+            out.append(_line(node, depth, "import", "", indent + ast.unparse(node)))
         elif isinstance(node, ast.ClassDef):
             _outline_class(node, out, indent)
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -165,9 +199,11 @@ def _outline_body(body: list[ast.stmt], out: list[str], indent: str, *, top: boo
         elif isinstance(node, ast.Assign | ast.AnnAssign):
             line = _assignment(node)
             if line is not None:
-                out.append(indent + line)
+                name = line.split("=", 1)[0].split(":", 1)[0].strip()
+                out.append(_line(node, depth, "name", name, indent + line))
         elif type(node).__name__ == "TypeAlias":  # Python 3.12 ``type X = ...``
-            out.append(indent + ast.unparse(node))
+            name = ast.unparse(getattr(node, "name", node))
+            out.append(_line(node, depth, "name", name, indent + ast.unparse(node)))
         elif top and isinstance(node, ast.If | ast.Try) and not _is_main_guard(node):
             # ``if TYPE_CHECKING:`` / ``try: import x`` blocks hold real imports and defs.
             for block in _blocks(node):
@@ -184,37 +220,54 @@ def _is_main_guard(node: ast.If | ast.Try) -> bool:
     return isinstance(node, ast.If) and "__main__" in ast.unparse(node.test)
 
 
-def _outline_class(node: ast.ClassDef, out: list[str], indent: str) -> None:
-    out.extend(f"{indent}@{ast.unparse(d)}" for d in node.decorator_list)
+def _decorators(
+    node: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef, out: list[OutlineLine], indent: str
+) -> None:
+    depth = len(indent) // 4
+    for d in node.decorator_list:
+        out.append(
+            OutlineLine(
+                d.lineno,
+                d.end_lineno or d.lineno,
+                depth,
+                "decorator",
+                "",
+                f"{indent}@{ast.unparse(d)}",
+            )
+        )
+
+
+def _outline_class(node: ast.ClassDef, out: list[OutlineLine], indent: str) -> None:
+    _decorators(node, out, indent)
     bases = [ast.unparse(b) for b in node.bases]
     bases += [ast.unparse(k) for k in node.keywords]
     params = _type_params(node)
     head = f"{indent}class {node.name}{params}" + (f"({', '.join(bases)})" if bases else "")
-    inner: list[str] = []
-    doc = _doc_line(node)
-    if doc is not None:
-        inner.append(indent + "    " + doc)
+    inner: list[OutlineLine] = []
+    depth = len(indent) // 4
+    _doc(node, inner, indent + "    ", depth + 1)
     _outline_body(node.body, inner, indent + "    ", top=False)
-    if inner:
-        out.append(head + ":")
-        out.extend(inner)
-    else:
-        out.append(head + ": ...")
+    out.append(_line(node, depth, "class", node.name, head + (":" if inner else ": ...")))
+    out.extend(inner)
 
 
 def _outline_function(
-    node: ast.FunctionDef | ast.AsyncFunctionDef, out: list[str], indent: str
+    node: ast.FunctionDef | ast.AsyncFunctionDef, out: list[OutlineLine], indent: str
 ) -> None:
-    out.extend(f"{indent}@{ast.unparse(d)}" for d in node.decorator_list)
+    _decorators(node, out, indent)
     keyword = "async def" if isinstance(node, ast.AsyncFunctionDef) else "def"
     returns = f" -> {ast.unparse(node.returns)}" if node.returns is not None else ""
     params = ast.unparse(_safe_defaults(node.args))
     head = f"{indent}{keyword} {node.name}{_type_params(node)}({params}){returns}:"
+    depth = len(indent) // 4
     doc = _doc_line(node)
     if doc is None:
-        out.append(head + " ...")
+        out.append(_line(node, depth, "def", node.name, head + " ..."))
     else:
-        out.extend([head, f"{indent}    {doc}", f"{indent}    ..."])
+        out.append(_line(node, depth, "def", node.name, head))
+        _doc(node, out, indent + "    ", depth + 1)
+        last = node.body[0].end_lineno or node.lineno
+        out.append(OutlineLine(last, last, depth + 1, "other", "", f"{indent}    ..."))
 
 
 def _type_params(node: ast.AST) -> str:

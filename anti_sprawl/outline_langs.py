@@ -12,9 +12,27 @@ import importlib
 import re
 from functools import cache
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, NamedTuple
 
-__all__ = ["MAX_OUTLINE_LINES", "language_for", "outline_other"]
+__all__ = [
+    "MAX_OUTLINE_LINES",
+    "OutlineLine",
+    "language_for",
+    "outline_other",
+    "outline_other_lines",
+]
+
+
+class OutlineLine(NamedTuple):
+    """One outline line and the source it stands for (1-based lines; 0: no source line)."""
+
+    line: int
+    end: int  # last source line of the definition's body
+    depth: int
+    kind: str  # doc | import | decorator | class | def | name | heading | other
+    name: str  # the defined name, "" when the line defines none
+    text: str  # the outline text, indented
+
 
 MAX_OUTLINE_LINES = 400
 _LINE_LIMIT = 160
@@ -117,6 +135,12 @@ def language_for(path: str) -> str | None:
 
 def outline_other(language: str, text: str) -> str | None:
     """Outline of a non-Python source: tree-sitter if its grammar is importable, else regexes."""
+    lines = outline_other_lines(language, text)
+    return None if lines is None else "\n".join(entry.text for entry in lines)
+
+
+def outline_other_lines(language: str, text: str) -> list[OutlineLine] | None:
+    """``outline_other`` as numbered entries."""
     parser = _parser(language)
     if parser is not None:
         try:
@@ -139,8 +163,8 @@ def _parser(language: str) -> Any | None:
         return None  # not installed, or a binding API older than 0.22
 
 
-def _tree_sitter_outline(parser: Any, source: bytes) -> str:
-    lines: list[str] = []
+def _tree_sitter_outline(parser: Any, source: bytes) -> list[OutlineLine]:
+    lines: list[OutlineLine] = []
 
     def visit(node: Any, depth: int, prefix: str = "") -> None:
         for child in node.named_children:
@@ -148,7 +172,22 @@ def _tree_sitter_outline(parser: Any, source: bytes) -> str:
                 return
             kind = child.type
             if kind in _DEFINITIONS or (depth == 0 and kind in _TOP_ONLY):
-                lines.append("  " * depth + prefix + _header(child, source))
+                name_node = child.child_by_field_name("name")
+                name = (
+                    source[name_node.start_byte : name_node.end_byte].decode("utf-8", "replace")
+                    if name_node is not None
+                    else ""
+                )
+                lines.append(
+                    OutlineLine(
+                        child.start_point[0] + 1,
+                        child.end_point[0] + 1,
+                        depth,
+                        "def",
+                        name,
+                        "  " * depth + prefix + _header(child, source),
+                    )
+                )
                 if not any(leaf in kind for leaf in _LEAVES) and kind not in _TOP_ONLY:
                     visit(child, depth + 1)
             elif kind == "export_statement":
@@ -161,7 +200,7 @@ def _tree_sitter_outline(parser: Any, source: bytes) -> str:
                 visit(child, depth)
 
     visit(parser.parse(source).root_node, 0)
-    return "\n".join(lines)
+    return lines
 
 
 def _header(node: Any, source: bytes) -> str:
@@ -173,17 +212,28 @@ def _header(node: Any, source: bytes) -> str:
     return _shorten(" ".join(text.split()).rstrip("{ "))
 
 
-def _regex_outline(language: str, text: str) -> str | None:
+_NAMED = re.compile(
+    r"\b(?:function\*?|class|interface|type|enum|struct|trait|fn|func|mod|record|const|let|var)"
+    r"\s+(?:\([^)]*\)\s*)?([A-Za-z_$][\w$]*)"
+)
+_CALLED = re.compile(r"([A-Za-z_$][\w$]*)\s*\(")
+
+
+def _regex_outline(language: str, text: str) -> list[OutlineLine] | None:
     patterns = _compiled(language)
     if patterns is None:
         return None
-    kept: list[str] = []
-    for line in text.splitlines():
+    kept: list[OutlineLine] = []
+    for number, line in enumerate(text.splitlines(), 1):
         if patterns.match(line):
-            kept.append(_shorten(line.rstrip().rstrip("{").rstrip()))
+            found = _NAMED.search(line) or _CALLED.search(line)
+            name = found.group(1) if found else ""
+            depth = (len(line) - len(line.lstrip())) // 2
+            shown = _shorten(line.rstrip().rstrip("{").rstrip())
+            kept.append(OutlineLine(number, number, depth, "def", name, shown))
             if len(kept) >= MAX_OUTLINE_LINES:
                 break
-    return "\n".join(kept)
+    return kept
 
 
 @cache

@@ -17,12 +17,14 @@ from rich.console import Console
 from rich.markup import escape
 
 from .errors import UsageError
+from .essentials import first_prompts, start_commit
 from .internal_state import ensure_state_dir
 from .plan import read_user_file, save_plan
 from .planner import PlannerResult, plan_requirement
 from .prices import PriceTable
 from .providers.base import Provider
 from .report import render_plan_tree
+from .scope_assist import CostEstimate, cost_estimate
 from .workspace import ensure_excluded
 
 __all__ = ["default_plan_path", "parse_models", "read_requirement", "run_plan_command"]
@@ -93,16 +95,17 @@ def run_plan_command(
         models=models,
     )
     plan_file: Path | None = None
+    cost = _cost(result, repo)
     if result.plan is not None:
         if not as_json:
-            _show(result, console)
+            _show(result, console, cost)
         plan_file = output if output is not None else default_plan_path(repo, result.plan.plan_id)
         try:
             save_plan(result.plan, plan_file)
         except OSError as exc:
             raise UsageError(f"cannot write the plan file {plan_file}: {exc.strerror}") from exc
     if as_json:
-        _print_json(console, _json_document(result, plan_file))
+        _print_json(console, _json_document(result, plan_file, cost))
     elif plan_file is not None:
         console.print(f"plan written to {escape(str(plan_file))}", soft_wrap=True)
     else:
@@ -110,7 +113,16 @@ def run_plan_command(
     return 0 if result.ok else 1
 
 
-def _show(result: PlannerResult, console: Console) -> None:
+def _cost(result: PlannerResult, repo: Path) -> CostEstimate | None:
+    """The plan's cost range, its low end from the real lean first prompts (None: no plan)."""
+    if result.plan is None:
+        return None
+    commit = start_commit(repo, result.plan.base)
+    fits = first_prompts(result.plan, repo, commit)
+    return cost_estimate(result.plan, {f.task_id: f.first_call for f in fits})
+
+
+def _show(result: PlannerResult, console: Console, cost: CostEstimate | None) -> None:
     assert result.plan is not None
     render_plan_tree(result.plan, console)
     for warning in result.warnings:
@@ -122,11 +134,15 @@ def _show(result: PlannerResult, console: Console) -> None:
         "output tokens",
         soft_wrap=True,
     )
+    if cost is None:
+        return
     console.print(
-        f"estimated cost: at most [bold]{result.estimated_tokens:,}[/] tokens "
-        f"(the sum of {len(result.plan.tasks)} task budgets)",
+        f"estimated cost: [bold]{cost.low:,}[/] to [bold]{cost.high:,}[/] tokens: from the "
+        "lean first calls to every call at its cap (token_budget × (max_tool_calls + 2))",
         soft_wrap=True,
     )
+    for t in cost.tasks:
+        console.print(f"  {escape(t.task_id)}: {t.low:,} to {t.high:,}", soft_wrap=True)
 
 
 def _show_failure(result: PlannerResult, console: Console) -> None:
@@ -139,12 +155,15 @@ def _show_failure(result: PlannerResult, console: Console) -> None:
         console.print(f"  [red]error[/] \\[{escape(p.code)}] {escape(p.message)}", soft_wrap=True)
 
 
-def _json_document(result: PlannerResult, plan_file: Path | None) -> dict[str, Any]:
+def _json_document(
+    result: PlannerResult, plan_file: Path | None, cost: CostEstimate | None
+) -> dict[str, Any]:
     return {
         "plan_file": str(plan_file) if plan_file is not None else None,
         "plan": result.plan.model_dump(mode="json", exclude_none=True) if result.plan else None,
         "warnings": list(result.warnings),
         "estimated_tokens": result.estimated_tokens,
+        "estimated_cost": cost.model_dump(mode="json") if cost is not None else None,
         "valid": result.ok,
         "errors": [p.model_dump(mode="json") for p in result.report.errors],
     }

@@ -76,7 +76,9 @@ class PlannerResult(BaseModel):
     tool_calls: int = Field(description="Exploration tool calls made (read_file/list_dir/grep).")
     usage: Usage = Field(default_factory=Usage)
     warnings: list[str] = Field(default_factory=list)
-    estimated_tokens: int = Field(default=0, description="Sum of the plan's token budgets.")
+    estimated_tokens: int = Field(
+        default=0, description="Cost ceiling: every call of every task at its per-call cap."
+    )
     violations: list[Violation] = Field(default_factory=list)
     manifest_paths: list[Path] = Field(default_factory=list)
 
@@ -176,7 +178,7 @@ class _Session:
     _seen: int = 0
 
     def __post_init__(self) -> None:
-        explore = read_handlers(self.firewall)
+        explore = read_handlers(self.firewall, OBSERVATION_CHARS)
         tools = {
             name: Tool(spec=tool.spec, args=tool.args, run=self._capped(tool.run))
             for name, tool in tool_table(explore).items()

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from .branch import RunBranch, check_branch_name, refuse_checked_out
 from .errors import Interrupted, RunError, StorageError, UsageError
+from .essentials import check_first_prompts
 from .gitcmd import GitError, run_git
 from .gitlocks import clean_stale_locks
 from .internal_state import ensure_state_dir
@@ -183,6 +184,7 @@ def execute(plan: Plan, repo: Path, opts: ExecuteOptions) -> RunState:
         base = _git_out(repo, ["rev-parse", "--verify", f"{base_ref}^{{commit}}"])
     except GitError:
         raise UsageError(f"unknown base revision: {base_ref}") from None
+    check_first_prompts(plan, repo, base)  # before any node spends a token
     sandbox = probe_sandbox(opts.sandbox)
     if sandbox.layer is None:
         raise UsageError(unavailable_message(sandbox))

@@ -7,8 +7,10 @@ Applied by the planner after validation and before saving:
 - ``expand_read_scopes``: add the *direct* in-repo imports of each task's write-scope Python
   files to its read scope, never the transitive closure (that is the crawl we exist to stop),
   and never an entry that another, unordered task writes (a stale read).
-- ``default_budgets``: estimate ``token_budget`` / ``max_tool_calls`` for tasks whose
-  submission left them out, from the size of the files in their scopes (see ``budget_for``).
+- ``default_budgets``: estimate ``token_budget`` (the per-call cap) / ``max_tool_calls`` for
+  tasks whose submission left them out, from their lean first prompt (see ``budget_for``).
+- ``cost_estimate``: the plan's cost as a range per task and in total, from the lean first
+  calls to every call at its cap.
 """
 
 from __future__ import annotations
@@ -16,49 +18,81 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import PurePosixPath
 
+from pydantic import BaseModel
+
+from .file_views import MIN_REGION_TOKENS
+from .lean import LEAN_SHARE, Scoped, reserve_for
 from .outline import python_imports
 from .plan import Plan, TaskNode
 from .ranking import module_index
 from .scopes import Scope, is_glob, normalize_entry
-from .tokens import count_tokens
+from .worker import CALL_SLACK
 
 __all__ = [
     "MAX_DEFAULT_TOKENS",
     "MAX_DEFAULT_TOOL_CALLS",
+    "MAX_ESSENTIAL_TOKENS",
     "MIN_DEFAULT_TOKENS",
     "MIN_DEFAULT_TOOL_CALLS",
+    "CostEstimate",
     "Reader",
+    "TaskCost",
     "budget_for",
+    "cost_estimate",
     "default_budgets",
     "estimated_tokens",
     "expand_read_scopes",
     "missing_test_warnings",
+    "prompt_sizes",
     "tool_calls_for",
 ]
 
 Reader = Callable[[str], str | None]
 """Text of a repo-relative file, or None when it cannot be read (secret, binary, missing)."""
 
-MIN_DEFAULT_TOKENS = 10_000
-MAX_DEFAULT_TOKENS = 400_000
+MIN_DEFAULT_TOKENS = 24_000
+MAX_DEFAULT_TOKENS = 40_000  # at 40k the lean first prompt reaches its 16k ceiling
+MAX_ESSENTIAL_TOKENS = 200_000  # a model's context window: no default goes past it
 MIN_DEFAULT_TOOL_CALLS = 8
 MAX_DEFAULT_TOOL_CALLS = 60
-PROMPT_OVERHEAD = 2_000  # rules, brief and tool schemas of a worker's first call
-RESEND_TURNS = 3  # the conversation is re-sent on every call: allow three full sends
-OUTPUT_ALLOWANCE = 8_000  # new code, tool-call arguments and the finish summary
+PROMPT_OVERHEAD = 1_500  # rules, tool schemas and brief of a worker's first call
 _AMBIGUOUS = 3  # a module name found in more places than this is not followed
 
 
-def budget_for(context_tokens: int, write_tokens: int) -> int:
-    """Default token budget: ``3 * (context + 2,000) + write + 8,000``, clamped to 10k..400k.
+def _thousands(n: float) -> int:
+    return int(-(-n // 1000) * 1000)
 
-    ``context_tokens`` counts the node's existing read- and write-scope files, which its first
-    prompt carries; ``write_tokens`` (the write-scope part) is the output of rewriting each
-    once. Rounded up to a thousand so plans stay readable.
-    """
-    raw = RESEND_TURNS * (context_tokens + PROMPT_OVERHEAD) + write_tokens + OUTPUT_ALLOWANCE
-    rounded = -(-raw // 1000) * 1000
-    return max(MIN_DEFAULT_TOKENS, min(MAX_DEFAULT_TOKENS, rounded))
+
+def budget_for(natural_tokens: int, minimal_tokens: int) -> int:
+    """Default per-call cap (``token_budget``): one at which the lean first prompt the node
+    needs (``natural_tokens``) is 40% or less, within 24k..40k; more only when its smallest
+    essentials (``minimal_tokens``) plus room for the conversation need it (up to 200k).
+    Rounded up to a thousand so plans stay readable."""
+    lean = max(MIN_DEFAULT_TOKENS, min(MAX_DEFAULT_TOKENS, _thousands(natural_tokens / LEAN_SHARE)))
+    essential = _thousands(minimal_tokens + reserve_for(MAX_ESSENTIAL_TOKENS))
+    return min(MAX_ESSENTIAL_TOKENS, max(lean, essential))
+
+
+def prompt_sizes(node: TaskNode, files: Sequence[str], read: Reader) -> tuple[int, int]:
+    """Estimated tokens of ``node``'s first prompt as it needs it (write files whole, read
+    files as full outlines) and at its smallest (write files at their smallest forms)."""
+    natural = minimal = PROMPT_OVERHEAD
+    write = Scope(node.write_scope)
+    for path in _scoped([*node.read_scope, *node.write_scope], files):
+        if not write.matches(path) and natural >= MAX_DEFAULT_TOKENS * LEAN_SHARE:
+            continue  # past the ceiling more reading changes nothing
+        text = read(path)
+        if text is None:
+            continue
+        f = Scoped(path, text, write=write.matches(path))
+        names, full = f.outline("names"), f.outline("full")
+        if f.write:
+            natural += f.tokens
+            smallest = names.item.tokens + MIN_REGION_TOKENS + 150 if names else f.tokens
+            minimal += min(f.tokens, smallest)
+        elif full is not None:
+            natural += min(f.tokens, full.item.tokens)
+    return natural, minimal
 
 
 def tool_calls_for(scoped_files: int) -> int:
@@ -66,9 +100,40 @@ def tool_calls_for(scoped_files: int) -> int:
     return max(MIN_DEFAULT_TOOL_CALLS, min(MAX_DEFAULT_TOOL_CALLS, 2 * scoped_files + 6))
 
 
+class TaskCost(BaseModel):
+    """What one node may spend: ``low`` its lean first call alone, ``high`` every call at
+    its per-call cap (``token_budget × (max_tool_calls + CALL_SLACK)``: the worker's model
+    calls are capped at ``max_tool_calls + 2``)."""
+
+    task_id: str
+    low: int
+    high: int
+
+
+class CostEstimate(BaseModel):
+    """The plan's cost as a range, per task and in total."""
+
+    tasks: list[TaskCost]
+    low: int
+    high: int
+
+
+def cost_estimate(plan: Plan, first_calls: Mapping[str, int]) -> CostEstimate:
+    """The range from the first calls (``first_calls``, by task id) to every call at its cap."""
+    tasks = [
+        TaskCost(
+            task_id=t.task_id,
+            low=first_calls.get(t.task_id, 0),
+            high=t.token_budget * (t.max_tool_calls + CALL_SLACK),
+        )
+        for t in plan.tasks
+    ]
+    return CostEstimate(tasks=tasks, low=sum(t.low for t in tasks), high=sum(t.high for t in tasks))
+
+
 def estimated_tokens(plan: Plan) -> int:
-    """The plan's cost ceiling: the sum of its tasks' token budgets."""
-    return sum(t.token_budget for t in plan.tasks)
+    """The plan's cost ceiling: every call of every task at its per-call cap."""
+    return cost_estimate(plan, {}).high
 
 
 def _literal_files(entries: Sequence[str]) -> list[str]:
@@ -225,21 +290,12 @@ def default_budgets(
         if not fields:
             tasks.append(node)
             continue
-        write = Scope(node.write_scope)
-        scoped = _scoped([*node.read_scope, *node.write_scope], files)
-        new = [f for f in _literal_files(node.write_scope) if f not in set(files)]
-        context = written = 0
-        for path in scoped:
-            # past the cap more reading changes nothing
-            if budget_for(context, written) >= MAX_DEFAULT_TOKENS:
-                break
-            tokens = count_tokens(read(path) or "")
-            context += tokens
-            written += tokens if write.matches(path) else 0
         update: dict[str, int] = {}
         if "token_budget" in fields:
-            update["token_budget"] = budget_for(context, written)
+            update["token_budget"] = budget_for(*prompt_sizes(node, files, read))
         if "max_tool_calls" in fields:
+            scoped = _scoped([*node.read_scope, *node.write_scope], files)
+            new = [f for f in _literal_files(node.write_scope) if f not in set(files)]
             update["max_tool_calls"] = tool_calls_for(len(scoped) + len(new))
         tasks.append(node.model_copy(update=update))
     return plan.model_copy(update={"tasks": tasks})

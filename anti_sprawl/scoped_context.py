@@ -1,31 +1,24 @@
-"""A node's repository files and memory as prompt parts: read through its firewall, packed.
+"""A node's repository files as prompt material: listed and read through its firewall.
 
 Files are found by listing through the ``Firewall`` (never following symlinks) and read only
-through it. Write-scope files are essential and go in whole; read-scope files and screened
-memory compete for what the budget leaves (``packing.pack_context``): first each file's
-outline and the memory, then whole files where they still fit.
+through it; what form each takes in the prompt is decided by ``lean``. ``Part`` is one prompt
+item: its section, its manifest record and its exact text.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
 from collections import deque
-from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from .firewall import Firewall, FirewallError
-from .manifest import ContextItem, DroppedItem, ItemKind, Trust, make_item
-from .memory import MEMORY_TRUST, MemoryFact
-from .outline import outline_file
-from .packing import ContextCandidate, PackResult, pack_context
+from .manifest import ContextItem, DroppedItem, FileChoice, ItemKind, Trust, make_item
+from .memory import MemoryFact
 from .plan import TaskNode
 from .scopes import Scope
-from .sections import SECTION_HEADERS, render_memory
-from .tokens import count_tokens
-from .trust import wrap_data
+from .sections import SECTION_HEADERS
 
 __all__ = [
     "MAX_SCOPED_FILES",
@@ -36,7 +29,6 @@ __all__ = [
     "header",
     "make_item",
     "memory_id",
-    "pack_optional",
     "part",
     "read_scoped_files",
     "scoped_files",
@@ -54,7 +46,6 @@ SECTIONS: tuple[Section, ...] = (
 )
 MAX_SCOPED_FILES = 2000
 MAX_LISTED_DIRS = 20_000
-_MEMORY_AUTHORITY = {"system_record": 1.0, "user_stated": 0.9, "model_inferred": 0.5}
 
 
 class Part(BaseModel):
@@ -115,121 +106,34 @@ def scoped_files(firewall: Firewall, scope: Scope, *, limit: int = MAX_SCOPED_FI
 
 
 def read_scoped_files(
-    firewall: Firewall, node: TaskNode, dropped: list[DroppedItem]
-) -> tuple[list[Part], dict[str, str]]:
-    """Whole write-scope files as parts, and the text of each read-only file by path.
+    firewall: Firewall, node: TaskNode, dropped: list[DroppedItem], choices: list[FileChoice]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """The text of each write-scope file and of each read-only file, by path.
 
-    Files the firewall refuses to read are recorded in ``dropped`` (``denied``, or
-    ``unreadable`` for binaries and oversized files), never included.
+    Files the firewall refuses to read are recorded in ``dropped`` and ``choices``
+    (``denied``, or ``unreadable`` for binaries and oversized files), never included.
     """
     write_scope = Scope(node.write_scope)
-    write_parts: list[Part] = []
+    write_texts: dict[str, str] = {}
     read_texts: dict[str, str] = {}
     for path in scoped_files(firewall, Scope([*node.read_scope, *node.write_scope])):
+        writable = write_scope.matches(path)
         try:
             text = firewall.read_text(path)
         except FirewallError as exc:
             bad = exc.violation.reason in ("binary", "too_large")
-            dropped.append(drop(f"file:{path}", "file", path, 0, "unreadable" if bad else "denied"))
+            reason: Literal["unreadable", "denied"] = "unreadable" if bad else "denied"
+            dropped.append(drop(f"file:{path}", "file", path, 0, reason))
+            choices.append(
+                FileChoice(
+                    path=path,
+                    scope="write" if writable else "read",
+                    form="dropped",
+                    reason=reason,
+                    tokens=0,
+                    whole_tokens=0,
+                )
+            )
             continue
-        if write_scope.matches(path):
-            block = wrap_data("file", path, text)
-            write_parts.append(part("files", f"file:{path}", "file", path, "untrusted", block))
-        else:
-            read_texts[path] = text
-    return write_parts, read_texts
-
-
-def _relevance(path: str, node: TaskNode) -> float:
-    """A cheap, deterministic stand-in for retrieval: named in goal or scope beats a glob hit."""
-    if path in node.goal or path in node.read_scope:
-        return 1.0
-    stem = path.rsplit("/", 1)[-1].split(".", 1)[0]
-    if stem and re.search(rf"\b{re.escape(stem)}\b", node.goal):
-        return 0.7
-    return 0.4
-
-
-def _candidate(
-    p: Part, relevance: float, authority: float = 1.0, tokens: int | None = None
-) -> ContextCandidate:
-    return ContextCandidate(
-        item_id=p.item.item_id,
-        kind=p.item.kind,
-        source=p.item.source,
-        trust=p.item.trust,
-        tokens=p.item.tokens if tokens is None else tokens,
-        relevance=relevance,
-        authority=authority,
-    )
-
-
-def pack_optional(
-    node: TaskNode,
-    read_texts: dict[str, str],
-    facts: Sequence[MemoryFact],
-    budget: int,
-    dropped: list[DroppedItem],
-) -> tuple[list[Part], list[Part]]:
-    """Pack read-scope files and memory into ``budget``: the stub parts and the memory parts.
-
-    Pass 1 packs each file's cheaper form (its outline, or the whole file when that is no
-    longer) together with memory; pass 2 spends what is left upgrading outlines to whole files
-    (each costs the difference) and on files that have no outline. Drops go to ``dropped``.
-    """
-    budget -= count_tokens(SECTION_HEADERS["stubs"]) if read_texts else 0
-    budget -= count_tokens(SECTION_HEADERS["memory"]) if facts else 0
-    full: dict[str, Part] = {}
-    first: dict[str, Part] = {}  # pass-1 form of each file that has an outline
-    for path, text in read_texts.items():
-        whole = wrap_data("file", path, text)
-        full[path] = part("stubs", f"file:{path}", "file", path, "untrusted", whole)
-        outline = outline_file(path, text)
-        if outline is not None:
-            block = wrap_data("stub", path, outline)
-            stub = part("stubs", f"stub:{path}", "stub", path, "untrusted", block)
-            first[path] = stub if stub.item.tokens < full[path].item.tokens else full[path]
-    mem: dict[str, tuple[MemoryFact, Part]] = {}
-    for f in facts:
-        p = part("memory", memory_id(f), "memory", f.source, MEMORY_TRUST, render_memory(f))
-        mem.setdefault(p.item.item_id, (f, p))  # the same text twice is one item
-    pass1 = [_candidate(p, _relevance(path, node)) for path, p in first.items()]
-    pass1 += [_candidate(p, 1.0, _MEMORY_AUTHORITY[f.source]) for f, p in mem.values()]
-    result1 = pack_context(pass1, budget)
-    chosen = set(result1.selected_ids)
-    upgrades: list[ContextCandidate] = []
-    for path, whole_part in full.items():
-        cheap = first.get(path)
-        if cheap is None:
-            upgrades.append(_candidate(whole_part, _relevance(path, node)))
-        elif cheap is not whole_part and cheap.item.item_id in chosen:
-            cost = whole_part.item.tokens - cheap.item.tokens
-            upgrades.append(_candidate(whole_part, _relevance(path, node), tokens=cost))
-    result2 = pack_context(upgrades, budget - result1.used_tokens)
-    chosen |= set(result2.selected_ids)
-    _record_drops(dropped, (result1, result2), [*full.values(), *first.values()], mem)
-    stub_parts: list[Part] = []
-    for path in sorted(read_texts):
-        if full[path].item.item_id in chosen:
-            stub_parts.append(full[path])
-        elif path in first and first[path].item.item_id in chosen:
-            stub_parts.append(first[path])
-    mem_parts = [p for item_id, (_, p) in mem.items() if item_id in chosen]
-    return (
-        [header("stubs"), *stub_parts] if stub_parts else [],
-        [header("memory"), *mem_parts] if mem_parts else [],
-    )
-
-
-def _record_drops(
-    dropped: list[DroppedItem],
-    results: Sequence[PackResult],
-    file_parts: Sequence[Part],
-    mem: dict[str, tuple[MemoryFact, Part]],
-) -> None:
-    by_id = {p.item.item_id: p for p in file_parts}
-    by_id.update({item_id: p for item_id, (_, p) in mem.items()})
-    for result in results:
-        for c, reason in result.dropped:
-            it = by_id[c.item_id].item
-            dropped.append(drop(c.item_id, it.kind, it.source, it.tokens, reason))
+        (write_texts if writable else read_texts)[path] = text
+    return write_texts, read_texts

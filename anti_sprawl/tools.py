@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .providers.base import ToolSpec
 
@@ -15,6 +15,7 @@ __all__ = [
     "FinishArgs",
     "GrepArgs",
     "PathArgs",
+    "ReadFileArgs",
     "RunTestsArgs",
     "WriteFileArgs",
     "tool_args_model",
@@ -29,6 +30,23 @@ class _Args(BaseModel):
 
 class PathArgs(_Args):
     path: str = Field(description="Repo-relative POSIX path.")
+
+
+class ReadFileArgs(_Args):
+    path: str = Field(description="Repo-relative POSIX path.")
+    start_line: int | None = Field(
+        default=None, ge=1, description="First line to return (1-based); numbered lines."
+    )
+    end_line: int | None = Field(
+        default=None, ge=1, description="Last line to return (inclusive); numbered lines."
+    )
+
+    @model_validator(mode="after")
+    def _ordered(self) -> ReadFileArgs:
+        start, end = self.start_line, self.end_line
+        if start is not None and end is not None and end < start:
+            raise ValueError(f"end_line {self.end_line} is before start_line {self.start_line}")
+        return self
 
 
 class GrepArgs(_Args):
@@ -64,7 +82,11 @@ class FinishArgs(_Args):
 
 
 _SPECS: dict[str, tuple[str, type[_Args]]] = {
-    "read_file": ("Read a text file inside your read or write scope.", PathArgs),
+    "read_file": (
+        "Read a text file inside your read or write scope; with start_line/end_line, "
+        "just those lines, numbered.",
+        ReadFileArgs,
+    ),
     "list_dir": ("List a directory (entries inside your scopes only).", PathArgs),
     "grep": ("Search readable files for a regular expression.", GrepArgs),
     "write_file": ("Create or replace a file inside your write scope.", WriteFileArgs),

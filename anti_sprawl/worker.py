@@ -164,7 +164,7 @@ class _Worker:
         self.tool_errors: list[str] = []
         self.tests: TestOutcome | None = None
         handlers = {
-            **read_handlers(ctx.firewall),
+            **read_handlers(ctx.firewall, limits.observation_chars),
             **write_handlers(ctx.firewall),
             "run_tests": self._run_tests,
             "finish": _finish,

@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from anti_sprawl.context import AssembledPrompt, assemble_worker_prompt
 from anti_sprawl.errors import RunError
 from anti_sprawl.firewall import Firewall
+from anti_sprawl.lean import lean_target
 from anti_sprawl.outline import python_imports
 from anti_sprawl.plan import Plan, TaskNode, load_plan_data
 from anti_sprawl.providers.base import ModelRequest, UserMessage, request_text
@@ -41,7 +42,7 @@ from anti_sprawl.tokens import count_tokens
 from anti_sprawl.trust import wrap_data
 
 ROOT = Path(__file__).resolve().parent.parent
-NODE_BUDGET = 60_000  # a typical node's token budget; its first prompt gets a third
+NODE_BUDGET = 40_000  # a typical node's per-call cap; its lean first prompt aims at 16k
 WINDOW = 200_000  # a large model context window, where a real crawler would have to stop
 MAX_FILES = 50_000
 MAX_READ = 1_000_000  # the firewall's default read cap
@@ -162,7 +163,7 @@ class Row:
     crawled: int
     depth: int
     drop_reasons: Counter[str]
-    raised: bool  # context budget raised to the planner's default (essentials exceeded 20k)
+    raised: bool  # cap raised to the planner's default (the essentials did not fit)
 
     @property
     def reduction(self) -> float:
@@ -193,7 +194,7 @@ def measure(
     scoped = first_request_tokens(prompt, prompt.first_user_message)
     items = list(zip(prompt.manifest_items, prompt.item_sections, strict=True))
     whole = {i.source for i, s in items if s == "stubs" and i.kind == "file"}
-    outline = {i.source for i, s in items if i.kind == "stub"}
+    outline = {i.source for i, s in items if s == "stubs" and i.kind in ("stub", "region")}
     dropped = {d.source for d in prompt.dropped if d.kind in ("file", "stub")} - whole - outline
     reasons = Counter[str](d.reason for d in prompt.dropped if d.source in dropped)
     write_files = repo.scope_files(node.write_scope)
@@ -240,20 +241,21 @@ def synthetic_rows(repo: Repo, n_nodes: int, seed: int, label: str) -> list[Row]
         plan, _ = expand_read_scopes(plan, repo.files, repo.text)  # one hop, as the planner
         node = plan.tasks[0]
         try:
-            rows.append(measure(repo, plan, node, NODE_BUDGET // 3, f"{node.task_id} {first}"))
-        except RunError:  # the write files alone exceed 20k: the planner would budget more
+            budget = lean_target(NODE_BUDGET)
+            rows.append(measure(repo, plan, node, budget, f"{node.task_id} {first}"))
+        except RunError:  # even the smallest essentials exceed the cap: the planner budgets more
             plan = default_budgets(plan, {node.task_id: {"token_budget"}}, repo.files, repo.text)
             node = plan.tasks[0]
-            budget = max(2000, node.token_budget // 3)
+            budget = lean_target(node.token_budget)
             rows.append(measure(repo, plan, node, budget, f"{node.task_id}* {first}", True))
     return rows
 
 
 def sample_rows() -> tuple[Repo, list[Row]]:
-    """Each node of the sample plan on ``sandbox/``, at the runner's budget (a third)."""
+    """Each node of the sample plan on ``sandbox/``, at the runner's lean target."""
     repo = Repo(ROOT / "sandbox")
     plan = Plan.model_validate(load_plan_data(ROOT / "tasks" / "sample" / "plan.yaml"))
-    rows = [measure(repo, plan, t, max(2000, t.token_budget // 3), t.task_id) for t in plan.tasks]
+    rows = [measure(repo, plan, t, lean_target(t.token_budget), t.task_id) for t in plan.tasks]
     return repo, rows
 
 
@@ -373,7 +375,7 @@ def report(label: str, repo: Repo, rows: list[Row], seconds: float) -> None:
         f"with the crawl capped at a {WINDOW:,}-token window: {capped:.1%}; {seconds:.1f} s"
     )
     if any(r.raised for r in rows):
-        print("* write files alone exceed 20k: context budget = a third of the planner default")
+        print("* essentials exceed the cap: budget = the planner's default")
     print(f"{label}: reduction: {overall:.1%} (seeds report {SEEDS_REDUCTION}%)")
 
 

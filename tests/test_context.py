@@ -19,7 +19,7 @@ from anti_sprawl.context import (
 )
 from anti_sprawl.errors import RunError
 from anti_sprawl.firewall import Firewall
-from anti_sprawl.manifest import load_manifests, save_manifest
+from anti_sprawl.manifest import FileChoice, load_manifests, save_manifest
 from anti_sprawl.memory import MemoryFact
 from anti_sprawl.plan import Plan
 from anti_sprawl.providers.base import (
@@ -184,29 +184,60 @@ def test_write_scope_files_in_full_and_brief_has_scopes_caps_and_tests(repo: Pat
     assert "`pytest -q`" in brief and "50,000 tokens" in brief and "12 tool calls" in brief
 
 
-def test_read_scope_files_are_whole_or_outlined_depending_on_budget(repo: Path) -> None:
+def _choice(p: AssembledPrompt, path: str) -> FileChoice:
+    return next(c for c in p.choices if c.path == path)
+
+
+def test_read_scope_files_are_outlined_unless_the_goal_points_at_them(repo: Path) -> None:
+    # Lean design: a roomy budget does not buy whole read-scope files the goal does not name.
     roomy = _assemble(repo, budget=100_000)
-    assert "file:orders/events.py" in _ids(roomy) and "stub:orders/events.py" not in _ids(roomy)
-    assert "file:docs/NOTES.md" in _ids(roomy)
-    essentials = sum(
-        i.tokens for i, s in zip(roomy.manifest_items, roomy.item_sections, strict=True)
-        if s in ("stable", "brief", "files")
-    )  # fmt: skip
-    events_full = roomy.manifest_items[_ids(roomy).index("file:orders/events.py")].tokens
-    tight = _assemble(repo, budget=essentials + 1000)
-    assert "stub:orders/events.py" in _ids(tight)
-    assert "file:orders/events.py" not in _ids(tight)
+    assert "stub:orders/events.py" in _ids(roomy) and "file:orders/events.py" not in _ids(roomy)
+    events = _choice(roomy, "orders/events.py")
+    assert (events.form, events.reason, events.outline) == ("outline", "interface", "signatures")
+    assert events.whole_tokens > 4 * events.tokens
+    stub_text = roomy.item_texts[_ids(roomy).index("stub:orders/events.py")]
+    assert "  3: def handler_0(x: int) -> int: ..." in stub_text  # numbered, bodies dropped
+    assert "step_3" not in stub_text
+    # Files about as cheap whole as outlined go in whole.
+    assert (_choice(roomy, "orders/bus.py").form, _choice(roomy, "orders/bus.py").reason) == (
+        "whole",
+        "small",
+    )
+    assert _choice(roomy, "orders/service.py").scope == "write"
+    # Naming a symbol of a big read file brings in the region that defines it.
+    plan = _plan()
+    node = plan.task("events").model_copy(
+        update={"goal": "Make orders/service.py call handler_3() before publishing."}
+    )
+    with Firewall(repo, node.read_scope, node.write_scope) as fw:
+        named = assemble_worker_prompt(
+            plan=plan, node=node, upstream=(), firewall=fw, context_budget=100_000, now=NOW
+        )
+    view = _choice(named, "orders/events.py")
+    assert (view.form, view.reason) == ("region", "relevant") and view.regions
+    text = named.item_texts[_ids(named).index("region:orders/events.py")]
+    assert re.search(r"--- lines 4[89]-65\n", text) and " 51\tdef handler_3(x: int) -> int:" in text
+    assert "handler_7(x: int)" in text  # the outline still lists the rest
+
+
+def test_a_tight_budget_shrinks_outlines_before_dropping_them(repo: Path) -> None:
+    roomy = _assemble(repo, budget=100_000)
+    essentials = roomy.essentials.tokens
+    outlined = _choice(roomy, "orders/events.py").tokens
+    small = sum(c.tokens for c in roomy.choices if c.scope == "read" and c.form == "whole")
+    # (the essentials count the section headers of the files shown)
+    tight = _assemble(repo, budget=essentials + small + outlined * 2 // 3)
+    assert _choice(tight, "orders/events.py").outline in ("signatures", "names")
+    assert _choice(tight, "orders/events.py").tokens <= outlined * 2 // 3
+    assert tight.total_tokens <= essentials + small + outlined * 2 // 3
     stub_text = tight.item_texts[_ids(tight).index("stub:orders/events.py")]
-    assert "def handler_0(x: int) -> int: ..." in stub_text and "step_3" not in stub_text
-    drops = {(d.item_id, d.reason) for d in tight.dropped}
-    assert ("file:orders/events.py", "over_budget") in drops
-    assert tight.total_tokens <= essentials + 1000 < roomy.total_tokens
-    assert events_full > 1000
-    # With no room at all beyond the essentials, outlines are dropped as well.
-    bare = _assemble(repo, budget=essentials + 100)
+    assert "  3: def handler_0" in stub_text
+    # With no room at all beyond the essentials, outlines are dropped, least relevant first.
+    bare = _assemble(repo, budget=essentials + 10)
     assert not any(x.startswith(("stub:", "file:orders/events")) for x in _ids(bare))
     assert ("stub:orders/events.py", "over_budget") in {(d.item_id, d.reason) for d in bare.dropped}
-    assert bare.total_tokens <= essentials + 100
+    assert _choice(bare, "orders/events.py").form == "dropped"
+    assert bare.total_tokens <= essentials + 10
 
 
 def test_secrets_symlinks_binaries_and_out_of_scope_files_never_included(repo: Path) -> None:
@@ -316,16 +347,28 @@ def test_manifest_accounts_for_every_item(repo: Path, tmp_path: Path) -> None:
     assert obs.tokens == count_tokens("class Bus: ...")
     assert m.stable_prefix_bytes == len(p.stable_prefix.encode())
     assert m.stable_prefix_sha256 == hashlib.sha256(p.stable_prefix.encode()).hexdigest()
-    assert m.dropped == p.dropped
+    assert m.dropped == p.dropped and m.choices == p.choices
+    assert {c.path for c in m.choices} >= {"orders/service.py", "orders/events.py"}
     save_manifest(tmp_path / "run", m)
     assert load_manifests(tmp_path / "run", "events") == [m]
     with pytest.raises(ValueError, match="does not start"):
         manifest_for_request(p, request.model_copy(update={"messages": request.messages[1:]}), n=3)
 
 
-def test_essentials_over_budget_is_a_run_error(repo: Path) -> None:
-    with pytest.raises(RunError, match=r"essential context .* over the context budget of 500"):
-        _assemble(repo, budget=500)
+def test_essentials_over_the_cap_is_a_run_error_naming_the_smallest_budget(repo: Path) -> None:
+    # The lean target only shapes the prompt; what cannot start is essentials over the cap.
+    assert _assemble(repo, budget=500).essentials.fits
+    plan = _plan()
+    node = plan.task("events").model_copy(update={"token_budget": 3000})
+    with (
+        Firewall(repo, node.read_scope, node.write_scope) as fw,
+        pytest.raises(RunError) as caught,
+    ):
+        assemble_worker_prompt(plan=plan, node=node, upstream=(), firewall=fw, now=NOW)
+    message = str(caught.value)
+    assert message.startswith("node events: its essential first prompt needs ")
+    assert "over its token_budget of 3,000; the smallest budget that fits is 4,000" in message
+    assert "orders/service.py 33" in message
 
 
 def test_memory_is_screened_labelled_and_packed(repo: Path) -> None:

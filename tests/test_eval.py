@@ -99,7 +99,7 @@ def test_expected_failures_are_the_right_ones(baseline: dict[str, CaseResult]) -
     assert budget["summarize"] == ("failed", "budget")
     assert budget["publish"][0] == "skipped"
     spent = baseline["budget-too-small"].tasks[0].tokens.total
-    assert 0 < spent <= 5000  # the node's budget held
+    assert 0 < spent <= 6000  # the node's budget held
     assert baseline["budget-too-small"].changed == []
 
 

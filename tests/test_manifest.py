@@ -125,3 +125,27 @@ def test_render_empty() -> None:
     buf = StringIO()
     render_manifests([], Console(file=buf, width=100))
     assert buf.getvalue().strip() == "no manifests recorded"
+
+
+def test_render_notes_each_files_form_and_reason() -> None:
+    from anti_sprawl.manifest import FileChoice
+
+    m = _manifest("t1", 0)
+    m.items.append(_item("region:src/core.py", "region", "src/core.py", "outline and regions"))
+    m.choices = [
+        FileChoice(path="src/t1.py", scope="write", form="whole", reason="fits", tokens=7,
+                   whole_tokens=7),
+        FileChoice(path="src/core.py", scope="write", form="region", reason="too_large",
+                   tokens=3, whole_tokens=24_000, outline="signatures",
+                   regions=[(10, 19), (40, 44)]),
+    ]  # fmt: skip
+    buf = StringIO()
+    render_manifests([m], Console(file=buf, width=160, color_system=None))
+    lines = buf.getvalue().splitlines()
+    assert "whole: fits" in next(line for line in lines if "src/t1.py" in line)
+    core = next(line for line in lines if "src/core.py" in line)
+    assert "region (signatures outline): too_large, 2 regions, 15 lines" in core
+    # manifests written before choices existed still load
+    old = m.model_dump(mode="json")
+    del old["choices"]
+    assert ContextManifest.model_validate(old).choices == []

@@ -105,7 +105,9 @@ def test_good_plan_is_saved_and_shown(tmp_path: Path, repo: Path) -> None:
     head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True)
     assert data["base"] == head.stdout.decode().strip()
     assert "layer 1" in text and "api" in text and "app/api.py" in text
-    assert "estimated cost" in text and f"{data['tasks'][0]['token_budget']:,}" in text
+    first = data["tasks"][0]
+    high = first["token_budget"] * (first["max_tool_calls"] + 2)
+    assert "estimated cost" in text and f" to {high:,}" in text
     assert f"plan written to {saved}" in text
     # run data stays out of git
     status = subprocess.run(["git", "-C", str(repo), "status", "--porcelain"], capture_output=True)
@@ -129,9 +131,24 @@ def test_json_output_and_explicit_output_file(tmp_path: Path, repo: Path) -> Non
     )
     doc = json.loads(buf.getvalue())
     assert code == 0
-    assert set(doc) == {"plan_file", "plan", "warnings", "estimated_tokens", "valid", "errors"}
+    assert set(doc) == {
+        "plan_file",
+        "plan",
+        "warnings",
+        "estimated_tokens",
+        "estimated_cost",
+        "valid",
+        "errors",
+    }
     assert doc["plan_file"] == str(target) and doc["valid"] is True and doc["errors"] == []
-    assert doc["estimated_tokens"] == sum(t["token_budget"] for t in doc["plan"]["tasks"])
+    # token_budget is a per-call cap: the ceiling is every call at the cap
+    tasks = doc["plan"]["tasks"]
+    ceiling = sum(t["token_budget"] * (t["max_tool_calls"] + 2) for t in tasks)
+    assert doc["estimated_tokens"] == ceiling == doc["estimated_cost"]["high"]
+    cost = doc["estimated_cost"]
+    assert [c["task_id"] for c in cost["tasks"]] == [t["task_id"] for t in tasks]
+    assert all(0 < c["low"] < c["high"] for c in cost["tasks"])
+    assert cost["low"] == sum(c["low"] for c in cost["tasks"]) < ceiling
     assert json.loads(target.read_text())["plan_id"] == "demo"
 
 
@@ -384,8 +401,7 @@ def test_expansion_never_creates_a_stale_read(tmp_path: Path, repo: Path) -> Non
 
 
 def test_default_budgets_when_the_model_leaves_them_out(tmp_path: Path, repo: Path) -> None:
-    from anti_sprawl.scope_assist import budget_for
-    from anti_sprawl.tokens import count_tokens
+    from anti_sprawl.scope_assist import budget_for, estimated_tokens, prompt_sizes
 
     plan = plan_data(
         node("core", write_scope=["app/core.py", "tests/test_core.py"], read_scope=["app/util.py"]),
@@ -399,12 +415,12 @@ def test_default_budgets_when_the_model_leaves_them_out(tmp_path: Path, repo: Pa
     )
     result = plan_with(repo, tmp_path, plan)
     core, api = result.plan.tasks
-    written = count_tokens(FILES["app/core.py"]) + count_tokens(FILES["tests/test_core.py"])
-    context = written + count_tokens(FILES["app/util.py"])
-    assert core.token_budget == budget_for(context, written)
+    natural, minimal = prompt_sizes(core, sorted(FILES), FILES.get)
+    assert core.token_budget == budget_for(natural, minimal) == 24_000  # small files: the floor
     assert core.max_tool_calls == 2 * 3 + 6  # three scoped files
     assert (api.token_budget, api.max_tool_calls) == (12_345, 9)
-    assert result.estimated_tokens == core.token_budget + 12_345
+    assert result.estimated_tokens == estimated_tokens(result.plan)
+    assert result.estimated_tokens == 24_000 * 14 + 12_345 * 11
 
 
 def test_silence_ends_as_stalled(tmp_path: Path, repo: Path) -> None:
@@ -420,6 +436,28 @@ def test_the_planners_own_reads_are_not_violations(tmp_path: Path, make_repo: Ma
     result = plan_with(repo, tmp_path, plan)
     assert result.violations == []  # the budget estimate's refused binary read is not one
     assert result.plan.tasks[0].max_tool_calls == 2 * 1 + 6
+
+
+def test_planner_read_file_takes_the_same_line_ranges(tmp_path: Path, repo: Path) -> None:
+    turns = [
+        [
+            {"tool": "read_file", "args": {"path": "app/core.py", "start_line": 4, "end_line": 5}},
+            {"tool": "read_file", "args": {"path": "app/core.py", "start_line": 9}},
+            {"tool": "read_file", "args": {"path": "app/core.py", "start_line": 0}},
+        ],
+        submit(GOOD),
+    ]
+    provider = scripted(tmp_path, turns)
+    result = plan_requirement("Add an API handler", repo, provider)
+    assert result.ok
+    ranged, past, zero = last_results(provider.requests[1]).results
+    assert "app/core.py lines 4-5 of 5\n4\tdef run():\n5\t    return util.helper()" in (
+        ranged.content
+    )
+    assert past.is_error and "app/core.py has 5 lines: the range 9-5 goes past the end" in (
+        past.content
+    )
+    assert zero.is_error and "greater than or equal to 1" in zero.content
 
 
 # --- plan --models -----------------------------------------------------------------------

@@ -5,12 +5,16 @@ from __future__ import annotations
 from anti_sprawl.plan import Plan
 from anti_sprawl.scope_assist import (
     MAX_DEFAULT_TOKENS,
+    MAX_ESSENTIAL_TOKENS,
     MIN_DEFAULT_TOKENS,
+    PROMPT_OVERHEAD,
     budget_for,
+    cost_estimate,
     default_budgets,
     estimated_tokens,
     expand_read_scopes,
     missing_test_warnings,
+    prompt_sizes,
     tool_calls_for,
 )
 from anti_sprawl.tokens import count_tokens
@@ -38,10 +42,13 @@ def plan(*tasks: dict[str, object]) -> Plan:
 
 
 def test_budget_formula_and_clamps() -> None:
-    assert budget_for(0, 0) == 3 * 2_000 + 8_000 >= MIN_DEFAULT_TOKENS
-    assert budget_for(10_000, 2_000) == 3 * 12_000 + 2_000 + 8_000
-    assert budget_for(10_001, 0) == 45_000  # rounded up to a thousand
-    assert budget_for(1_000_000, 0) == MAX_DEFAULT_TOKENS
+    # The per-call cap at which the prompt the node needs is 40%, within 24k..40k ...
+    assert budget_for(0, 0) == MIN_DEFAULT_TOKENS == 24_000
+    assert budget_for(12_001, 5_000) == 31_000  # 12,001 / 0.4, rounded up to a thousand
+    assert budget_for(1_000_000, 5_000) == MAX_DEFAULT_TOKENS == 40_000
+    # ... more only when even the smallest essentials plus a turn's room need it.
+    assert budget_for(100_000, 50_000) == 56_000  # + 4,096 output and 1,500 for a result
+    assert budget_for(10**7, 10**6) == MAX_ESSENTIAL_TOKENS
     assert [tool_calls_for(n) for n in (0, 1, 3, 27, 100)] == [8, 8, 12, 60, 60]
 
 
@@ -76,14 +83,44 @@ def test_expansion_resolves_absolute_relative_and_package_imports() -> None:
 
 
 def test_default_budgets_only_fill_missing_fields() -> None:
+    # 30,000 module-level names: even the names-only outline is ~150k tokens
     big = {**SOURCES, "src/pkg/a.py": "x = 1\n" * 30_000}
     p = plan(node("a", write_scope=["src/pkg/a.py", "src/pkg/new.py"], max_tool_calls=3))
     [a] = default_budgets(p, {"a": {"token_budget"}}, FILES, big.get).tasks
-    assert (a.token_budget, a.max_tool_calls) == (MAX_DEFAULT_TOKENS, 3)
+    assert MAX_DEFAULT_TOKENS < a.token_budget == budget_for(*prompt_sizes(a, FILES, big.get))
+    assert a.max_tool_calls == 3
+    huge = {**SOURCES, "src/pkg/a.py": "x = 1\n" * 60_000}
+    [a] = default_budgets(p, {"a": {"token_budget"}}, FILES, huge.get).tasks
+    assert a.token_budget == MAX_ESSENTIAL_TOKENS
+    outlined = {
+        **SOURCES,
+        "src/pkg/a.py": "".join(f"def f{i}(x):\n    return x * {i}\n" for i in range(3000)),
+    }
+    [a] = default_budgets(p, {"a": {"token_budget"}}, FILES, outlined.get).tasks
+    assert a.token_budget == MAX_DEFAULT_TOKENS  # shown as outline + regions: 40k is plenty
     filled = default_budgets(p, {"a": {"token_budget", "max_tool_calls"}}, FILES, read)
+    natural, minimal = prompt_sizes(filled.tasks[0], FILES, read)
     a_tokens = count_tokens(SOURCES["src/pkg/a.py"])
-    assert filled.tasks[0].token_budget == budget_for(a_tokens, a_tokens)
+    assert natural > PROMPT_OVERHEAD + a_tokens and minimal > PROMPT_OVERHEAD
+    assert filled.tasks[0].token_budget == budget_for(natural, minimal) == MIN_DEFAULT_TOKENS
     assert filled.tasks[0].max_tool_calls == tool_calls_for(2)  # one existing, one new file
-    assert estimated_tokens(filled) == filled.tasks[0].token_budget
+    assert estimated_tokens(filled) == filled.tasks[0].token_budget * (tool_calls_for(2) + 2)
     untouched = default_budgets(p, {}, FILES, read)
     assert untouched.tasks[0].token_budget == p.tasks[0].token_budget
+
+
+def test_cost_estimate_is_a_range_per_task_and_in_total() -> None:
+    p = plan(
+        node("a", write_scope=["src/pkg/a.py"], token_budget=24_000, max_tool_calls=8),
+        node("b", write_scope=["src/pkg/b.py"], token_budget=40_000, max_tool_calls=20),
+    )
+    cost = cost_estimate(p, {"a": 3_100, "b": 9_000})
+    assert [(t.task_id, t.low, t.high) for t in cost.tasks] == [
+        ("a", 3_100, 24_000 * 10),
+        ("b", 9_000, 40_000 * 22),
+    ]
+    assert (
+        (cost.low, cost.high)
+        == (12_100, 24_000 * 10 + 40_000 * 22)
+        == (12_100, estimated_tokens(p))
+    )

@@ -93,8 +93,11 @@ def test_rereading_stays_under_the_cap_until_the_script_ends(
     assert len(provider.requests) == result.calls == 121  # the last one finds the script empty
     assert (result.status, result.reason) == ("failed", "script")
     # re-reading one file collapses into one digest line, so the digest does not grow
+    # (where the last digest fell depends on the size of the tool schemas; it is one line)
     digest = user_texts(provider.requests[-1])[1]
-    assert "(118 times)" in digest or "(119 times)" in digest
+    [line] = [x for x in digest.splitlines() if x.startswith("- calls 1-")]
+    n = int(line.split("(")[1].split(" times")[0])
+    assert n >= 100 and line.startswith(f"- calls 1-{n} ({n} times), by you: read_file docs/")
 
 
 def test_tool_call_cap(root: Path, firewall: Firewall) -> None:

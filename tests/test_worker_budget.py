@@ -186,8 +186,10 @@ def test_the_run_cap_stops_before_the_call_that_could_cross_it(
     assert "--max-tokens 9,000" in result.message
     spent = run_budget.spent.total
     assert spent == result.usage.total <= 9_000
-    # the refused call would have needed more than what was left, even at the least output
-    next_input = raw_request_tokens(provider.requests[-1])  # the last one sent, smaller still
+    # the refused call would have needed more than what was left, even at the least output:
+    # it is the last one sent plus one more turn (about what the last turn added)
+    last, before = (raw_request_tokens(r) for r in provider.requests[-1:-3:-1])
+    next_input = last + max(0, last - before)
     assert spent + next_input + 64 > 9_000
     assert exhausted == [result.message]
 

@@ -1,0 +1,181 @@
+"""Fail before spending: validate --repo and execute check every node's first prompt first."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from anti_sprawl.cli import app
+from anti_sprawl.essentials import first_prompts, scope_snapshot, start_commit
+from anti_sprawl.plan import Plan
+from anti_sprawl.scopes import Scope
+
+from . import e2e_fixture as fx
+from .conftest import GIT_ENV
+from .test_file_views import big_module
+
+runner = CliRunner()
+
+
+@pytest.fixture(autouse=True)
+def _python_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    bindir = os.path.dirname(sys.executable)
+    monkeypatch.setenv("PATH", f"{bindir}:{os.environ.get('PATH', '/usr/bin:/bin')}")
+
+
+def commit_all(repo: Path, message: str) -> None:
+    env = {**os.environ, **GIT_ENV}
+    for args in (["add", "-A"], ["commit", "-q", "-m", message]):
+        subprocess.run(["git", *args], cwd=repo, check=True, env=env)
+
+
+def big_repo(tmp_path: Path) -> Path:
+    repo = fx.make_repo(tmp_path)
+    (repo / "pkg" / "core.py").write_text(big_module())
+    (repo / "pkg" / "huge.py").write_text(big_module() * 4)  # a 12,000-line module
+    (repo / ".env").write_text("API_KEY=CANARY-ENV\n")
+    commit_all(repo, "big modules")
+    return repo
+
+
+def plan_data() -> dict[str, object]:
+    data = fx.plan()
+    tasks = data["tasks"]
+    assert isinstance(tasks, list)
+    tasks[0].update(write_scope=["pkg/core.py"], token_budget=24_000)  # fits, as outline + regions
+    tasks[1].update(write_scope=["pkg/huge.py"], token_budget=8_000)  # cannot start
+    tasks[2].update(read_scope=["pkg/", ".env"], token_budget=12_000)
+    return data
+
+
+def test_validate_repo_names_the_node_that_cannot_fit_and_the_budget_that_would(
+    tmp_path: Path,
+) -> None:
+    repo = big_repo(tmp_path)
+    plan_path, _ = fx.write_inputs(tmp_path, plan_data(), {"workers": {}})
+    result = runner.invoke(app, ["validate", str(plan_path), "--repo", str(repo)])
+    assert result.exit_code == 1, result.output
+    assert "essentials_over_budget" in result.output
+    out = " ".join(result.output.split())
+    assert "node b: its essential first prompt needs" in out
+    assert "over its token_budget of 8,000; the smallest budget that fits is" in out
+    assert "node a:" not in out and "node c:" not in out
+    as_json = runner.invoke(app, ["validate", str(plan_path), "--repo", str(repo), "--json"])
+    assert as_json.exit_code == 1
+    doc = json.loads(as_json.stdout)
+    [problem] = [p for p in doc["errors"] if p["code"] == "essentials_over_budget"]
+    assert problem["tasks"] == ["b"] and problem["paths"] == ["pkg/huge.py"]
+    needed = int(problem["message"].split("fits is ")[1].split(" ")[0].replace(",", ""))
+    # Raising b's budget to what the message says makes the plan valid.
+    fixed = plan_data()
+    fixed["tasks"][1]["token_budget"] = needed  # type: ignore[index]
+    plan_path.write_text(yaml.safe_dump(fixed))
+    ok = runner.invoke(app, ["validate", str(plan_path), "--repo", str(repo)])
+    assert ok.exit_code == 0, ok.output
+    assert "first prompts at" in ok.output
+    # Without --repo there is nothing to measure: structural checks only.
+    plan_path.write_text(yaml.safe_dump(plan_data()))
+    assert runner.invoke(app, ["validate", str(plan_path)]).exit_code == 0
+
+
+def test_first_prompts_read_the_commit_not_the_working_tree_and_never_secrets(
+    tmp_path: Path,
+) -> None:
+    repo = big_repo(tmp_path)
+    head = start_commit(repo, None)
+    assert head == fx.git(repo, "rev-parse", "HEAD")
+    (repo / "pkg" / "huge.py").write_text("H = 1\n")  # uncommitted: not what a run starts from
+    plan = Plan.model_validate(plan_data())
+    fits = {f.task_id: f for f in first_prompts(plan, repo, head)}
+    assert not fits["b"].fits and fits["a"].fits and fits["c"].fits
+    assert fits["b"].smallest_budget > 8_000
+    assert all(f.first_call > 0 for f in fits.values())
+    # The working directory as it is (no commit) sees the small file.
+    assert {f.task_id for f in first_prompts(plan, repo, None) if not f.fits} == set()
+    # .env is committed and in c's read scope, yet never exported nor shown.
+    assert all(".env" not in c.path for f in fits.values() for c in f.files)
+    with scope_snapshot(repo, head, Scope(["pkg/", ".env", "README.md"])) as snap:
+        exported = sorted(p.relative_to(snap).as_posix() for p in snap.rglob("*") if p.is_file())
+        assert ".env" not in exported and "README.md" in exported
+        assert (snap / "pkg" / "huge.py").stat().st_size > 100_000
+    # A base the repository does not have falls back to HEAD; a subdirectory has no commit.
+    assert start_commit(repo, "no-such-ref") == head
+    assert start_commit(repo / "pkg", None) is None
+
+
+def test_execute_refuses_before_any_node_starts(tmp_path: Path) -> None:
+    repo = big_repo(tmp_path)
+    before = fx.checkout_fingerprint(repo)
+    script = fx.script()
+    plan_path, script_path = fx.write_inputs(tmp_path, plan_data(), script)
+    args = ["execute", str(plan_path), "--repo", str(repo), "--script", str(script_path)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 1
+    assert "the plan cannot start: node b: its essential first prompt needs" in result.stderr
+    assert "Traceback" not in result.output
+    # Nothing ran: no run, no manifest, no branch; the checkout is untouched.
+    assert not (repo / ".anti-sprawl" / "runs").exists()
+    assert "anti-sprawl/demo" not in fx.git(repo, "branch", "--list")
+    assert fx.checkout_fingerprint(repo) == before
+
+
+def test_a_node_on_a_25k_token_module_completes_under_a_24k_cap(tmp_path: Path) -> None:
+    repo = fx.make_repo(tmp_path)
+    text = big_module()
+    (repo / "pkg" / "core.py").write_text(text)
+    commit_all(repo, "a 3,000-line module")
+    lines = text.splitlines()
+    target = lines.index("    def step_7_3(self, record: dict, limit: int = 3) -> list:") + 1
+    old = "            value = record.get('k3', index) * 8\n"
+    data = fx.plan()
+    data["tasks"] = [
+        fx.node(
+            "a",
+            [],
+            "pkg/core.py",
+            "",
+            goal="Make Handler7.step_7_3 treat None as 0.",
+            read_scope=["pkg/base.py"],
+            token_budget=24_000,
+            max_tool_calls=8,
+        )
+    ]
+    turns = [
+        {
+            "tool": "read_file",
+            "args": {"path": "pkg/core.py", "start_line": target, "end_line": target + 8},
+        },
+        {
+            "tool": "edit_file",
+            "args": {"path": "pkg/core.py", "old": old, "new": old.replace("* 8", "* 8 or 0")},
+        },
+        {"tool": "run_tests", "args": {}},
+        {
+            "tool": "read_file",
+            "args": {"path": "pkg/core.py", "start_line": target, "end_line": target + 8},
+        },
+        {"tool": "run_tests", "args": {}},
+        {"tool": "finish", "args": {"summary": "step_7_3 treats None as 0"}},
+    ]
+    plan_path, script_path = fx.write_inputs(tmp_path, data, {"workers": {"a": turns}})
+    args = ["execute", str(plan_path), "--repo", str(repo), "--script", str(script_path), "--json"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    state = json.loads(result.stdout)
+    assert state["tasks"]["a"]["status"] == "succeeded"
+    assert "* 8 or 0" in fx.git(repo, "show", "anti-sprawl/demo:pkg/core.py")
+    manifests = sorted(
+        (repo / ".anti-sprawl" / "runs" / state["run_id"] / "manifests" / "a").glob("*.json")
+    )
+    assert len(manifests) >= 6
+    docs = [json.loads(p.read_text()) for p in manifests]
+    assert all(d["total_tokens"] <= 24_000 for d in docs)
+    [core] = [c for c in docs[0]["choices"] if c["path"] == "pkg/core.py"]
+    assert core["form"] == "region" and core["whole_tokens"] > 24_000
