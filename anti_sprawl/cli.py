@@ -490,6 +490,14 @@ def execute(
     sandbox_limit: SandboxLimitOpt = None,
     allow_unsandboxed: UnsafeOpt = False,
     allow_setup_network: SetupNetworkOpt = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Check the plan and print its estimated cost per node and in total (tokens "
+            "and dollars); run nothing.",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Run a plan: one worktree, firewall and commit per node; leaves a branch and a PR body."""
@@ -514,6 +522,9 @@ def execute(
         prices=table,
     )
     _warn_unpriced(table, [plan.model_for(t, model) or chosen.model for t in plan.tasks])
+    if dry_run:
+        _dry_run(plan, repo, opts, as_json)
+        return
     opts.sparse = sparse
     pending = uncommitted_changes(repo)
     if pending and base is None:
@@ -523,6 +534,30 @@ def execute(
             markup=False,
         )
     _run_and_report(lambda o: run_execute(plan, repo, o), opts, as_json)
+
+
+def _dry_run(plan: Any, repo: Path, opts: Any, as_json: bool) -> None:
+    """``execute --dry-run``: the checks a run makes before its first node, and the estimate;
+    exit 1 when a node could not start (as ``execute`` would), 0 otherwise."""
+    from .estimate import dry_run, render_dry_run
+    from .runner import check_cost_cap, resolve_base
+
+    check_cost_cap(plan, opts, opts.max_cost)
+    result = dry_run(
+        plan,
+        repo,
+        resolve_base(repo, opts.base or "HEAD"),
+        lambda t: plan.model_for(t, opts.model) or opts.provider.model,
+        opts.prices,
+        max_tokens=opts.max_tokens,
+        max_cost=opts.max_cost,
+    )
+    if as_json:
+        _print_json(result.model_dump(mode="json"))
+    else:
+        render_dry_run(result, _stdout())
+    if not result.ok:
+        raise typer.Exit(1)
 
 
 @app.command()

@@ -1,41 +1,48 @@
 """What a plan may cost before it runs: a range per node and in total, in tokens and dollars.
 
-The low end is the node's lean first call alone (its first prompt, measured with the real
-assembler); the high end is every call the node may make at its per-call cap, for every
-attempt it may get: ``token_budget × (max_tool_calls + CALL_SLACK) × max_attempts``. In
-dollars, the low end prices the first prompt as uncached input; the high end prices each call
-at its worst (as much output as one call may produce, the rest input at the dearer of the
-input and cache-write rates). A model without a price has a token range only.
+The token range is ``scope_assist.cost_estimate``: from the node's lean first call alone (its
+first prompt, built with the real assembler: ``essentials.first_prompts``) to every call it
+may make at its per-call cap, for every attempt it may get. In dollars, the low end prices
+the first prompt as uncached input; the high end prices each of those calls at its worst: as
+much output as one call may produce, the rest input at the dearer of the input and
+cache-write rates. A model without a price has a token range only.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from pathlib import Path
 
 from pydantic import BaseModel, Field
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from .essentials import NodeFirstPrompt, first_prompts
 from .plan import Plan, TaskNode
 from .prices import PriceTable, call_cost, format_usd, worst_call_cost
 from .providers.base import Usage
+from .scope_assist import TaskCost, cost_estimate
 from .worker import CALL_SLACK
 
-__all__ = ["Estimate", "NodeEstimate", "estimate", "render_estimate"]
+__all__ = [
+    "DryRun",
+    "Estimate",
+    "NodeEstimate",
+    "dry_run",
+    "estimate",
+    "plan_estimate",
+    "render_dry_run",
+    "render_estimate",
+]
 
 DEFAULT_MAX_OUTPUT = 4096  # what one worker call may produce (WorkerLimits.max_output_tokens)
 
 
-class NodeEstimate(BaseModel):
-    """One node's range: ``low`` its lean first call, ``high`` every call at its cap."""
+class NodeEstimate(TaskCost):
+    """One node's range in tokens (``low``, ``high``) and, when its model is priced, dollars."""
 
-    task_id: str
     model: str
-    max_attempts: int
-    max_calls: int = Field(description="Model calls per attempt at most.")
-    tokens_low: int
-    tokens_high: int
     usd_low: float | None = None
     usd_high: float | None = None
 
@@ -43,9 +50,9 @@ class NodeEstimate(BaseModel):
 class Estimate(BaseModel):
     """The plan's range, per node and in total (dollars over the priced nodes)."""
 
-    nodes: list[NodeEstimate]
-    tokens_low: int
-    tokens_high: int
+    tasks: list[NodeEstimate]
+    low: int
+    high: int
     usd_low: float
     usd_high: float
     unpriced: list[str] = Field(default_factory=list, description="Models without a price.")
@@ -61,41 +68,100 @@ def estimate(
     max_output: int = DEFAULT_MAX_OUTPUT,
 ) -> Estimate:
     """The range of ``plan``; ``first_calls`` maps task ids to their first call's tokens."""
-    nodes: list[NodeEstimate] = []
-    for node in plan.tasks:
+    tokens = cost_estimate(plan, first_calls)
+    tasks: list[NodeEstimate] = []
+    for node, cost in zip(plan.tasks, tokens.tasks, strict=True):
         model = model_of(node)
-        attempts = plan.attempts_for(node)
-        calls = node.max_tool_calls + CALL_SLACK
-        low = first_calls.get(node.task_id, 0)
-        high = node.token_budget * calls * attempts
         price = prices.price_for(model)
         usd_low = usd_high = None
         if price is not None:
             out = min(max_output, node.token_budget)
             per_call = worst_call_cost(node.token_budget - out, out, price)
-            usd_low = call_cost(Usage(input_tokens=low), price)
-            usd_high = per_call * calls * attempts
-        nodes.append(
-            NodeEstimate(
-                task_id=node.task_id,
-                model=model,
-                max_attempts=attempts,
-                max_calls=calls,
-                tokens_low=low,
-                tokens_high=high,
-                usd_low=usd_low,
-                usd_high=usd_high,
-            )
+            usd_low = call_cost(Usage(input_tokens=cost.low), price)
+            usd_high = per_call * (node.max_tool_calls + CALL_SLACK) * cost.attempts
+        tasks.append(
+            NodeEstimate(**cost.model_dump(), model=model, usd_low=usd_low, usd_high=usd_high)
         )
     return Estimate(
-        nodes=nodes,
-        tokens_low=sum(n.tokens_low for n in nodes),
-        tokens_high=sum(n.tokens_high for n in nodes),
-        usd_low=sum(n.usd_low or 0.0 for n in nodes),
-        usd_high=sum(n.usd_high or 0.0 for n in nodes),
-        unpriced=sorted({n.model for n in nodes if n.usd_high is None}),
+        tasks=tasks,
+        low=tokens.low,
+        high=tokens.high,
+        usd_low=sum(t.usd_low or 0.0 for t in tasks),
+        usd_high=sum(t.usd_high or 0.0 for t in tasks),
+        unpriced=sorted({t.model for t in tasks if t.usd_high is None}),
         prices=prices.described,
     )
+
+
+def plan_estimate(
+    plan: Plan,
+    repo: Path,
+    commit: str | None,
+    model_of: Callable[[TaskNode], str],
+    prices: PriceTable,
+) -> tuple[Estimate, list[NodeFirstPrompt]]:
+    """``estimate`` with each node's lean first prompt built from ``commit``'s files (None:
+    the directory as it is), and those first prompts (whether each node's essentials fit)."""
+    fits = first_prompts(plan, repo, commit)
+    return estimate(plan, {f.task_id: f.first_call for f in fits}, model_of, prices), fits
+
+
+class DryRun(BaseModel):
+    """What ``execute --dry-run`` found: the range, the nodes that could not start, and the
+    run caps the range's high end could reach (the run would then stop ``interrupted``)."""
+
+    plan_id: str
+    base: str
+    estimated_cost: Estimate
+    cannot_start: list[str] = Field(default_factory=list, description="One message per node.")
+    caps_reachable: list[str] = Field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.cannot_start
+
+
+def dry_run(
+    plan: Plan,
+    repo: Path,
+    base: str,
+    model_of: Callable[[TaskNode], str],
+    prices: PriceTable,
+    *,
+    max_tokens: int | None = None,
+    max_cost: float | None = None,
+) -> DryRun:
+    """The checks ``execute`` makes before a node starts, and the plan's range at ``base``."""
+    est, fits = plan_estimate(plan, repo, base, model_of, prices)
+    caps: list[str] = []
+    if max_tokens is not None and est.high > max_tokens:
+        caps.append(f"--max-tokens {max_tokens:,} is below the high end ({est.high:,} tokens)")
+    if max_cost is not None and est.usd_high > max_cost:
+        caps.append(
+            f"--max-cost {format_usd(max_cost)} is below the high end ({format_usd(est.usd_high)})"
+        )
+    return DryRun(
+        plan_id=plan.plan_id,
+        base=base,
+        estimated_cost=est,
+        cannot_start=[f.message for f in fits if not f.fits],
+        caps_reachable=caps,
+    )
+
+
+def render_dry_run(result: DryRun, console: Console) -> None:
+    """The estimate, then what would stop the run: nodes that cannot start, reachable caps."""
+    render_estimate(result.estimated_cost, console)
+    for message in result.cannot_start:
+        console.print(f"[red]cannot start[/]: {escape(message)}", soft_wrap=True)
+    for cap in result.caps_reachable:
+        console.print(
+            f"[yellow]note[/]: {escape(cap)}: the run may stop interrupted before the end "
+            "(resume with a higher cap)",
+            soft_wrap=True,
+        )
+    verdict = "the run would refuse to start" if result.cannot_start else "nothing was run"
+    console.print(f"dry run of {escape(result.plan_id)} at {result.base[:12]}: {verdict}")
 
 
 def _usd_range(low: float | None, high: float | None) -> str:
@@ -107,19 +173,19 @@ def render_estimate(est: Estimate, console: Console) -> None:
     table = Table(title="estimated cost", title_justify="left")
     for col in ("task", "model", "tokens", "dollars", "attempts"):
         table.add_column(col, overflow="fold")
-    for n in est.nodes:
+    for t in est.tasks:
         table.add_row(
-            escape(n.task_id),
-            escape(n.model),
-            f"{n.tokens_low:,} to {n.tokens_high:,}",
-            _usd_range(n.usd_low, n.usd_high),
-            str(n.max_attempts),
+            escape(t.task_id),
+            escape(t.model),
+            f"{t.low:,} to {t.high:,}",
+            _usd_range(t.usd_low, t.usd_high),
+            str(t.attempts),
         )
     console.print(table)
     console.print(
-        f"total: {est.tokens_low:,} to {est.tokens_high:,} tokens, "
+        f"estimated cost: {est.low:,} to {est.high:,} tokens, "
         f"{_usd_range(est.usd_low, est.usd_high)}: from the lean first calls to every call at "
-        "its cap (token_budget × call limit × attempts)",
+        "its cap (token_budget × (max_tool_calls + 2) × max_attempts)",
         soft_wrap=True,
     )
     if est.unpriced:

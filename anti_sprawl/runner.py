@@ -42,6 +42,7 @@ __all__ = [
     "check_cost_cap",
     "check_repo",
     "execute",
+    "resolve_base",
     "resume",
     "uncommitted_changes",
 ]
@@ -180,10 +181,7 @@ def execute(plan: Plan, repo: Path, opts: ExecuteOptions) -> RunState:
         )
     check_cost_cap(plan, opts, opts.max_cost)
     base_ref = opts.base or "HEAD"
-    try:
-        base = _git_out(repo, ["rev-parse", "--verify", f"{base_ref}^{{commit}}"])
-    except GitError:
-        raise UsageError(f"unknown base revision: {base_ref}") from None
+    base = resolve_base(repo, base_ref)
     check_first_prompts(plan, repo, base)  # before any node spends a token
     sandbox = probe_sandbox(opts.sandbox)
     if sandbox.layer is None:
@@ -320,6 +318,14 @@ def resume(
     opts.jobs = opts.jobs or state.jobs
     opts.sparse = opts.sparse or state.sparse
     return _drive(NodeRunner(repo, journal, branch, opts), lock, already)
+
+
+def resolve_base(repo: Path, ref: str) -> str:
+    """The commit a run starts from (``--base``, default HEAD); UsageError if there is none."""
+    try:
+        return _git_out(repo, ["rev-parse", "--verify", f"{ref}^{{commit}}"])
+    except GitError:
+        raise UsageError(f"unknown base revision: {ref}") from None
 
 
 def check_cost_cap(plan: Plan, opts: ExecuteOptions, max_cost: float | None) -> None:

@@ -106,7 +106,7 @@ def test_good_plan_is_saved_and_shown(tmp_path: Path, repo: Path) -> None:
     assert data["base"] == head.stdout.decode().strip()
     assert "layer 1" in text and "api" in text and "app/api.py" in text
     first = data["tasks"][0]
-    high = first["token_budget"] * (first["max_tool_calls"] + 2)
+    high = first["token_budget"] * (first["max_tool_calls"] + 2) * 2  # two attempts by default
     assert "estimated cost" in text and f" to {high:,}" in text
     assert f"plan written to {saved}" in text
     # run data stays out of git
@@ -141,13 +141,16 @@ def test_json_output_and_explicit_output_file(tmp_path: Path, repo: Path) -> Non
         "errors",
     }
     assert doc["plan_file"] == str(target) and doc["valid"] is True and doc["errors"] == []
-    # token_budget is a per-call cap: the ceiling is every call at the cap
+    # token_budget is a per-call cap: the ceiling is every call at the cap, for every attempt
     tasks = doc["plan"]["tasks"]
-    ceiling = sum(t["token_budget"] * (t["max_tool_calls"] + 2) for t in tasks)
+    ceiling = sum(t["token_budget"] * (t["max_tool_calls"] + 2) * 2 for t in tasks)
     assert doc["estimated_tokens"] == ceiling == doc["estimated_cost"]["high"]
     cost = doc["estimated_cost"]
     assert [c["task_id"] for c in cost["tasks"]] == [t["task_id"] for t in tasks]
-    assert all(0 < c["low"] < c["high"] for c in cost["tasks"])
+    assert all(0 < c["low"] < c["high"] and c["attempts"] == 2 for c in cost["tasks"])
+    # no price for the scripted model in an empty table: tokens only, the model named
+    assert all(c["usd_high"] is None for c in cost["tasks"])
+    assert cost["unpriced"] == [provider.model] and cost["usd_high"] == 0.0
     assert cost["low"] == sum(c["low"] for c in cost["tasks"]) < ceiling
     assert json.loads(target.read_text())["plan_id"] == "demo"
 
@@ -420,7 +423,7 @@ def test_default_budgets_when_the_model_leaves_them_out(tmp_path: Path, repo: Pa
     assert core.max_tool_calls == 2 * 3 + 6  # three scoped files
     assert (api.token_budget, api.max_tool_calls) == (12_345, 9)
     assert result.estimated_tokens == estimated_tokens(result.plan)
-    assert result.estimated_tokens == 24_000 * 14 + 12_345 * 11
+    assert result.estimated_tokens == (24_000 * 14 + 12_345 * 11) * 2  # two attempts each
 
 
 def test_silence_ends_as_stalled(tmp_path: Path, repo: Path) -> None:
