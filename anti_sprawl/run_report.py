@@ -77,13 +77,6 @@ def _spend_line(r: TaskResult) -> str:
     return f"{r.task_id}: {r.model or '-'}, {format_usd(r.cost_usd)}{cached}{tries}"
 
 
-def _cost_cell(r: TaskResult) -> str:
-    """Dollars over every attempt, and the share of input read from the cache."""
-    if r.cache_share is None:
-        return format_usd(r.cost_usd)
-    return f"{format_usd(r.cost_usd)} {_share(r.cache_share)} cached"
-
-
 def _node_tokens(r: TaskResult) -> int:
     """Every attempt's tokens (journals before retries only have the last attempt's)."""
     return r.total_tokens.total or r.tokens.total

@@ -248,3 +248,50 @@ def test_prices_from_the_users_files_override_the_bundled_ones(tmp_path: Path) -
         ],
     )
     assert bad.exit_code == 2 and "claude-sonnet-5-5.input" in bad.output
+
+
+CACHED = {  # 20k input, three quarters of it read from the provider's cache
+    "input_tokens": 5_000,
+    "cache_read_input_tokens": 15_000,
+    "cache_creation_input_tokens": 0,
+    "output_tokens": 500,
+}
+UNCACHED = {"input_tokens": 20_000, "output_tokens": 500}
+
+
+def test_cache_share_per_node_and_run_at_the_users_prices(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    repo = fx.make_repo(tmp_path)
+    plan_path, _ = fx.write_inputs(tmp_path, fx.plan(), {"workers": {}})
+    config = tmp_path / "config"
+    (config / "anti-sprawl").mkdir(parents=True)
+    mine = {"input": 4.0, "output": 20.0, "cache_read": 0.4, "cache_write": 5.0}
+    (config / "anti-sprawl" / "prices.yaml").write_text(yaml.safe_dump({"claude-sonnet-5-5": mine}))
+    enqueue_node(server, "a", CACHED)
+    enqueue_node(server, "b", UNCACHED)
+    enqueue_node(server, "c", CACHED)
+    args = ["execute", str(plan_path), "--repo", str(repo), "--model", "claude-sonnet-5-5"]
+    result = invoke(server, *args, "--json", env={"XDG_CONFIG_HOME": str(config)})
+    assert result.exit_code == 0, result.output
+    state = json.loads(result.stdout)
+    shares = {t: r["cache_share"] for t, r in state["tasks"].items()}
+    assert shares == {"a": 0.75, "b": 0.0, "c": 0.75}
+    assert state["cache_share"] == 0.5  # 60k of the run's 120k input tokens
+    # the user's prices, not the bundled ones: cache reads at their own rate
+    cached_call = (5_000 * 4.0 + 15_000 * 0.4 + 500 * 20.0) / 1e6
+    plain_call = (20_000 * 4.0 + 500 * 20.0) / 1e6
+    assert state["tasks"]["a"]["cost_usd"] == pytest.approx(2 * cached_call)
+    assert state["tasks"]["b"]["cost_usd"] == pytest.approx(2 * plain_call)
+    assert state["cost_usd"] == pytest.approx(4 * cached_call + 2 * plain_call)
+    assert str(config) in state["prices"]
+    # shown in the verdict's spend lines, the PR body and status --json
+    shown = runner.invoke(app, ["status", state["run_id"], "--repo", str(repo)])
+    out = " ".join(shown.output.split())
+    assert "a: claude-sonnet-5-5" in out and "75% of input cached" in out
+    assert "(60,000 cache reads, 50% of input)" in out
+    pr = (repo / ".anti-sprawl" / "runs" / state["run_id"] / "PR.md").read_text()
+    assert "| 75% |" in pr and "| 0% |" in pr
+    status = runner.invoke(app, ["status", state["run_id"], "--repo", str(repo), "--json"])
+    doc = json.loads(status.stdout)
+    assert doc["cache_share"] == 0.5 and doc["tasks"]["a"]["cache_share"] == 0.75
