@@ -18,6 +18,7 @@ from typing import Annotated, Any, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
+from typer.core import TyperCommand
 
 from .errors import InternalError, Interrupted, UsageError, at_boundary
 
@@ -35,6 +36,35 @@ app = typer.Typer(
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
+
+class _Command(TyperCommand):
+    """Usage lines say ``PLAN`` and ``[RUN_ID]``, not Typer's ``{PLAN}`` for required ones."""
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        pieces = super().collect_usage_pieces(ctx)
+        return [p[1:-1] if p.startswith("{") and p.endswith("}") else p for p in pieces]
+
+
+def _version(value: bool) -> None:
+    if value:
+        from . import __version__
+
+        sys.stdout.write(f"anti-sprawl {__version__}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", is_eager=True, callback=_version, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Run coding agents on a DAG of scoped subtasks: clean-slate prompts, a path firewall,
+    hard token and tool-call budgets."""
 
 
 def _stdout() -> Console:
@@ -194,6 +224,15 @@ ScriptOpt = Annotated[
     Path | None, typer.Option("--script", help="Script file for the scripted (offline) provider.")
 ]
 RepoReq = Annotated[Path, typer.Option("--repo", help="The git repository to work on.")]
+MaxOutOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-output-tokens",
+        min=256,
+        help="Output cap of one model response (default: the model's own limit; 4096 for an "
+        "unknown model on a --base-url server).",
+    ),
+]
 JobsOpt = Annotated[int, typer.Option("--jobs", "-j", min=1, max=64, help="Nodes run at once.")]
 MaxTokensOpt = Annotated[
     int | None,
@@ -346,6 +385,21 @@ def _provider(
     return RedactingProvider(chosen, Redactor(env_secrets(os.environ)))
 
 
+def _local_server(provider: Any, base_url: str | None) -> bool:
+    """The OpenAI provider behind a ``--base-url`` server: unknown models get a small output cap."""
+    return provider.name == "openai" and bool(base_url or os.environ.get("OPENAI_BASE_URL"))
+
+
+def _output_limit(flag: int | None, provider: Any, base_url: str | None) -> int:
+    """``--max-output-tokens``, else the default for the chosen model (providers/limits.py)."""
+    from .providers.limits import default_output_limit
+
+    if flag is not None:
+        return flag
+    local = _local_server(provider, base_url)
+    return default_output_limit(provider.name, provider.model, local_server=local)
+
+
 def _run_options(
     provider: Any,
     jobs: int,
@@ -353,6 +407,8 @@ def _run_options(
     *,
     branch: str | None = None,
     base: str | None = None,
+    max_output_tokens: int | None = None,
+    local_server: bool = False,
     max_tokens: int | None = None,
     max_cost: float | None = None,
     model: str | None = None,
@@ -369,6 +425,8 @@ def _run_options(
         base=base,
         sandbox=sandbox,
         crash_at=os.environ.get("ANTI_SPRAWL_CRASH_AT") or None,
+        max_output_tokens=max_output_tokens,
+        local_server=local_server,
         max_tokens=max_tokens,
         max_cost=max_cost,
         model=model,
@@ -432,6 +490,7 @@ def plan_cmd(
             "work, strong ones for design); the first is the plan's default.",
         ),
     ] = None,
+    max_output_tokens: MaxOutOpt = None,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
@@ -457,6 +516,8 @@ def plan_cmd(
         as_json=as_json,
         models=allowed,
         prices=table,
+        max_output_tokens=_output_limit(max_output_tokens, chosen, base_url),
+        local_server=_local_server(chosen, base_url),
     )
     if code:
         raise typer.Exit(code)
@@ -480,6 +541,7 @@ def execute(
     ] = False,
     max_tokens: MaxTokensOpt = None,
     max_cost: MaxCostOpt = None,
+    max_output_tokens: MaxOutOpt = None,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
@@ -520,6 +582,8 @@ def execute(
         max_cost=max_cost,
         model=model,
         prices=table,
+        max_output_tokens=max_output_tokens,
+        local_server=_local_server(chosen, base_url),
     )
     _warn_unpriced(table, [plan.model_for(t, model) or chosen.model for t in plan.tasks])
     if dry_run:
@@ -549,6 +613,7 @@ def _dry_run(plan: Any, repo: Path, opts: Any, as_json: bool) -> None:
         resolve_base(repo, opts.base or "HEAD"),
         lambda t: plan.model_for(t, opts.model) or opts.provider.model,
         opts.prices,
+        opts.output_limit,
         max_tokens=opts.max_tokens,
         max_cost=opts.max_cost,
     )
@@ -586,6 +651,7 @@ def resume(
         ),
     ] = None,
     jobs: JobsOpt = 2,
+    max_output_tokens: MaxOutOpt = None,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
@@ -614,6 +680,8 @@ def resume(
         max_cost=max_cost,
         model=model,
         prices=_prices(prices, chosen, base_url),
+        max_output_tokens=max_output_tokens,
+        local_server=_local_server(chosen, base_url),
     )
     source = str(plan_file) if plan_file is not None else ""
     _run_and_report(lambda o: run_resume(run_id, repo, o, plan, source), opts, as_json)
@@ -636,15 +704,16 @@ def _plan_for(plan_file: Path, repo: Path) -> Any:
 @app.command()
 @handle_errors
 def status(
-    run_id: Annotated[str | None, typer.Argument(metavar="[RUN_ID]")] = None,
+    run_id: Annotated[str | None, typer.Argument(metavar="RUN_ID")] = None,
     repo: RepoReq = Path("."),
     as_json: JsonOpt = False,
 ) -> None:
     """List runs, or show one run's nodes."""
     from .journal import Journal, list_runs
     from .run_report import render_runs, render_verdict
+    from .runner import check_repo
 
-    _existing_dir(repo)
+    repo = check_repo(repo)
     if run_id is None:
         runs = list_runs(repo)
         if as_json:
@@ -751,6 +820,7 @@ def eval_cmd(
     keep: Annotated[
         Path | None, typer.Option("--keep", help="Keep each case's repository here.")
     ] = None,
+    max_output_tokens: MaxOutOpt = None,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
@@ -772,9 +842,15 @@ def eval_cmd(
         allow_unsandboxed=allow_unsandboxed,
         keep=keep,
         console=_stdout(),
+        max_output_tokens=max_output_tokens,
     )
     if code:
         raise typer.Exit(code)
+
+
+for _info in app.registered_commands:
+    if _info.cls in (None, TyperCommand):
+        _info.cls = _Command  # every command, without repeating cls= on each
 
 
 def main() -> None:

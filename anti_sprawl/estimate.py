@@ -4,8 +4,9 @@ The token range is ``scope_assist.cost_estimate``: from the node's lean first ca
 first prompt, built with the real assembler: ``essentials.first_prompts``) to every call it
 may make at its per-call cap, for every attempt it may get. In dollars, the low end prices
 the first prompt as uncached input; the high end prices each of those calls at its worst: as
-much output as one call may produce, the rest input at the dearer of the input and
-cache-write rates. A model without a price has a token range only.
+much output as one response of its model may have (its output limit, within the per-call
+cap), the rest input at the dearer of the input and cache-write rates. A model without a
+price has a token range only.
 """
 
 from __future__ import annotations
@@ -36,8 +37,6 @@ __all__ = [
     "render_estimate",
 ]
 
-DEFAULT_MAX_OUTPUT = 4096  # what one worker call may produce (WorkerLimits.max_output_tokens)
-
 
 class NodeEstimate(TaskCost):
     """One node's range in tokens (``low``, ``high``) and, when its model is priced, dollars."""
@@ -64,10 +63,10 @@ def estimate(
     first_calls: Mapping[str, int],
     model_of: Callable[[TaskNode], str],
     prices: PriceTable,
-    *,
-    max_output: int = DEFAULT_MAX_OUTPUT,
+    output_limit: Callable[[str], int],
 ) -> Estimate:
-    """The range of ``plan``; ``first_calls`` maps task ids to their first call's tokens."""
+    """The range of ``plan``; ``first_calls`` maps task ids to their first call's tokens,
+    ``output_limit`` a model to the output cap of one of its responses."""
     tokens = cost_estimate(plan, first_calls)
     tasks: list[NodeEstimate] = []
     for node, cost in zip(plan.tasks, tokens.tasks, strict=True):
@@ -75,8 +74,11 @@ def estimate(
         price = prices.price_for(model)
         usd_low = usd_high = None
         if price is not None:
-            out = min(max_output, node.token_budget)
-            per_call = worst_call_cost(node.token_budget - out, out, price)
+            out = min(output_limit(model), node.token_budget)
+            per_call = max(  # all the output a call may have; or all input, if that is dearer
+                worst_call_cost(node.token_budget - out, out, price),
+                worst_call_cost(node.token_budget, 0, price),
+            )
             usd_low = call_cost(Usage(input_tokens=cost.low), price)
             usd_high = per_call * (node.max_tool_calls + CALL_SLACK) * cost.attempts
         tasks.append(
@@ -99,11 +101,13 @@ def plan_estimate(
     commit: str | None,
     model_of: Callable[[TaskNode], str],
     prices: PriceTable,
+    output_limit: Callable[[str], int],
 ) -> tuple[Estimate, list[NodeFirstPrompt]]:
     """``estimate`` with each node's lean first prompt built from ``commit``'s files (None:
     the directory as it is), and those first prompts (whether each node's essentials fit)."""
     fits = first_prompts(plan, repo, commit)
-    return estimate(plan, {f.task_id: f.first_call for f in fits}, model_of, prices), fits
+    first = {f.task_id: f.first_call for f in fits}
+    return estimate(plan, first, model_of, prices, output_limit), fits
 
 
 class DryRun(BaseModel):
@@ -127,12 +131,13 @@ def dry_run(
     base: str,
     model_of: Callable[[TaskNode], str],
     prices: PriceTable,
+    output_limit: Callable[[str], int],
     *,
     max_tokens: int | None = None,
     max_cost: float | None = None,
 ) -> DryRun:
     """The checks ``execute`` makes before a node starts, and the plan's range at ``base``."""
-    est, fits = plan_estimate(plan, repo, base, model_of, prices)
+    est, fits = plan_estimate(plan, repo, base, model_of, prices, output_limit)
     caps: list[str] = []
     if max_tokens is not None and est.high > max_tokens:
         caps.append(f"--max-tokens {max_tokens:,} is below the high end ({est.high:,} tokens)")

@@ -19,7 +19,7 @@ import os
 import signal
 import threading
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,7 +33,7 @@ from .context import AssembledPrompt, assemble_worker_prompt, manifest_for_reque
 from .errors import AntiSprawlError, RunError, StorageError, at_boundary
 from .failure_note import FailureNote, with_failure_note
 from .firewall import DEFAULT_DENY, Firewall
-from .gitcmd import run_git
+from .gitcmd import run_git, user_identity
 from .journal import Journal, RunState, state_dir
 from .lean import lean_target
 from .manifest import save_manifest
@@ -42,6 +42,7 @@ from .path_rules import Violation
 from .plan import TaskNode, command_argv
 from .prices import PriceTable
 from .providers.base import ModelRequest, Provider, Usage
+from .providers.limits import default_output_limit
 from .redact import Redactor
 from .reducer import TaskResult, now, reduce, upstream_summary
 from .sandbox import SandboxPolicy, run_command
@@ -94,6 +95,10 @@ class ExecuteOptions:
     sparse: bool = False
     redactor: Redactor = field(default_factory=Redactor)
     context_window: int = 200_000
+    # Output cap of one model response (``--max-output-tokens``); None: the default of each
+    # node's model (providers/limits.py), small for unknown models behind a local server.
+    max_output_tokens: int | None = None
+    local_server: bool = False
     # Run-wide caps over every model call (``--max-tokens``, ``--max-cost`` in dollars); on
     # resume, None keeps the cap the run was started with.
     max_tokens: int | None = None
@@ -102,6 +107,12 @@ class ExecuteOptions:
     model: str | None = None
     # Prices of the models (``--prices``, the user's config, the bundled table).
     prices: PriceTable = field(default_factory=lambda: PriceTable({}))
+
+    def output_limit(self, model: str) -> int:
+        """The output cap of one response of ``model``: the flag, else the model's default."""
+        return self.max_output_tokens or default_output_limit(
+            self.provider.name, model or self.provider.model, local_server=self.local_server
+        )
 
 
 ABLATIONS = ("firewall", "clean-slate", "scoping")
@@ -131,6 +142,7 @@ class NodeRunner:
         self.artifacts = ArtifactStore(journal.run_dir / "artifacts")
         self.worktrees = state_dir(repo) / "worktrees"
         self.memory = load_memory(state_dir(repo) / "memory.yaml")
+        self.author = user_identity(repo)  # commits are the user's; trailers name the tool
         self._committed: dict[str, str] = {}  # task -> its commit, waiting to land
         # Why the run stopped early, when not by Ctrl-C (a full disk, a checked-out branch).
         self.stop_error: AntiSprawlError | None = None
@@ -331,7 +343,9 @@ class NodeRunner:
                 system=prompt.system,
                 first_message=prompt.first_user_message,
                 limits=WorkerLimits(
-                    token_budget=node.token_budget, max_tool_calls=node.max_tool_calls
+                    token_budget=node.token_budget,
+                    max_tool_calls=node.max_tool_calls,
+                    max_output_tokens=self.opts.output_limit(record.model),
                 ),
                 artifacts=self.artifacts,
                 counter=self.counter,
@@ -381,7 +395,9 @@ class NodeRunner:
             }
             # The summary is the model's text: a token it copied must not reach the branch.
             message = self.opts.redactor(f"{node.name}\n\n{summary}")
-            sha = commit(ws, message, trailers) or _empty_commit(ws, message, trailers)
+            # A node that changed nothing still leaves its one commit: git records what is done.
+            sha = commit(ws, message, trailers, author=self.author, allow_empty=True)
+            assert sha is not None
             reduce(record, result, ws, tip, sha, violations, final_tests)
             # The commit outlives the worktree; `land` puts it on the run branch in order.
             self._committed[node.task_id] = sha
@@ -461,20 +477,22 @@ class NodeRunner:
 
     def _test_runner(
         self, node: TaskNode, ws: Workspace, argv: list[str]
-    ) -> Callable[[], TestOutcome]:
+    ) -> Callable[..., TestOutcome]:
         counter = self._test_logs.setdefault(node.task_id, itertools.count(1))
         # {checkout} names the user's checkout, bound read-only (command_template.py).
-        command = bind_command(argv, self.repo, ws.path)
+        bound = bind_command(argv, self.repo, ws.path)
 
-        def run() -> TestOutcome:
+        def run(extra: Sequence[str] = ()) -> TestOutcome:
+            """The test command, plus the worker's extra arguments (the final check has none)."""
+            command = [*bound.argv, *extra]
             log = self.artifacts.root / node.task_id / f"tests-{next(counter)}.log"
             log.parent.mkdir(parents=True, exist_ok=True)
             res = run_command(
-                command.argv,
+                command,
                 ws.path,
                 timeout=self.opts.test_timeout,
-                readable=command.readable,
-                unscanned=command.unscanned,
+                readable=bound.readable,
+                unscanned=bound.unscanned,
                 policy=self.opts.sandbox,
                 log_path=log,
                 env=self.opts.command_env,
@@ -482,7 +500,7 @@ class NodeRunner:
             )
             tail = "\n".join(res.output.splitlines()[-40:])
             return TestOutcome(
-                command=list(command.argv),
+                command=command,
                 exit_code=res.exit_code,
                 timed_out=res.timed_out,
                 limit=res.limit_detail,
@@ -522,14 +540,3 @@ def _root_files(repo: Path, commit: str) -> list[str]:
         if meta.split()[1] == "blob":
             files.append(name)
     return files
-
-
-def _empty_commit(ws: Workspace, message: str, trailers: dict[str, str]) -> str:
-    """A node that changed nothing still leaves its one commit: git is the record of done."""
-    from .workspace import compose_message
-
-    ws.git(
-        ["commit", "--quiet", "--allow-empty", "--no-verify", "-F", "-"],
-        input_bytes=compose_message(message, trailers).encode("utf-8"),
-    )
-    return ws.head

@@ -8,6 +8,7 @@ file or repository is a ``UsageError`` (exit 2, raised to the CLI).
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,6 +25,7 @@ from .plan import read_user_file, save_plan
 from .planner import PlannerResult, plan_requirement
 from .prices import PriceTable, call_cost, format_usd
 from .providers.base import Provider
+from .providers.limits import default_output_limit
 from .report import render_plan_tree
 from .workspace import ensure_excluded
 
@@ -74,6 +76,8 @@ def run_plan_command(
     as_json: bool,
     models: Sequence[str] = (),
     prices: PriceTable | None = None,
+    max_output_tokens: int | None = None,
+    local_server: bool = False,
 ) -> int:
     """Plan ``requirement`` for ``repo``, print the result, write the plan file; the exit code."""
     text = read_requirement(requirement)
@@ -93,10 +97,11 @@ def run_plan_command(
         expand_read_scope=expand_read_scope,
         manifest_dir=manifest_dir,
         models=models,
+        max_output_tokens=max_output_tokens,
     )
     plan_file: Path | None = None
     table = prices or PriceTable({})
-    cost = _cost(result, repo, provider, table)
+    cost = _cost(result, repo, provider, table, local_server)
     if result.plan is not None:
         if not as_json:
             _show(result, console, cost, provider, table)
@@ -106,7 +111,7 @@ def run_plan_command(
         except OSError as exc:
             raise UsageError(f"cannot write the plan file {plan_file}: {exc.strerror}") from exc
     if as_json:
-        _print_json(console, _json_document(result, plan_file, cost))
+        _print_json(_json_document(result, plan_file, cost))
     elif plan_file is not None:
         console.print(f"plan written to {escape(str(plan_file))}", soft_wrap=True)
     else:
@@ -115,16 +120,22 @@ def run_plan_command(
 
 
 def _cost(
-    result: PlannerResult, repo: Path, provider: Provider, prices: PriceTable
+    result: PlannerResult, repo: Path, provider: Provider, prices: PriceTable, local_server: bool
 ) -> Estimate | None:
     """The plan's cost range in tokens and dollars, its low end from the real lean first
-    prompts (None: no plan). Nodes without a model use the plan's default or this provider's."""
+    prompts (None: no plan). Nodes without a model use the plan's default or this provider's;
+    each call's output is capped at its model's default limit (providers/limits.py)."""
     plan = result.plan
     if plan is None:
         return None
     commit = start_commit(repo, plan.base)
     est, _ = plan_estimate(
-        plan, repo, commit, lambda n: plan.model_for(n) or provider.model, prices
+        plan,
+        repo,
+        commit,
+        lambda n: plan.model_for(n) or provider.model,
+        prices,
+        lambda m: default_output_limit(provider.name, m, local_server=local_server),
     )
     return est
 
@@ -177,7 +188,7 @@ def _json_document(
     }
 
 
-def _print_json(console: Console, data: dict[str, Any]) -> None:
-    # straight to the console's file: no markup, highlighting or wrapping of the document
-    console.file.write(json.dumps(data, indent=2) + "\n")
-    console.file.flush()
+def _print_json(data: dict[str, Any]) -> None:
+    # --json: the one document on stdout (people's output went to stderr), never wrapped
+    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    sys.stdout.flush()

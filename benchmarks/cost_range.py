@@ -27,6 +27,7 @@ from anti_sprawl.estimate import plan_estimate
 from anti_sprawl.eval import EvalOptions, load_cases, run_case
 from anti_sprawl.journal import RunState
 from anti_sprawl.prices import format_usd, load_prices
+from anti_sprawl.providers.limits import default_output_limit
 
 
 def main() -> int:
@@ -35,6 +36,11 @@ def main() -> int:
     parser.add_argument("--model", default="claude-sonnet-5-5")
     args = parser.parse_args()
     prices = load_prices()
+    provider = "openai" if args.model.startswith(("gpt", "o1", "o3", "o4")) else "anthropic"
+
+    def output_limit(model: str) -> int:
+        return default_output_limit(provider, model)
+
     print(f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, {platform.machine()}, {platform.node()}")
     print(f"dollars: {args.model} at {prices.described}")
     rows: list[tuple[str, str, int, int, int, bool, str]] = []
@@ -48,7 +54,9 @@ def main() -> int:
             run_dir = next(Path(tmp, case.name).glob(f"*/repo/.anti-sprawl/runs/{result.run_id}"))
             state = RunState.model_validate(json.loads((run_dir / "run.json").read_text()))
             repo = run_dir.parents[2]
-            est, _ = plan_estimate(state.plan, repo, state.base, lambda _: args.model, prices)
+            est, _ = plan_estimate(
+                state.plan, repo, state.base, lambda _: args.model, prices, output_limit
+            )
             for node in est.tasks:
                 record = state.tasks[node.task_id]
                 spent = record.total_tokens.total or record.tokens.total

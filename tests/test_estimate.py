@@ -10,13 +10,11 @@ from __future__ import annotations
 import json
 import os
 import sys
-from io import StringIO
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
-from rich.console import Console
 from typer.testing import CliRunner
 
 from anti_sprawl.cli import app
@@ -53,7 +51,7 @@ def test_each_node_ranges_from_its_first_call_to_every_call_of_every_attempt() -
         {"a": 3_000, "b": 4_000, "c": 5_000},
         lambda n: plan.model_for(n, "strong") or "provider",
         table,
-        max_output=4_096,
+        lambda model: {"cheap": 4_096, "strong": 8_192}[model],
     )
     a, b, c = est.tasks
     assert (a.model, b.model, c.model) == ("cheap", "mystery", "strong")
@@ -65,15 +63,22 @@ def test_each_node_ranges_from_its_first_call_to_every_call_of_every_attempt() -
     worst_a = ((20_000 - 4_096) * 1.25 + 4_096 * 5.0) / 1e6
     assert a.usd_high == pytest.approx(worst_a * 10 * 2)
     assert b.usd_low is None and b.usd_high is None  # unpriced: tokens only
-    worst_c = ((10_000 - 4_096) * 3.0 + 4_096 * 15.0) / 1e6
+    worst_c = ((10_000 - 8_192) * 3.0 + 8_192 * 15.0) / 1e6  # strong's own output limit
     assert c.usd_high == pytest.approx(worst_c * 5)
     assert (est.low, est.high) == (12_000, a.high + b.high + c.high)
     assert est.usd_high == pytest.approx(worst_a * 20 + worst_c * 5)
     assert est.usd_low == pytest.approx((3_000 * 1.0 + 5_000 * 3.0) / 1e6)
     assert est.unpriced == ["mystery"] and est.prices == "t"
+    # an output limit above the per-call cap: the worst call is all output, within the cap
+    roomy = estimate(plan, {}, lambda n: "strong", table, lambda _: 128_000)
+    assert roomy.tasks[2].usd_high == pytest.approx(10_000 * 15.0 / 1e6 * 5)
+    # a user's price with input dearer than output: the worst call is all input
+    odd = PriceTable({"strong": Price(input=20.0, output=1.0)})
+    skewed = estimate(plan, {}, lambda n: "strong", odd, lambda _: 4_096)
+    assert skewed.tasks[2].usd_high == pytest.approx(10_000 * 20.0 / 1e6 * 5)
     # a local server prices the unknown model at zero, not at "unknown"
     local = PriceTable({}, local=True)
-    free = estimate(plan, {}, lambda n: plan.model_for(n) or "x", local)
+    free = estimate(plan, {}, lambda n: plan.model_for(n) or "x", local, lambda _: 4_096)
     assert free.unpriced == [] and free.usd_high == 0.0
 
 
@@ -157,25 +162,9 @@ def test_plan_prints_the_range_in_tokens_and_dollars(tmp_path: Path) -> None:
     out = " ".join(shown.output.split())
     assert "estimated cost" in out and f"to {40_000 * 12 * 2 * 3:,} tokens" in out
     assert "dollars at list prices of 2026-11-30" in out
-    # the --json document (through the command's own console: the CLI's stream is its own)
-    from anti_sprawl.plan_cmd import run_plan_command
-    from anti_sprawl.prices import load_prices
-    from anti_sprawl.providers.scripted import Script, ScriptedProvider
-
-    buf = StringIO()
-    code = run_plan_command(
-        "add modules",
-        repo,
-        tmp_path / "p2.yaml",
-        ScriptedProvider(Script.load(script), model=PRICED),
-        expand_read_scope=False,
-        max_rounds=1,
-        console=Console(file=buf, width=120),
-        as_json=True,
-        prices=load_prices(local=True),
-    )
-    assert code == 0, buf.getvalue()
-    doc = json.loads(buf.getvalue())
+    again = runner.invoke(app, [*args, "--model", PRICED, "--json"])
+    assert again.exit_code == 0, again.output
+    doc = json.loads(again.stdout)
     cost = doc["estimated_cost"]
     assert cost["high"] == doc["estimated_tokens"] == 40_000 * 12 * 2 * 3
     assert all(t["model"] == PRICED and t["usd_high"] > 0 for t in cost["tasks"])
@@ -202,7 +191,9 @@ def test_the_range_holds_what_a_scripted_run_spends(tmp_path: Path) -> None:
     state = json.loads(result.stdout)
     assert state["tasks"]["c"]["attempts"] == 2
     plan = Plan.model_validate(state["plan"])
-    est, fits = plan_estimate(plan, repo, state["base"], lambda n: "scripted", PriceTable({}))
+    est, fits = plan_estimate(
+        plan, repo, state["base"], lambda n: "scripted", PriceTable({}), lambda _: 128_000
+    )
     assert [f.first_call for f in fits] == [
         f.first_call for f in first_prompts(plan, repo, state["base"])
     ]

@@ -295,3 +295,24 @@ def test_cache_share_per_node_and_run_at_the_users_prices(
     status = runner.invoke(app, ["status", state["run_id"], "--repo", str(repo), "--json"])
     doc = json.loads(status.stdout)
     assert doc["cache_share"] == 0.5 and doc["tasks"]["a"]["cache_share"] == 0.75
+
+
+def test_each_node_gets_its_own_models_output_limit(tmp_path: Path, server: FakeLLMServer) -> None:
+    plan = fx.plan(default_model="claude-3-haiku")  # 4,096 output tokens (providers/limits.py)
+    plan["tasks"][0]["model"] = "claude-3-5-sonnet"  # 8,192
+    plan_path, _ = fx.write_inputs(tmp_path, plan, {"workers": {}})
+    repo = fx.make_repo(tmp_path / "one")
+    for task in "abc":
+        enqueue_node(server, task)
+    result = invoke(server, "execute", str(plan_path), "--repo", str(repo), "--json")
+    assert result.exit_code == 0, result.output
+    caps = [(r.body["model"], r.body["max_tokens"]) for r in server.requests]
+    assert caps == [("claude-3-5-sonnet", 8_192)] * 2 + [("claude-3-haiku", 4_096)] * 4
+    # --max-output-tokens is every node's cap
+    repo2 = fx.make_repo(tmp_path / "two")
+    for task in "abc":
+        enqueue_node(server, task)
+    args = ["execute", str(plan_path), "--repo", str(repo2), "--max-output-tokens", "1000"]
+    again = invoke(server, *args, "--json")
+    assert again.exit_code == 0, again.output
+    assert [r.body["max_tokens"] for r in server.requests[6:]] == [1_000] * 6
