@@ -144,9 +144,10 @@ def _totals(state: RunState) -> str:
 def _cost(state: RunState) -> str:
     """The run's dollars, its cap, and which models are not in them."""
     cap = f" of --max-cost {format_usd(state.max_cost)}" if state.max_cost is not None else ""
-    unpriced = sorted({t.model for t in state.tasks.values() if t.cost_usd is None and t.model})
-    spent = sum(1 for t in state.tasks.values() if t.attempts)
-    missing = f" (not priced: {', '.join(unpriced)})" if unpriced and spent else ""
+    # only nodes that made calls: a skipped or pending node has no dollars, priced or not
+    tasks = state.tasks.values()
+    unpriced = sorted({t.model for t in tasks if t.cost_usd is None and t.model and t.attempts})
+    missing = f" (not priced: {', '.join(unpriced)})" if unpriced else ""
     return f"{format_usd(state.cost_usd)}{cap}{missing}"
 
 
