@@ -158,12 +158,11 @@ def render_dry_run(result: DryRun, console: Console) -> None:
     """The estimate, then what would stop the run: nodes that cannot start, reachable caps."""
     render_estimate(result.estimated_cost, console)
     for message in result.cannot_start:
-        console.print(f"[red]cannot start[/]: {escape(message)}", soft_wrap=True)
+        console.print(f"[red]cannot start[/]: {escape(message)}")
     for cap in result.caps_reachable:
         console.print(
             f"[yellow]note[/]: {escape(cap)}: the run may stop interrupted before the end "
             "(resume with a higher cap)",
-            soft_wrap=True,
         )
     verdict = "the run would refuse to start" if result.cannot_start else "nothing was run"
     console.print(f"dry run of {escape(result.plan_id)} at {result.base[:12]}: {verdict}")
@@ -174,16 +173,20 @@ def _usd_range(low: float | None, high: float | None) -> str:
 
 
 def render_estimate(est: Estimate, console: Console) -> None:
-    """A table of the ranges, a total line, and what the dollars leave out."""
+    """A table of the ranges, a total line, and what the dollars leave out (prose wraps at
+    the terminal's width; model names and paths do not)."""
     table = Table(title="estimated cost", title_justify="left")
-    for col in ("task", "model", "tokens", "dollars", "attempts"):
-        table.add_column(col, overflow="fold")
+    table.add_column("task", overflow="fold")
+    table.add_column("model", overflow="fold")
+    table.add_column("tokens", no_wrap=True, justify="right")
+    table.add_column("dollars", no_wrap=True, justify="right")
+    table.add_column("tries", no_wrap=True, justify="right")
     for t in est.tasks:
         table.add_row(
             escape(t.task_id),
             escape(t.model),
-            f"{t.low:,} to {t.high:,}",
-            _usd_range(t.usd_low, t.usd_high),
+            f"{t.low:,}..{t.high:,}",
+            "-" if t.usd_high is None else f"{format_usd(t.usd_low)}..{format_usd(t.usd_high)}",
             str(t.attempts),
         )
     console.print(table)
@@ -191,7 +194,6 @@ def render_estimate(est: Estimate, console: Console) -> None:
         f"estimated cost: {est.low:,} to {est.high:,} tokens, "
         f"{_usd_range(est.usd_low, est.usd_high)}: from the lean first calls to every call at "
         "its cap (token_budget × (max_tool_calls + 2) × max_attempts)",
-        soft_wrap=True,
     )
     if est.unpriced:
         console.print(
