@@ -347,13 +347,13 @@ def test_import_graph_resolves_src_layout_and_relative_imports() -> None:
     index = module_index(imports)
     assert index["pkg.a"] == ["src/pkg/a.py"]
     graph = build_import_graph(imports, index)
-    assert set(graph.successors("src/pkg/a.py")) == {
+    assert set(graph["src/pkg/a.py"]) == {
         "src/pkg/b.py",
         "src/pkg/__init__.py",
         "src/pkg/c.py",
     }
-    assert set(graph.successors("tests/test_a.py")) == {"src/pkg/a.py"}
-    assert set(graph.successors("src/pkg/c.py")) == {"src/pkg/__init__.py"}
+    assert set(graph["tests/test_a.py"]) == {"src/pkg/a.py"}
+    assert set(graph["src/pkg/c.py"]) == {"src/pkg/__init__.py"}
 
 
 def test_personalized_pagerank_favours_seed_and_neighbours() -> None:
