@@ -135,5 +135,5 @@ class Observer:
 
 def call_source(call: ToolCall) -> str:
     """How a call's output is labelled: the tool name and its path argument, if any."""
-    path = call.arguments.get("path")
+    path = call.arguments.get("path") or call.arguments.get("source")  # move_file: its source
     return f"{call.name} {path}" if isinstance(path, str) and path else call.name

@@ -177,8 +177,21 @@ class RunBranch:
                     ) from exc
                 message = _out(self.repo, ["log", "-1", "--format=%B", commit]) + "\n"
                 tree_id = tree.splitlines()[0]
-                new = _out(
-                    self.repo, ["commit-tree", tree_id, "-p", tip, "-F", "-"], input_text=message
+                # The replayed commit keeps its author (the user) and date; we commit it.
+                who = _out(
+                    self.repo, ["log", "-1", "--format=%an%x00%ae%x00%ad", "--date=raw", commit]
+                )
+                name, email, date = [*who.split("\x00"), "", "", ""][:3]
+                data = message.encode("utf-8")
+                new = (
+                    run_git(
+                        ["commit-tree", tree_id, "-p", tip, "-F", "-"],
+                        self.repo,
+                        input_bytes=data,
+                        author=(name, email, date),
+                    )
+                    .stdout.decode("utf-8", "surrogateescape")
+                    .strip()
                 )
             refuse_checked_out(
                 self.repo,

@@ -18,6 +18,7 @@ from typing import Annotated, Any, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
+from typer.core import TyperCommand
 
 from .errors import InternalError, Interrupted, UsageError, at_boundary
 
@@ -35,6 +36,35 @@ app = typer.Typer(
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
+
+class _Command(TyperCommand):
+    """Usage lines say ``PLAN`` and ``[RUN_ID]``, not Typer's ``{PLAN}`` for required ones."""
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        pieces = super().collect_usage_pieces(ctx)
+        return [p[1:-1] if p.startswith("{") and p.endswith("}") else p for p in pieces]
+
+
+def _version(value: bool) -> None:
+    if value:
+        from . import __version__
+
+        sys.stdout.write(f"anti-sprawl {__version__}\n")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", is_eager=True, callback=_version, help="Print the version and exit."
+        ),
+    ] = False,
+) -> None:
+    """Run coding agents on a DAG of scoped subtasks: clean-slate prompts, a path firewall,
+    hard token and tool-call budgets."""
 
 
 def _stdout() -> Console:
@@ -194,6 +224,15 @@ ScriptOpt = Annotated[
     Path | None, typer.Option("--script", help="Script file for the scripted (offline) provider.")
 ]
 RepoReq = Annotated[Path, typer.Option("--repo", help="The git repository to work on.")]
+MaxOutOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-output-tokens",
+        min=256,
+        help="Output cap of one model response (default: the model's own limit; 4096 for an "
+        "unknown model on a --base-url server).",
+    ),
+]
 JobsOpt = Annotated[int, typer.Option("--jobs", "-j", min=1, max=64, help="Nodes run at once.")]
 MaxTokensOpt = Annotated[
     int | None,
@@ -297,6 +336,18 @@ def _provider(
     return RedactingProvider(chosen, Redactor(env_secrets(os.environ)))
 
 
+def _output_limit(flag: int | None, provider: Any, base_url: str | None) -> int:
+    """``--max-output-tokens``, else the default for the chosen model (providers/limits.py)."""
+    import os
+
+    from .providers.limits import default_output_limit
+
+    if flag is not None:
+        return flag
+    local = provider.name == "openai" and bool(base_url or os.environ.get("OPENAI_BASE_URL"))
+    return default_output_limit(provider.name, provider.model, local_server=local)
+
+
 def _run_options(
     provider: Any,
     jobs: int,
@@ -304,6 +355,7 @@ def _run_options(
     *,
     branch: str | None = None,
     base: str | None = None,
+    max_output_tokens: int | None = None,
     max_tokens: int | None = None,
 ) -> Any:
     from .redact import Redactor, env_secrets
@@ -317,6 +369,7 @@ def _run_options(
         base=base,
         sandbox=sandbox,
         crash_at=os.environ.get("ANTI_SPRAWL_CRASH_AT") or None,
+        max_output_tokens=max_output_tokens,
         max_tokens=max_tokens,
     )
 
@@ -367,6 +420,7 @@ def plan_cmd(
     max_rounds: Annotated[
         int, typer.Option("--max-rounds", min=1, max=10, help="Repair rounds.")
     ] = 3,
+    max_output_tokens: MaxOutOpt = None,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
@@ -387,6 +441,7 @@ def plan_cmd(
         max_rounds=max_rounds,
         console=console,
         as_json=as_json,
+        max_output_tokens=_output_limit(max_output_tokens, chosen, base_url),
     )
     if code:
         raise typer.Exit(code)
@@ -409,6 +464,7 @@ def execute(
         ),
     ] = False,
     max_tokens: MaxTokensOpt = None,
+    max_output_tokens: MaxOutOpt = None,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
@@ -429,7 +485,16 @@ def execute(
         sandbox, sandbox_allow, sandbox_limit, allow_unsandboxed, allow_setup_network
     )
     chosen = _provider(provider, model, base_url, script)
-    opts = _run_options(chosen, jobs, policy, branch=branch, base=base, max_tokens=max_tokens)
+    limit = _output_limit(max_output_tokens, chosen, base_url)
+    opts = _run_options(
+        chosen,
+        jobs,
+        policy,
+        branch=branch,
+        base=base,
+        max_tokens=max_tokens,
+        max_output_tokens=limit,
+    )
     opts.sparse = sparse
     pending = uncommitted_changes(repo)
     if pending and base is None:
@@ -461,6 +526,7 @@ def resume(
         ),
     ] = None,
     jobs: JobsOpt = 2,
+    max_output_tokens: MaxOutOpt = None,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
@@ -480,7 +546,8 @@ def resume(
         sandbox, sandbox_allow, sandbox_limit, allow_unsandboxed, allow_setup_network
     )
     chosen = _provider(provider, model, base_url, script)
-    opts = _run_options(chosen, jobs, policy, max_tokens=max_tokens)
+    limit = _output_limit(max_output_tokens, chosen, base_url)
+    opts = _run_options(chosen, jobs, policy, max_tokens=max_tokens, max_output_tokens=limit)
     source = str(plan_file) if plan_file is not None else ""
     _run_and_report(lambda o: run_resume(run_id, repo, o, plan, source), opts, as_json)
 
@@ -502,15 +569,16 @@ def _plan_for(plan_file: Path, repo: Path) -> Any:
 @app.command()
 @handle_errors
 def status(
-    run_id: Annotated[str | None, typer.Argument(metavar="[RUN_ID]")] = None,
+    run_id: Annotated[str | None, typer.Argument(metavar="RUN_ID")] = None,
     repo: RepoReq = Path("."),
     as_json: JsonOpt = False,
 ) -> None:
     """List runs, or show one run's nodes."""
     from .journal import Journal, list_runs
     from .run_report import render_runs, render_verdict
+    from .runner import check_repo
 
-    _existing_dir(repo)
+    repo = check_repo(repo)
     if run_id is None:
         runs = list_runs(repo)
         if as_json:
@@ -615,6 +683,7 @@ def eval_cmd(
     keep: Annotated[
         Path | None, typer.Option("--keep", help="Keep each case's repository here.")
     ] = None,
+    max_output_tokens: MaxOutOpt = None,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
@@ -636,9 +705,15 @@ def eval_cmd(
         allow_unsandboxed=allow_unsandboxed,
         keep=keep,
         console=_stdout(),
+        max_output_tokens=max_output_tokens,
     )
     if code:
         raise typer.Exit(code)
+
+
+for _info in app.registered_commands:
+    if _info.cls in (None, TyperCommand):
+        _info.cls = _Command  # every command, without repeating cls= on each
 
 
 def main() -> None:

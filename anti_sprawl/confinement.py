@@ -26,6 +26,10 @@ from .scopes import Scope
 __all__ = ["Confinement", "join", "refusal_from_os"]
 
 _BINARY_PROBE = 8192
+_BINARY_DETAIL = (
+    "a binary or non-UTF-8 file: read_file, write_file and edit_file handle UTF-8 text only "
+    "(delete_file and move_file still work)"
+)
 _RETRIES = 8
 _ERRNO_REASONS: dict[int, tuple[Reason, str]] = {
     errno.ENOENT: ("not_found", "no such file or directory"),
@@ -181,11 +185,11 @@ class Confinement:
         if len(data) > self.max_read_bytes:
             raise Refusal("too_large", f"more than {self.max_read_bytes} bytes")
         if b"\x00" in data[:_BINARY_PROBE]:
-            raise Refusal("binary", "NUL bytes in the first 8 KiB")
+            raise Refusal("binary", _BINARY_DETAIL)
         try:
             return data.decode("utf-8")
         except UnicodeDecodeError:
-            raise Refusal("binary", "not valid UTF-8 text") from None
+            raise Refusal("binary", _BINARY_DETAIL) from None
 
     # -- directories -------------------------------------------------------------------
 

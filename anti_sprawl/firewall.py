@@ -33,8 +33,10 @@ from .path_rules import (
     display_path,
     split_request,
 )
+from .scoped_change import delete_path, move_path
 from .scoped_write import plan_write, write_file
 from .scopes import Scope
+from .text_fidelity import TextShape, for_model, from_model
 
 __all__ = [
     "DEFAULT_ALLOW",
@@ -126,39 +128,79 @@ class Firewall:
             raise self._refuse("write", path, refusal) from None
 
     def read_text(self, path: str) -> str:
-        """The UTF-8 text of an in-scope regular file (capped, no binaries)."""
+        """The UTF-8 text of an in-scope regular file (capped, no binaries).
+
+        A file whose line breaks are all CRLF is returned with ``\\n`` (``text_fidelity``).
+        """
         try:
-            return self._redact(self._c.read(split_request(path, want_file=True)))
+            return self._redact(for_model(self._c.read(split_request(path, want_file=True))))
         except Refusal as refusal:
             raise self._refuse("read", path, refusal) from None
 
-    def write_text(self, path: str, content: str) -> None:
-        """Create or replace an in-scope file, creating parents inside the write scope."""
+    def write_text(self, path: str, content: str, *, append: bool = False) -> str:
+        """Create, replace or (``append``) extend an in-scope file; parents made in scope.
+
+        An existing file keeps its mode, its CRLF line endings and, on a whole rewrite, its
+        missing final newline; a binary or non-UTF-8 file is refused. Returns a note on what
+        was kept ('' when nothing).
+        """
         try:
             parts = split_request(path, want_file=True)
-            try:
-                data = content.encode("utf-8")
-            except (UnicodeEncodeError, AttributeError):
-                raise Refusal("bad_content", "content is not encodable as UTF-8 text") from None
-            write_file(self._c, parts, data)
+            if not isinstance(content, str):
+                raise Refusal("bad_content", "content must be text")
+            shape, existing = self._existing(parts, append=append)
+            text = from_model(content, shape, whole=not append)
+            self._write(parts, existing + text if append else text)
+            return shape.kept(whole=not append) if shape else ""
         except Refusal as refusal:
             raise self._refuse("write", path, refusal) from None
 
-    def edit_text(self, path: str, old: str, new: str) -> None:
+    def edit_text(self, path: str, old: str, new: str) -> str:
         """Replace the one exact occurrence of ``old`` with ``new``; EditError otherwise."""
         try:
             parts = split_request(path, want_file=True)
             plan_write(self._c, parts)
-            text = self._c.read(parts)
+            stored = self._c.read(parts)
         except Refusal as refusal:
             raise self._refuse("write", path, refusal) from None
+        text = for_model(stored)
         if not old:
             raise EditError(f"{display_path(path)}: the old text is empty; nothing was changed")
         count = text.count(old)
         if count != 1:
             where = "not found" if count == 0 else f"matches {count} times"
             raise EditError(f"{display_path(path)}: old text {where}; nothing was changed")
-        self.write_text(path, text.replace(old, new, 1))
+        shape = TextShape.of(stored)
+        try:
+            self._write(parts, from_model(text.replace(old, new, 1), shape, whole=False))
+        except Refusal as refusal:
+            raise self._refuse("write", path, refusal) from None
+        return shape.kept(whole=False)
+
+    def delete(self, path: str) -> list[str]:
+        """Delete an in-scope file, symlink or directory (every file below it writable).
+
+        Returns the canonical paths removed; see ``scoped_change`` for the rules.
+        """
+        try:
+            return delete_path(self._c, _change_parts(path))
+        except Refusal as refusal:
+            raise self._refuse("delete", path, refusal) from None
+        except OSError as exc:
+            raise self._refuse("delete", path, refusal_from_os(exc)) from None
+
+    def move(self, source: str, destination: str) -> list[tuple[str, str]]:
+        """Rename ``source`` to ``destination`` (which must not exist), both in the write scope.
+
+        Returns the (old, new) canonical path of every file moved.
+        """
+        shown = f"{display_path(source)} -> {display_path(destination)}"
+        try:
+            return move_path(self._c, _change_parts(source), _change_parts(destination))
+        except Refusal as refusal:
+            raise self._refuse("move", shown, refusal) from None
+        except OSError as exc:
+            raise self._refuse("move", shown, refusal_from_os(exc)) from None
 
     def list_dir(self, path: str = "") -> list[DirEntry]:
         """Entries of a directory in (or leading into) scope; denied names are hidden."""
@@ -216,6 +258,26 @@ class Firewall:
             self.violations.append(violation)
         return FirewallError(violation)
 
+    def _existing(self, parts: Sequence[str], *, append: bool) -> tuple[TextShape | None, str]:
+        """The shape and (for an append) the text of the file a write would replace."""
+        try:
+            stored = self._c.read(parts)
+        except Refusal as refusal:
+            if refusal.reason == "binary":
+                raise
+            if refusal.reason == "too_large" and append:
+                raise Refusal("too_large", f"cannot append: {refusal.detail}") from None
+            # Missing (a new file), or a refusal the write itself will state.
+            return None, ""
+        return TextShape.of(stored), stored if append else ""
+
+    def _write(self, parts: Sequence[str], text: str) -> None:
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise Refusal("bad_content", "content is not encodable as UTF-8 text") from None
+        write_file(self._c, parts, data)
+
     def _is_dir(self, parts: Sequence[str]) -> bool:
         fd = self._c.open(parts)
         try:
@@ -260,6 +322,16 @@ class Firewall:
                 continue  # binaries, oversize, hard links, races: not searched, not shown
             finally:
                 os.close(fd)
+
+
+def _change_parts(path: object) -> tuple[str, ...]:
+    """A delete or move target: a file or directory, never the repository root."""
+    if isinstance(path, str) and path.endswith("/"):
+        path = path.rstrip("/")  # "src/old/" names the directory src/old
+    parts = split_request(path, want_file=False)
+    if not parts:
+        raise Refusal("scope_root", "the repository root is never deleted or moved")
+    return parts
 
 
 def _grep_text(text: str, rel: str, regex: re.Pattern[str], out: list[GrepMatch], cap: int) -> None:

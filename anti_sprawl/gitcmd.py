@@ -16,7 +16,15 @@ from pathlib import Path
 
 from .errors import RunError
 
-__all__ = ["DEFAULT_IDENTITY", "GitError", "common_dir", "git_dir", "git_env", "run_git"]
+__all__ = [
+    "DEFAULT_IDENTITY",
+    "GitError",
+    "common_dir",
+    "git_dir",
+    "git_env",
+    "run_git",
+    "user_identity",
+]
 
 DEFAULT_IDENTITY = ("anti-sprawl", "anti-sprawl@localhost")
 
@@ -64,25 +72,26 @@ def run_git(
     cwd: Path,
     *,
     config: Sequence[str] = (),
-    identity: tuple[str, str] = DEFAULT_IDENTITY,
+    identity: tuple[str, str] | None = DEFAULT_IDENTITY,
     input_bytes: bytes | None = None,
     check: bool = True,
+    author: tuple[str, str, str] | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
-    """Run ``git <args>`` in ``cwd`` with the safe options; raise GitError when ``check`` fails."""
+    """Run ``git <args>`` in ``cwd`` with the safe options; raise GitError when ``check`` fails.
+
+    ``identity`` is the committer (and default author); None leaves git's own configuration.
+    ``author`` (name, email, date or "") sets the author of a commit this call creates.
+    """
     argv = ["git"]
-    for item in (
-        *_SAFE_CONFIG,
-        f"user.name={identity[0]}",
-        f"user.email={identity[1]}",
-        *config,
-    ):
+    names = [f"user.name={identity[0]}", f"user.email={identity[1]}"] if identity else []
+    for item in (*_SAFE_CONFIG, *names, *config):
         argv += ["-c", item]
     argv += list(args)
     try:
         proc = subprocess.run(
             argv,
             cwd=cwd,
-            env=git_env(),
+            env=git_env() | _author_env(author),
             input=input_bytes,
             stdin=None if input_bytes is not None else subprocess.DEVNULL,
             capture_output=True,
@@ -93,6 +102,26 @@ def run_git(
     if check and proc.returncode != 0:
         raise GitError(args, proc.returncode, proc.stderr.decode("utf-8", "replace"))
     return proc
+
+
+def _author_env(author: tuple[str, str, str] | None) -> dict[str, str]:
+    if author is None:
+        return {}
+    env = {"GIT_AUTHOR_NAME": author[0], "GIT_AUTHOR_EMAIL": author[1]}
+    if author[2]:
+        env["GIT_AUTHOR_DATE"] = author[2]
+    return env
+
+
+def user_identity(repo: Path) -> tuple[str, str]:
+    """The user's ``user.name``/``user.email`` as git sees them in ``repo`` (repo, global and
+    system configuration); ``DEFAULT_IDENTITY``'s value for whichever is unset."""
+    found = []
+    for key, fallback in zip(("user.name", "user.email"), DEFAULT_IDENTITY, strict=True):
+        proc = run_git(["config", "--get", key], repo, identity=None, check=False)
+        value = proc.stdout.decode("utf-8", "replace").strip()
+        found.append(value if proc.returncode == 0 and value else fallback)
+    return found[0], found[1]
 
 
 def _rev_parse_path(repo: Path, flag: str) -> Path:

@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from . import change_tools
+from .change_tools import refuse_placeholder
 from .file_views import read_view
-from .firewall import EditError, Firewall
+from .firewall import Firewall
 from .loop import Handler, Tool, ToolOutcome
-from .redact import PLACEHOLDER
 from .tools import WORKER_TOOLS, tool_args_model
 
 __all__ = ["read_handlers", "tool_table", "write_handlers"]
@@ -49,30 +50,24 @@ def read_handlers(fw: Firewall, max_chars: int = 6000) -> dict[str, Handler]:
     return {"read_file": read_file, "list_dir": list_dir, "grep": grep}
 
 
-def _no_placeholder(text: str) -> None:
-    if PLACEHOLDER in text:
-        # The model saw a redacted secret; writing the placeholder back would destroy it.
-        raise EditError(
-            "the new text contains a [REDACTED:...] placeholder; edit around the secret "
-            "with edit_file instead of rewriting it"
-        )
-
-
 def write_handlers(fw: Firewall) -> dict[str, Handler]:
-    """``write_file`` and ``edit_file`` inside ``fw``'s write scope."""
+    """``write_file``, ``edit_file``, ``delete_file`` and ``move_file`` in the write scope
+    (their logic: ``change_tools``)."""
 
-    def write_file(args: Any) -> ToolOutcome:
-        _no_placeholder(args.content)
-        fw.write_text(args.path, args.content)
-        done = f"wrote {args.path} ({len(args.content)} chars)"
-        return ToolOutcome(done, summary=done)
+    def outcome(done: str) -> ToolOutcome:
+        return ToolOutcome(done, summary=done.splitlines()[0])
 
     def edit_file(args: Any) -> ToolOutcome:
-        _no_placeholder(args.new)
-        fw.edit_text(args.path, args.old, args.new)
-        return ToolOutcome(f"edited {args.path}", summary=f"edited {args.path}")
+        refuse_placeholder(args.new)
+        kept = fw.edit_text(args.path, args.old, args.new)
+        return outcome(f"edited {args.path}" + (f" ({kept})" if kept else ""))
 
-    return {"write_file": write_file, "edit_file": edit_file}
+    return {
+        "write_file": lambda args: outcome(change_tools.write_file(fw, args)),
+        "edit_file": edit_file,
+        "delete_file": lambda args: outcome(change_tools.delete_file(fw, args)),
+        "move_file": lambda args: outcome(change_tools.move_file(fw, args)),
+    }
 
 
 def tool_table(handlers: Mapping[str, Handler]) -> dict[str, Tool]:

@@ -155,6 +155,10 @@ class Policy(Protocol):
         """A turn without tool calls: the message to send next, or the end."""
         ...
 
+    def cut_turn(self, max_output_tokens: int) -> str | Ending:
+        """A response cut at the output limit (its tool calls dropped): what to say, or the end."""
+        ...
+
     def before_tool(self, call: ToolCall) -> Ending | None:
         """Before a tool call runs: end the loop here (a cap), or None to go on."""
         ...
@@ -245,9 +249,10 @@ class Loop:
                 # Stopped (Ctrl-C) while the call was in flight: the tokens are charged, the
                 # turn itself is discarded (none of its tools runs).
                 return Ending("stopped", "stopped by the orchestrator")
-            self.messages.append(
-                AssistantMessage(text=response.text, tool_calls=response.tool_calls)
-            )
+            # A response cut at the output limit holds an incomplete tool call: never run it.
+            cut = response.stop_reason == "max_tokens"
+            calls = [] if cut else response.tool_calls
+            self.messages.append(AssistantMessage(text=response.text, tool_calls=calls))
             self.log(
                 {
                     "event": "response",
@@ -260,6 +265,13 @@ class Loop:
             )
             if overrun:
                 return Ending("budget", overrun)
+            if cut:
+                told = policy.cut_turn(fitted.request.max_output_tokens)
+                if isinstance(told, Ending):
+                    return told
+                self.log({"event": "cut", "message": told})
+                self.messages.append(UserMessage(content=told))
+                continue
             if not response.tool_calls:
                 follow = policy.text_turn(response)
                 if isinstance(follow, Ending):

@@ -12,7 +12,7 @@ import os
 import signal
 import threading
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,7 +24,7 @@ from .command_template import bind_command
 from .context import AssembledPrompt, assemble_worker_prompt, manifest_for_request
 from .errors import AntiSprawlError, RunError, StorageError, at_boundary
 from .firewall import DEFAULT_DENY, Firewall
-from .gitcmd import run_git
+from .gitcmd import run_git, user_identity
 from .journal import Journal, RunState, state_dir
 from .lean import lean_target
 from .manifest import save_manifest
@@ -32,6 +32,7 @@ from .memory import load_memory
 from .path_rules import Violation
 from .plan import TaskNode, command_argv
 from .providers.base import ModelRequest, Provider, Usage
+from .providers.limits import default_output_limit
 from .redact import Redactor
 from .reducer import TaskResult, now, reduce, upstream_summary
 from .sandbox import SandboxPolicy, run_command
@@ -83,6 +84,8 @@ class ExecuteOptions:
     sparse: bool = False
     redactor: Redactor = field(default_factory=Redactor)
     context_window: int = 200_000
+    # Output cap of one model response; None: the provider/model default (providers/limits.py).
+    max_output_tokens: int | None = None
     # Run-wide token cap over every model call (``--max-tokens``); on resume, None keeps the
     # cap the run was started with.
     max_tokens: int | None = None
@@ -115,6 +118,10 @@ class NodeRunner:
         self.artifacts = ArtifactStore(journal.run_dir / "artifacts")
         self.worktrees = state_dir(repo) / "worktrees"
         self.memory = load_memory(state_dir(repo) / "memory.yaml")
+        self.author = user_identity(repo)  # commits are the user's; trailers name the tool
+        self.max_output_tokens = opts.max_output_tokens or default_output_limit(
+            opts.provider.name, opts.provider.model
+        )
         self._committed: dict[str, str] = {}  # task -> its commit, waiting to land
         # Why the run stopped early, when not by Ctrl-C (a full disk, a checked-out branch).
         self.stop_error: AntiSprawlError | None = None
@@ -267,7 +274,9 @@ class NodeRunner:
                 system=prompt.system,
                 first_message=prompt.first_user_message,
                 limits=WorkerLimits(
-                    token_budget=node.token_budget, max_tool_calls=node.max_tool_calls
+                    token_budget=node.token_budget,
+                    max_tool_calls=node.max_tool_calls,
+                    max_output_tokens=self.max_output_tokens,
                 ),
                 artifacts=self.artifacts,
                 counter=self.counter,
@@ -313,7 +322,9 @@ class NodeRunner:
             }
             # The summary is the model's text: a token it copied must not reach the branch.
             message = self.opts.redactor(f"{node.name}\n\n{summary}")
-            sha = commit(ws, message, trailers) or _empty_commit(ws, message, trailers)
+            # A node that changed nothing still leaves its one commit: git records what is done.
+            sha = commit(ws, message, trailers, author=self.author, allow_empty=True)
+            assert sha is not None
             reduce(record, result, ws, tip, sha, violations, final_tests)
             # The commit outlives the worktree; `land` puts it on the run branch in order.
             self._committed[node.task_id] = sha
@@ -393,20 +404,22 @@ class NodeRunner:
 
     def _test_runner(
         self, node: TaskNode, ws: Workspace, argv: list[str]
-    ) -> Callable[[], TestOutcome]:
+    ) -> Callable[..., TestOutcome]:
         counter = iter(range(1, 10_000))
         # {checkout} names the user's checkout, bound read-only (command_template.py).
-        command = bind_command(argv, self.repo, ws.path)
+        bound = bind_command(argv, self.repo, ws.path)
 
-        def run() -> TestOutcome:
+        def run(extra: Sequence[str] = ()) -> TestOutcome:
+            """The test command, plus the worker's extra arguments (the final check has none)."""
+            command = [*bound.argv, *extra]
             log = self.artifacts.root / node.task_id / f"tests-{next(counter)}.log"
             log.parent.mkdir(parents=True, exist_ok=True)
             res = run_command(
-                command.argv,
+                command,
                 ws.path,
                 timeout=self.opts.test_timeout,
-                readable=command.readable,
-                unscanned=command.unscanned,
+                readable=bound.readable,
+                unscanned=bound.unscanned,
                 policy=self.opts.sandbox,
                 log_path=log,
                 env=self.opts.command_env,
@@ -414,7 +427,7 @@ class NodeRunner:
             )
             tail = "\n".join(res.output.splitlines()[-40:])
             return TestOutcome(
-                command=list(command.argv),
+                command=command,
                 exit_code=res.exit_code,
                 timed_out=res.timed_out,
                 limit=res.limit_detail,
@@ -450,14 +463,3 @@ def _root_files(repo: Path, commit: str) -> list[str]:
         if meta.split()[1] == "blob":
             files.append(name)
     return files
-
-
-def _empty_commit(ws: Workspace, message: str, trailers: dict[str, str]) -> str:
-    """A node that changed nothing still leaves its one commit: git is the record of done."""
-    from .workspace import compose_message
-
-    ws.git(
-        ["commit", "--quiet", "--allow-empty", "--no-verify", "-F", "-"],
-        input_bytes=compose_message(message, trailers).encode("utf-8"),
-    )
-    return ws.head

@@ -36,7 +36,7 @@ __all__ = [
     "split_request",
 ]
 
-Op = Literal["read", "write", "list", "search", "command", "audit"]
+Op = Literal["read", "write", "delete", "move", "list", "search", "command", "audit"]
 Reason = Literal[
     "absolute",
     "escape_root",
@@ -58,6 +58,9 @@ Reason = Literal[
     "bad_content",
     "race",
     "io_error",
+    "symlink_path",
+    "scope_root",
+    "exists",
 ]
 
 # The name half of the secret catalogue (redact.SECRET_SHAPES is the content half), shared by
@@ -279,7 +282,10 @@ class DenyRules:
     def __init__(self, deny: Sequence[str], allow: Sequence[str]):
         self._deny = _Matcher(deny)
         self._allow = _Matcher(allow)
-        self.reason = lru_cache(maxsize=8192)(self._reason)
+        # Large repositories list tens of thousands of paths, each probed once per leading
+        # directory: cache the probes (directories repeat) and enough whole answers.
+        self.reason = lru_cache(maxsize=1 << 16)(self._reason)
+        self._denied = lru_cache(maxsize=1 << 16)(self._denied_probe)
 
     def entry_reason(self, rel: str, is_dir: bool) -> Reason | None:
         """Like ``reason`` for a walk that already checked every parent of ``rel``."""
@@ -305,7 +311,9 @@ class DenyRules:
         for i in range(1, len(parts) + 1):
             prefix = "/".join(parts[:i])
             probes = [prefix + "/"] if i < len(parts) or is_dir else [prefix]
-            for probe in probes:
-                if self._deny.match(probe) and not self._allow.match(probe):
-                    return "denied_secret"
+            if any(self._denied(probe) for probe in probes):
+                return "denied_secret"
         return None
+
+    def _denied_probe(self, probe: str) -> bool:
+        return self._deny.match(probe) and not self._allow.match(probe)

@@ -8,6 +8,7 @@ file or repository is a ``UsageError`` (exit 2, raised to the CLI).
 from __future__ import annotations
 
 import json
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -54,6 +55,7 @@ def run_plan_command(
     max_rounds: int,
     console: Console,
     as_json: bool,
+    max_output_tokens: int | None = None,
 ) -> int:
     """Plan ``requirement`` for ``repo``, print the result, write the plan file; the exit code."""
     text = read_requirement(requirement)
@@ -72,6 +74,7 @@ def run_plan_command(
         max_rounds=max_rounds,
         expand_read_scope=expand_read_scope,
         manifest_dir=manifest_dir,
+        max_output_tokens=max_output_tokens,
     )
     plan_file: Path | None = None
     cost = _cost(result, repo)
@@ -84,7 +87,7 @@ def run_plan_command(
         except OSError as exc:
             raise UsageError(f"cannot write the plan file {plan_file}: {exc.strerror}") from exc
     if as_json:
-        _print_json(console, _json_document(result, plan_file, cost))
+        _print_json(_json_document(result, plan_file, cost))
     elif plan_file is not None:
         console.print(f"plan written to {escape(str(plan_file))}", soft_wrap=True)
     else:
@@ -148,7 +151,7 @@ def _json_document(
     }
 
 
-def _print_json(console: Console, data: dict[str, Any]) -> None:
-    # straight to the console's file: no markup, highlighting or wrapping of the document
-    console.file.write(json.dumps(data, indent=2) + "\n")
-    console.file.flush()
+def _print_json(data: dict[str, Any]) -> None:
+    # --json: the one document on stdout (people's output went to stderr), never wrapped
+    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    sys.stdout.flush()

@@ -39,6 +39,7 @@ from .planner_tools import (
     submission_data,
 )
 from .providers.base import ModelRequest, ModelResponse, Provider, ToolCall, Usage, UserMessage
+from .providers.limits import cut_message
 from .providers.scripted import PLANNER_TASK_ID, SUBMIT_PLAN_TOOL
 from .repofiles import list_repo_files
 from .repomap import build_repo_map
@@ -58,6 +59,7 @@ NUDGE = (
     "still need to look at the repository)."
 )
 MAX_OUTPUT_TOKENS = 8192
+CUT_ADVICE = "Call submit_plan again with a shorter plan: concise goals, no code in them."
 MIN_OUTPUT_TOKENS = 512  # less than this cannot hold a plan: stop instead of asking
 MAX_NUDGES = 3
 MAX_LISTED_FILES = 200_000
@@ -98,11 +100,13 @@ def plan_requirement(
     plan_id: str | None = None,
     manifest_dir: Path | None = None,
     token_budget: int = 200_000,
+    max_output_tokens: int | None = None,
 ) -> PlannerResult:
     """Ask ``provider`` for a plan of ``requirement`` on ``repo`` and validate it.
 
     At most ``max_rounds`` submissions, ``max_tool_calls`` exploration calls and
-    ``token_budget`` tokens over all model calls. Provider failures end planning with outcome
+    ``token_budget`` tokens over all model calls, each response capped at
+    ``max_output_tokens`` (default ``MAX_OUTPUT_TOKENS``). Provider failures end planning with outcome
     ``provider``; nothing is raised for a model that does not produce a valid plan.
     """
     if not requirement.strip():
@@ -133,6 +137,7 @@ def plan_requirement(
             plan_id=plan_id,
             manifest_dir=manifest_dir,
             base=_head(repo),
+            max_output_tokens=max_output_tokens or MAX_OUTPUT_TOKENS,
         )
         return session.run()
 
@@ -161,6 +166,7 @@ class _Session:
     plan_id: str | None
     manifest_dir: Path | None
     base: str | None
+    max_output_tokens: int = MAX_OUTPUT_TOKENS
     tool_calls: int = 0
     rounds: int = 0
     nudges: int = 0
@@ -183,7 +189,7 @@ class _Session:
             tools=tools,
             budget=Budget(
                 total=self.token_budget,
-                max_output=MAX_OUTPUT_TOKENS,
+                max_output=self.max_output_tokens,
                 min_output=MIN_OUTPUT_TOKENS,
             ),
             # every turn either spends a tool call or a round, or is one of a few nudges/refusals
@@ -227,6 +233,12 @@ class _Session:
         if self.nudges > MAX_NUDGES:
             return Ending("stalled", "the model did not call submit_plan")
         return NUDGE
+
+    def cut_turn(self, max_output_tokens: int) -> str | Ending:
+        self.nudges += 1
+        if self.nudges > MAX_NUDGES:
+            return Ending("stalled", "the model's responses kept hitting the output limit")
+        return cut_message(max_output_tokens, CUT_ADVICE)
 
     def before_tool(self, call: ToolCall) -> Ending | None:
         self.nudges = 0

@@ -62,7 +62,7 @@ class PrOutcome(BaseModel):
     pushed: bool
     pr_body: str
     opened: bool
-    command: list[str] | None
+    command: list[str] = Field(description="The gh command that opened the PR, or opens it.")
     tip: str = Field(default="", exclude=True)
     base_branch: str | None = Field(default=None, exclude=True)
     gh_argv: list[str] = Field(default_factory=list, exclude=True)
@@ -133,9 +133,15 @@ def pr_markdown(state: RunState) -> str:
 
 
 def pr_title(requirement: str, fallback: str) -> str:
-    """The requirement's first non-empty line, trimmed to 72 characters."""
-    line = next((ln.strip() for ln in requirement.splitlines() if ln.strip()), fallback)
-    return line if len(line) <= TITLE_MAX else line[: TITLE_MAX - 1].rstrip() + "…"
+    """The requirement's first non-empty line, cut at a word boundary to fit 72 characters."""
+    line = " ".join(next((ln for ln in requirement.splitlines() if ln.strip()), fallback).split())
+    if len(line) <= TITLE_MAX:
+        return line
+    head = line[: TITLE_MAX - 1]
+    cut = head.rfind(" ")
+    # A single 40+ character "word" (a URL, a path) is cut where it must be.
+    head = head[:cut] if cut >= TITLE_MAX // 2 else head
+    return head.rstrip(" ,;:-") + "…"
 
 
 def base_branch_of(repo: Path, base: str, exclude: str) -> str | None:
@@ -262,7 +268,7 @@ def publish(repo: Path, run_id: str, opts: PrOptions) -> PrOutcome:
         pushed=True,
         pr_body=str(body_path),
         opened=False,
-        command=argv if opts.open else None,
+        command=argv,
         tip=tip.stdout.decode().strip(),
         base_branch=base,
         gh_argv=argv,
@@ -279,7 +285,7 @@ def render_outcome(outcome: PrOutcome, console: Console) -> None:
     """Plain lines for people: what was pushed, where the body is, the PR or how to open it."""
     say = console.print
     say(f"pushed {outcome.branch} ({outcome.tip[:12]}) to {outcome.remote}", markup=False)
-    say(f"PR body: {outcome.pr_body}", markup=False)
+    say(f"PR body: {outcome.pr_body}", markup=False, soft_wrap=True)  # one piece to copy
     if outcome.opened:
         say(f"opened pull request: {outcome.url or '(gh printed no URL)'}", markup=False)
         return

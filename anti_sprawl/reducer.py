@@ -65,6 +65,8 @@ class TaskResult(BaseModel):
     tool_calls: int = 0
     max_tool_calls: int = 0
     calls: int = 0
+    # Model responses cut at the output limit (their tool calls were lost and reported).
+    truncated_responses: int = 0
     violations: list[Violation] = Field(default_factory=list)
     tests: TestOutcome | None = None
     setup: TestOutcome | None = None  # the plan's setup_command in this node's worktree
@@ -106,6 +108,7 @@ def reduce(
     record.tokens = worker.usage
     record.tool_calls = worker.tool_calls
     record.calls = worker.calls
+    record.truncated_responses = worker.truncated
     record.violations = [*worker.violations, *audit_violations]
     record.tests = tests or worker.tests
     record.transcript = worker.transcript

@@ -17,8 +17,9 @@ from typing import NamedTuple
 from pydantic import BaseModel, ConfigDict
 
 from anti_sprawl.errors import UsageError
-from anti_sprawl.outline import outlinable, outline_file, scan_python
+from anti_sprawl.outline import outlinable, outline_file
 from anti_sprawl.outline_langs import language_for
+from anti_sprawl.pyscan import scan_python_fast
 from anti_sprawl.ranking import (
     build_import_graph,
     explicit_files,
@@ -130,9 +131,9 @@ def _scan(reader: RepoReader, files: list[str]) -> _Scan:
             continue
         budget -= len(text)
         if is_python:
-            facts = scan_python(text, path)
-            imports[path] = facts.imports if facts is not None else []
-            symbols[path] = facts.symbols[:_MAX_SYMBOLS] if facts is not None else []
+            facts = scan_python_fast(text, path)
+            imports[path] = facts.imports
+            symbols[path] = facts.symbols[:_MAX_SYMBOLS]
         else:
             symbols[path] = _DEFINED_NAME.findall(text)[:_MAX_SYMBOLS]
     return _Scan(imports, symbols)

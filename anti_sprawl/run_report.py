@@ -8,6 +8,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.live import Live
 from rich.markup import escape
+from rich.padding import Padding
 from rich.table import Table
 
 from .journal import RunState
@@ -39,24 +40,55 @@ def _verdict_text(r: TaskResult) -> str:
 
 
 def _table(state: RunState, *, title: str) -> Table:
+    """One row per node with short cells, so the table fits 80 columns; reasons go below."""
     table = Table(title=title, expand=False)
-    for col in ("task", "status", "tokens (cap/call)", "tool calls", "violations", "tests"):
-        table.add_column(
-            col, no_wrap=col != "status", overflow="fold", min_width=11 if col == "status" else None
-        )
+    table.add_column("task", overflow="fold")
+    table.add_column("status", no_wrap=True)
+    table.add_column("tokens (cap/call)", no_wrap=True, justify="right")
+    table.add_column("calls", no_wrap=True, justify="right")
+    table.add_column("blocked", no_wrap=True, justify="right")
+    table.add_column("tests", no_wrap=True)
     for task in state.plan.tasks:
         r = state.tasks[task.task_id]
         style = _STYLE.get(r.status, "")
         tests = "-" if r.tests is None else ("passed" if r.tests.passed else "failed")
         table.add_row(
             escape(r.task_id),
-            f"[{style}]{escape(_verdict_text(r))}[/]",
+            f"[{style}]{r.status}[/]",
             _tokens_cell(r),
-            f"{r.tool_calls} / {r.max_tool_calls}",
+            f"{r.tool_calls}/{r.max_tool_calls}",
             str(len(r.violations)),
             tests,
         )
     return table
+
+
+def _last_output_line(r: TaskResult) -> str:
+    lines = [ln.strip() for ln in (r.tests.tail if r.tests else "").splitlines() if ln.strip()]
+    return lines[-1] if lines else ""
+
+
+def _details(r: TaskResult) -> list[str]:
+    """What the table's short status leaves out, one line each (Rich markup escaped)."""
+    out: list[str] = []
+    tid = escape(r.task_id)
+    if r.status == "failed":
+        out.append(f"[red]failed[/] {tid} ({escape(r.reason or 'error')}): {escape(r.message)}")
+        if r.tests is not None and not r.tests.passed and (last := _last_output_line(r)):
+            out.append(f"  last test output: {escape(last)}")
+    elif r.status == "skipped":
+        out.append(f"[yellow]skipped[/] {tid}: {escape(str(r.skipped_because))} failed")
+    if r.truncated_responses:
+        n = r.truncated_responses
+        out.append(
+            f"[yellow]cut[/] {tid}: {n} response{'s' if n != 1 else ''} cut at the output limit "
+            "(tool call lost; the worker was told to write in parts)"
+        )
+    for v in r.violations:
+        out.append(f"[yellow]blocked[/] {tid}: {v.op} {escape(v.path)} ({escape(v.reason)})")
+    for source, count in sorted(r.hidden_chars.items()):
+        out.append(f"[yellow]hidden characters[/] {tid}: {count} in {escape(source)}")
+    return out
 
 
 def _tokens_cell(r: TaskResult) -> str:
@@ -74,32 +106,27 @@ def _totals(state: RunState) -> str:
     cached = run.cache_read_tokens if run.total else sum(t.tokens.cache_read_tokens for t in tasks)
     cap = f" of --max-tokens {state.max_tokens:,}" if state.max_tokens else ""
     violations = sum(len(t.violations) for t in tasks)
+    cut = sum(t.truncated_responses for t in tasks)
     return (
         f"{counts['succeeded']} succeeded, {counts['failed']} failed, {counts['skipped']} skipped; "
         f"{tokens:,} tokens{cap} ({cached:,} cache reads); {violations} violations blocked"
+        + (f"; {cut} response{'s' if cut != 1 else ''} cut at the output limit" if cut else "")
     )
 
 
 def render_verdict(state: RunState, console: Console) -> None:
     """The end-of-run table: per node succeeded / failed (why) / skipped (because of which)."""
     console.print(_table(state, title=f"run {state.run_id}: {state.status}"))
-    console.print(_totals(state), soft_wrap=True)
+    console.print(_totals(state))  # prose wraps at the terminal's width; names below do not
     if state.status == "interrupted" and state.stopped_by:
         console.print(
             f"interrupted: {escape(state.stopped_by)}; 'anti-sprawl resume {state.run_id}' "
-            "with a higher --max-tokens finishes it",
-            soft_wrap=True,
+            "with a higher --max-tokens finishes it"
         )
     console.print(f"branch: {state.branch}", soft_wrap=True)
-    for r in state.tasks.values():
-        for v in r.violations:
-            console.print(
-                f"  [yellow]blocked[/] {escape(r.task_id)}: {v.op} {escape(v.path)} ({escape(v.reason)})"
-            )
-        for source, count in sorted(r.hidden_chars.items()):
-            console.print(
-                f"  [yellow]hidden characters[/] {escape(r.task_id)}: {count} in {escape(source)}"
-            )
+    for task in state.plan.tasks:
+        for line in _details(state.tasks[task.task_id]):
+            console.print(Padding(line, (0, 0, 0, 2), expand=False))
 
 
 class Progress:
@@ -110,6 +137,7 @@ class Progress:
         self._lock = threading.Lock()
         self._live: Live | None = None
         self._state: RunState | None = None
+        self._shown: dict[str, str] = {}  # task -> the status last printed
 
     def start(self, state: RunState) -> None:
         self._state = state
@@ -124,6 +152,9 @@ class Progress:
             if self._live is not None and self._state is not None:
                 self._live.update(_table(self._state, title="anti-sprawl"))
                 return
+            if self._shown.get(record.task_id) == record.status:
+                return  # journal updates within one status (timestamps) print nothing
+            self._shown[record.task_id] = record.status
             line = f"{record.task_id}: {_verdict_text(record)}"
             if record.status in ("succeeded", "failed"):
                 line += f" [{_tokens_cell(record)} tokens, {record.tool_calls} tool calls]"
@@ -136,14 +167,17 @@ class Progress:
 
 
 def render_runs(runs: list[RunState], console: Console) -> None:
+    """The runs of a repository; run ids are never shortened (inspect and pr need them)."""
     table = Table(title="runs")
-    for col in ("run", "plan", "status", "branch", "tasks", "created"):
-        table.add_column(col)
+    table.add_column("run", no_wrap=True, min_width=max((len(s.run_id) for s in runs), default=3))
+    table.add_column("status", no_wrap=True)
+    table.add_column("branch", overflow="fold")
+    table.add_column("tasks", no_wrap=True)
+    table.add_column("created", no_wrap=True)
     for s in runs:
         done = sum(1 for t in s.tasks.values() if t.status == "succeeded")
-        table.add_row(
-            s.run_id, s.plan_id, s.status, s.branch, f"{done}/{len(s.tasks)}", s.created_at
-        )
+        created = s.created_at.replace("T", " ")[:16]
+        table.add_row(s.run_id, s.status, s.branch, f"{done}/{len(s.tasks)}", created)
     console.print(table)
 
 
@@ -209,6 +243,12 @@ def pr_body(state: RunState) -> str:
         if r.hidden_chars:
             lines += ["", "Hidden characters (zero-width, bidi or tag) in inputs:"]
             lines += [f"- `{src}`: {n}" for src, n in sorted(r.hidden_chars.items())]
+        if r.truncated_responses:
+            lines += [
+                "",
+                f"Responses cut at the output limit: {r.truncated_responses} (their tool calls "
+                "were lost; the worker was told to write large files in parts).",
+            ]
         if r.violations:
             lines += ["", "Blocked:"]
             lines += [f"- `{v.op}` `{v.path}`: {v.reason}" for v in r.violations]

@@ -23,6 +23,7 @@ __all__ = [
     "fd_path",
     "open_beneath",
     "openat2_available",
+    "rename_noreplace",
     "reopen",
     "replace_file",
 ]
@@ -47,6 +48,8 @@ class _OpenHow(ctypes.Structure):
 _libc = ctypes.CDLL(None, use_errno=True)
 _syscall = _libc.syscall
 _syscall.restype = ctypes.c_long
+_RENAME_NOREPLACE = 1
+_renameat2 = getattr(_libc, "renameat2", None)  # glibc >= 2.28
 _probe_lock = threading.Lock()
 _probed: list[bool] = []
 
@@ -184,3 +187,36 @@ def replace_file(
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp, dir_fd=parent_fd)
         raise
+
+
+def rename_noreplace(src_dir_fd: int, src: str, dst_dir_fd: int, dst: str) -> None:
+    """Rename ``src`` to ``dst`` (names in their directory fds), never over an existing entry.
+
+    ``renameat2(RENAME_NOREPLACE)`` makes the no-overwrite check atomic; where libc or the
+    filesystem lacks it, an ``lstat`` just before ``rename`` stands in (the caller holds
+    the directory fds, so only a concurrent writer inside the workspace could race it).
+    """
+    if _renameat2 is not None:
+        ret = _renameat2(
+            ctypes.c_int(src_dir_fd),
+            ctypes.c_char_p(os.fsencode(src)),
+            ctypes.c_int(dst_dir_fd),
+            ctypes.c_char_p(os.fsencode(dst)),
+            ctypes.c_uint(_RENAME_NOREPLACE),
+        )
+        if ret == 0:
+            return
+        err = ctypes.get_errno()
+        if err not in (errno.EINVAL, errno.ENOSYS) or _exists(dst_dir_fd, dst):
+            raise OSError(err, os.strerror(err), dst)
+    if _exists(dst_dir_fd, dst):
+        raise FileExistsError(errno.EEXIST, "destination exists", dst)
+    os.rename(src, dst, src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
+
+
+def _exists(dir_fd: int, name: str) -> bool:
+    try:
+        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return False
+    return True

@@ -18,7 +18,7 @@ from . import safe_fs
 from .confinement import Confinement, join, lstat_at, refusal_from_os
 from .path_rules import Refusal
 
-__all__ = ["plan_write", "write_file"]
+__all__ = ["open_parent", "plan_write", "write_file"]
 
 _RETRIES = 8
 
@@ -26,7 +26,7 @@ _RETRIES = 8
 def write_file(c: Confinement, parts: Sequence[str], data: bytes, *, via_link: bool = False) -> str:
     """Replace (or create) the file at ``parts`` with ``data``; returns its canonical path."""
     c.require("/".join(parts), write=True)
-    parent_fd, parent_rel = _parent(c, parts[:-1], create=True)
+    parent_fd, parent_rel = open_parent(c, parts[:-1], create=True)
     assert parent_fd is not None  # create=True always yields an fd
     try:
         name = parts[-1]
@@ -50,7 +50,7 @@ def write_file(c: Confinement, parts: Sequence[str], data: bytes, *, via_link: b
 def plan_write(c: Confinement, parts: Sequence[str]) -> str:
     """The canonical path ``write_file`` would write, checked without changing anything."""
     c.require("/".join(parts), write=True)
-    parent_fd, parent_rel = _parent(c, parts[:-1], create=False)
+    parent_fd, parent_rel = open_parent(c, parts[:-1], create=False)
     rel = join(parent_rel, parts[-1])
     c.require(rel, write=True)
     if parent_fd is None:
@@ -95,7 +95,7 @@ def _link_target(c: Confinement, parts: Sequence[str]) -> tuple[str, ...]:
         os.close(fd)
 
 
-def _parent(c: Confinement, parts: Sequence[str], *, create: bool) -> tuple[int | None, str]:
+def open_parent(c: Confinement, parts: Sequence[str], *, create: bool) -> tuple[int | None, str]:
     """An fd on the real parent directory and its canonical path, creating it if asked.
 
     With ``create=False`` a missing parent gives ``(None, would-be path)``.

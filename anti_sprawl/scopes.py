@@ -204,6 +204,15 @@ class Scope:
         probe = dir_relpath.rstrip("/") + "/"
         return self.matches(dir_relpath) or any(may_overlap(probe, e) for e in self.entries)
 
+    def roots(self) -> list[str]:
+        """The directory each directory or glob entry hangs from (``src/app`` for
+        ``src/app/**``, ``""`` for ``**``); file entries have none."""
+        return [
+            "/".join(literal_prefix(e)) if is_glob(e) else e.rstrip("/")
+            for e in self.entries
+            if e.endswith("/") or is_glob(e)
+        ]
+
     def union(self, other: Scope | Sequence[str]) -> Scope:
         more = other.entries if isinstance(other, Scope) else tuple(other)
         return Scope(dict.fromkeys((*self.entries, *more)))

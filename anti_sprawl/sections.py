@@ -37,8 +37,12 @@ work around a refusal; finish and explain in your notes what you could not do.
 - Do only this node's goal: no renames, refactors or "improvements" outside it.
 - The node has a token budget and a tool-call cap; when either runs out the node fails. \
 Read what you need, not everything you could.
-- run_tests runs the node's test command (read-only, no network). Check your change with it \
-when the node has one.
+- For whole changes: delete_file deletes a file (or a directory whose files are all in your \
+write scope); move_file renames a file or directory, never over an existing path. A file too \
+large for one response is written in parts: write_file, then write_file with append: true.
+- run_tests runs the node's test command (read-only, no network); its args (a test file, a \
+test id, -k EXPR) run part of it. Check your change with it when the node has one; the whole \
+command runs again after you finish.
 - When the goal is met, call finish with a summary of what you changed and why, notes for \
 later nodes, and the interfaces they may rely on. Work is kept only after finish.
 </rules>

@@ -2,24 +2,31 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from .providers.base import ToolSpec
 
 __all__ = [
+    "MAX_TEST_ARGS",
+    "MAX_TEST_ARG_CHARS",
     "PLANNER_TOOLS",
     "WORKER_TOOLS",
     "EditFileArgs",
     "FinishArgs",
     "GrepArgs",
+    "MoveFileArgs",
     "PathArgs",
     "ReadFileArgs",
     "RunTestsArgs",
     "WriteFileArgs",
     "tool_args_model",
 ]
+
+MAX_TEST_ARGS = 32
+MAX_TEST_ARG_CHARS = 1000
 
 
 class _Args(BaseModel):
@@ -56,7 +63,17 @@ class GrepArgs(_Args):
 
 class WriteFileArgs(_Args):
     path: str = Field(description="Repo-relative POSIX path inside your write scope.")
-    content: str = Field(description="The whole new file content.")
+    content: str = Field(description="The whole new file content (with append: the next part).")
+    append: bool = Field(
+        default=False,
+        description="Add content to the end of the file instead of replacing it: build a file "
+        "too large for one response in parts.",
+    )
+
+
+class MoveFileArgs(_Args):
+    source: str = Field(description="File or directory to move, inside your write scope.")
+    destination: str = Field(description="New path inside your write scope; it must not exist yet.")
 
 
 class EditFileArgs(_Args):
@@ -65,8 +82,26 @@ class EditFileArgs(_Args):
     new: str = Field(description="Replacement text.")
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
 class RunTestsArgs(_Args):
-    pass
+    args: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_TEST_ARGS,
+        description="Extra arguments appended to the test command, e.g. a test file, a test "
+        "id or ['-k', 'expression']; omit to run the whole command.",
+    )
+
+    @field_validator("args")
+    @classmethod
+    def _plain_arguments(cls, args: list[str]) -> list[str]:
+        for arg in args:
+            if len(arg) > MAX_TEST_ARG_CHARS:
+                raise ValueError(f"an argument is longer than {MAX_TEST_ARG_CHARS} characters")
+            if _CONTROL.search(arg):
+                raise ValueError("an argument holds a NUL or control character")
+        return args
 
 
 class FinishArgs(_Args):
@@ -89,10 +124,23 @@ _SPECS: dict[str, tuple[str, type[_Args]]] = {
     ),
     "list_dir": ("List a directory (entries inside your scopes only).", PathArgs),
     "grep": ("Search readable files for a regular expression.", GrepArgs),
-    "write_file": ("Create or replace a file inside your write scope.", WriteFileArgs),
+    "write_file": (
+        "Create or replace a file inside your write scope (append: true adds to its end).",
+        WriteFileArgs,
+    ),
     "edit_file": ("Replace one exact, unique occurrence of `old` with `new`.", EditFileArgs),
+    "delete_file": (
+        "Delete a file, or a directory whose files are all inside your write scope.",
+        PathArgs,
+    ),
+    "move_file": (
+        "Move or rename a file or directory; both paths inside your write scope, the "
+        "destination must not exist.",
+        MoveFileArgs,
+    ),
     "run_tests": (
-        "Run this task's test command (read-only, no network, time-limited).",
+        "Run this task's test command (read-only, no network, time-limited), optionally "
+        "with extra arguments such as one test file or test id.",
         RunTestsArgs,
     ),
     "finish": ("Finish the task with a summary for the tasks that depend on it.", FinishArgs),

@@ -17,7 +17,7 @@ sandboxed runner the orchestrator hands in. Caps:
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -38,6 +38,7 @@ from .providers.base import (
     Usage,
     UserMessage,
 )
+from .providers.limits import cut_message
 from .tokens import TokenCounter
 from .tools import FinishArgs
 
@@ -112,6 +113,7 @@ class WorkerResult(BaseModel):
     tool_errors: list[str] = Field(default_factory=list)
     tests: TestOutcome | None = None
     transcript: str | None = None
+    truncated: int = Field(default=0, description="Responses cut at the output limit.")
     masked: int = Field(default=0, description="Observations masked to references.")
     digests: int = Field(default=0, description="Times the conversation was digested.")
 
@@ -128,7 +130,8 @@ class WorkerContext:
     limits: WorkerLimits
     artifacts: ArtifactStore
     counter: TokenCounter = field(default_factory=TokenCounter)
-    run_tests: Callable[[], TestOutcome] | None = None
+    # the node's test command with extra arguments appended (none: the whole command)
+    run_tests: Callable[[Sequence[str]], TestOutcome] | None = None
     run_budget: RunBudget | None = None
     on_request: Callable[[ModelRequest, int], None] | None = None
     on_tool: Callable[[str], None] | None = None  # after each executed tool call (crash tests)
@@ -148,6 +151,7 @@ class _Worker:
         self.ctx = ctx
         limits = ctx.limits
         self.tool_calls = 0
+        self.truncated = 0
         self.tool_errors: list[str] = []
         self.tests: TestOutcome | None = None
         handlers = {
@@ -204,6 +208,7 @@ class _Worker:
             tool_calls=self.tool_calls,
             violations=list(ctx.firewall.violations),
             tool_errors=self.tool_errors,
+            truncated=self.truncated,
             tests=self.tests,
             transcript=loop.transcript.ref if loop.transcript else None,
             masked=len(self.compactor.masked),
@@ -215,6 +220,12 @@ class _Worker:
     def text_turn(self, response: ModelResponse) -> str | Ending:
         self.compactor.text_turn()
         return CONTINUE_PROMPT
+
+    def cut_turn(self, max_output_tokens: int) -> str | Ending:
+        """A response cut at the output limit: its tool call is lost; say so, and how to go on."""
+        self.truncated += 1
+        self.compactor.text_turn()
+        return cut_message(max_output_tokens)
 
     def before_tool(self, call: ToolCall) -> Ending | None:
         if self.tool_calls >= self.ctx.limits.max_tool_calls:
@@ -249,7 +260,7 @@ class _Worker:
     def _run_tests(self, args: Any) -> ToolOutcome:
         if self.ctx.run_tests is None:
             return ToolOutcome("this task has no test command", status="error")
-        run = self.ctx.run_tests()
+        run = self.ctx.run_tests(args.args)
         self.tests = run
         verdict = "passed" if run.passed else ("timed out" if run.timed_out else "failed")
         limit = f"; {run.limit}" if run.limit else ""

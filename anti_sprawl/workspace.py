@@ -149,6 +149,7 @@ class Workspace:
         check: bool = True,
         input_bytes: bytes | None = None,
         identity: tuple[str, str] = DEFAULT_IDENTITY,
+        author: tuple[str, str, str] | None = None,
     ) -> subprocess.CompletedProcess[bytes]:
         """Run git in this worktree; the admin dir is named explicitly, not read from ``.git``."""
         argv = [f"--git-dir={self.admin_dir}", f"--work-tree={self.path}", *args]
@@ -159,6 +160,7 @@ class Workspace:
             check=check,
             input_bytes=input_bytes,
             identity=identity,
+            author=author,
         )
 
     @property
@@ -287,17 +289,27 @@ def commit(
     trailers: Mapping[str, str],
     *,
     identity: tuple[str, str] = DEFAULT_IDENTITY,
+    author: tuple[str, str] | None = None,
+    allow_empty: bool = False,
 ) -> str | None:
-    """Stage everything in the (audited) worktree and commit; None when nothing changed."""
+    """Stage everything in the (audited) worktree and commit; None when nothing changed.
+
+    ``identity`` commits; ``author`` (the user, see ``gitcmd.user_identity``) authors, so
+    the history says whose change it is and the trailers say which tool made it.
+    ``allow_empty`` commits even when nothing changed.
+    """
     text = compose_message(message, trailers)
     add = ["add", "-A"] if ws.sparse is None else ["add", "-A", "--sparse"]
     ws.git(add)
-    if ws.git(["diff", "--cached", "--quiet", "--no-ext-diff"], check=False).returncode == 0:
+    unchanged = ws.git(["diff", "--cached", "--quiet", "--no-ext-diff"], check=False)
+    if unchanged.returncode == 0 and not allow_empty:
         return None
+    argv = ["commit", "--quiet", "--no-verify", "--no-gpg-sign", "--cleanup=whitespace"]
     ws.git(
-        ["commit", "--quiet", "--no-verify", "--no-gpg-sign", "--cleanup=whitespace", "-F", "-"],
+        [*argv, *(["--allow-empty"] if allow_empty else []), "-F", "-"],
         input_bytes=text.encode("utf-8"),
         identity=identity,
+        author=(*author, "") if author else None,
     )
     return ws.head
 

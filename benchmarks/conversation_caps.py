@@ -75,7 +75,7 @@ def run_one(root: Path, cap: int, calls: int) -> dict[str, Any]:
             first_message="Rewrite pkg/target.py as the modules require.",
             limits=WorkerLimits(token_budget=cap, max_tool_calls=calls + 5),
             artifacts=ArtifactStore(root / str(cap) / "artifacts"),
-            run_tests=lambda: outcome,
+            run_tests=lambda args: outcome,
         )
         result = run_worker(ctx)
     sizes = [raw_request_tokens(r) + r.max_output_tokens for r in provider.requests]

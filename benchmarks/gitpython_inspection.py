@@ -1,7 +1,7 @@
 """GitPython against the one git runner (``gitcmd.run_git``) for the inspection anti-sprawl does.
 
 Why GitPython is not a dependency (README.md, "Dependencies"): on the repository reads the tool
-makes (remotes for ``pr``, the current branch, the run branch's commits and trailers, whether
+makes (remotes for ``pr``, the current branch, the user's identity, the run branch's commits and trailers, whether
 the checkout is dirty) it is slower or unsafe, and its import alone costs more than every
 saving. This script shows it, in one run, on a generated repository: 300 commits of history,
 a run branch of 30 node commits with trailers, a remote, and two safety probes:
@@ -29,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from anti_sprawl.branch import TRAILER_RUN, TRAILER_TASK, RunBranch
-from anti_sprawl.gitcmd import run_git
+from anti_sprawl.gitcmd import run_git, user_identity
 from anti_sprawl.runner import uncommitted_changes
 
 RUN = "r1"
@@ -45,6 +45,8 @@ def make_repo(root: Path, history: int = 300, nodes: int = 30) -> Path:
     for i in range(history):
         run_git(["commit", "-q", "--allow-empty", "-m", f"history {i}"], repo)
     run_git(["remote", "add", "origin", str(root / "nowhere.git")], repo)
+    run_git(["config", "user.name", "Bench User"], repo)
+    run_git(["config", "user.email", "bench@example.com"], repo)
     run_git(["branch", BRANCH], repo)
     worktree = root / "wt"
     run_git(["worktree", "add", "-q", str(worktree), BRANCH], repo)
@@ -114,6 +116,11 @@ def main() -> None:
             with git.Repo(repo) as r:
                 return str(r.active_branch.name)
 
+        def gp_identity() -> tuple[str, str]:
+            with git.Repo(repo) as r:
+                config = r.config_reader()
+                return str(config.get_value("user", "name")), str(config.get_value("user", "email"))
+
         def gp_landed() -> dict[str, int]:
             counts: dict[str, int] = {}
             with git.Repo(repo) as r:
@@ -136,6 +143,7 @@ def main() -> None:
 
         assert gp_remotes() == ours_remotes() == ["origin"]
         assert gp_branch() == ours_branch() == "main"
+        assert gp_identity() == user_identity(repo) == ("Bench User", "bench@example.com")
         assert gp_landed() == branch.landed_tasks() and len(branch.landed_tasks()) == 30
         assert gp_dirty() is False and uncommitted_changes(repo) == 0
 
@@ -145,6 +153,7 @@ def main() -> None:
         rows: list[tuple[str, Callable[[], object], Callable[[], object]]] = [
             ("remotes (pr)", ours_remotes, gp_remotes),
             ("current branch", ours_branch, gp_branch),
+            ("user identity (commit author)", lambda: user_identity(repo), gp_identity),
             ("run branch trailers (30 of 330 commits)", branch.landed_tasks, gp_landed),
             ("dirty check", lambda: uncommitted_changes(repo), gp_dirty),
         ]

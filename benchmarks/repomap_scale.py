@@ -1,11 +1,17 @@
-"""Scale check for the repository map: a generated 20k-file repository, git and plain.
+"""Scale check for the repository map: a generated repository (git and plain) or a real one.
 
 Prints the map build time and files per second; asserts nothing about time (machines vary).
-Run: ``.venv/bin/python benchmarks/repomap_scale.py [N_FILES]``.
+Run: ``.venv/bin/python benchmarks/repomap_scale.py [N_FILES]`` (generated, default 20,000),
+or ``--repo DIR [--requirement TEXT]`` for a real repository, e.g. Django's source:
+``pip download --no-deps --no-binary :all: 'django==4.2.*' -d /tmp/dj`` and unpack it.
+``--profile`` prints where the time goes (cProfile, top functions by cumulative time).
 """
 
 from __future__ import annotations
 
+import argparse
+import cProfile
+import pstats
 import random
 import subprocess
 import sys
@@ -66,10 +72,10 @@ def git(root: Path, *args: str) -> None:
     )
 
 
-def measure(root: Path, label: str) -> None:
+def measure(root: Path, label: str, requirement: str = REQUIREMENT) -> None:
     for budget in (4_000, 32_000):
         start = time.perf_counter()
-        repo_map = build_repo_map(root, REQUIREMENT, token_budget=budget)
+        repo_map = build_repo_map(root, requirement, token_budget=budget)
         elapsed = time.perf_counter() - start
         print(
             f"{label:5} budget={budget:6}: {len(repo_map.files)} files in {elapsed:.2f} s "
@@ -79,18 +85,44 @@ def measure(root: Path, label: str) -> None:
         )
 
 
+def profile(root: Path, requirement: str) -> None:
+    profiler = cProfile.Profile()
+    profiler.enable()
+    build_repo_map(root, requirement, token_budget=4_000)
+    profiler.disable()
+    print("profile (budget=4000), top 15 by cumulative time:")
+    pstats.Stats(profiler, stream=sys.stdout).sort_stats("cumulative").print_stats(15)
+
+
 def main() -> None:
-    n_files = int(sys.argv[1]) if len(sys.argv) > 1 else 20_000
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("n_files", nargs="?", type=int, default=20_000)
+    parser.add_argument("--repo", type=Path, help="measure this repository instead")
+    parser.add_argument("--requirement", default=None, help="requirement to rank for")
+    parser.add_argument("--profile", action="store_true", help="print a cProfile summary")
+    args = parser.parse_args()
+    if args.repo is not None:
+        root = args.repo.resolve()
+        requirement = args.requirement or "Fix how the ORM compiles queries with annotations"
+        label = "git" if (root / ".git").exists() else "plain"
+        print(f"repository {root}")
+        build_repo_map(root, requirement, token_budget=4_000)  # warm the page cache
+        measure(root, label, requirement)
+        if args.profile:
+            profile(root, requirement)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "repo"
         start = time.perf_counter()
-        generate(root, n_files)
-        print(f"generated {n_files} files in {time.perf_counter() - start:.1f} s")
+        generate(root, args.n_files)
+        print(f"generated {args.n_files} files in {time.perf_counter() - start:.1f} s")
         measure(root, "plain")
         git(root, "init", "-q")
         git(root, "add", "-A")
         git(root, "commit", "-qm", "generated")
         measure(root, "git")
+        if args.profile:
+            profile(root, args.requirement or REQUIREMENT)
 
 
 if __name__ == "__main__":

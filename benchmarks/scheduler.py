@@ -46,7 +46,7 @@ PIECE_ROUNDS = 10
 SAMPLE = ROOT / "tasks" / "sample"
 TIMED_PYTEST = (
     "import time; t = time.perf_counter(); import sys, pytest; rc = pytest.main(sys.argv[1:]); "
-    "print(f'BENCH-TEST-SECONDS {time.perf_counter() - t:.6f}'); sys.exit(rc)"
+    "print('BENCH-TEST-SECONDS %.6f' % (time.perf_counter() - t)); sys.exit(rc)"
 )
 
 
@@ -152,9 +152,11 @@ def timed_execute(repo: Path) -> tuple[float, dict[str, float], dict[str, list[f
     lock = threading.Lock()
 
     def on_event(record: TaskResult) -> None:
+        # A node reports "running" when it starts and again when its worktree work ends
+        # (before landing): only the first starts the clock.
         with lock:
             if record.status == "running":
-                started[record.task_id] = time.perf_counter()
+                started.setdefault(record.task_id, time.perf_counter())
             elif record.status in ("succeeded", "failed") and record.task_id in started:
                 walls[record.task_id] = time.perf_counter() - started[record.task_id]
 
@@ -227,6 +229,8 @@ def bench_overhead() -> None:
         runs = tests.get(task, [])
         test_ms = sum(runs) * 1000
         rest = wall_ms - overhead_ms - test_ms
+        if test_ms > wall_ms:
+            raise SystemExit(f"{task}: test runs ({test_ms:.0f} ms) exceed the wall time measured")
         print(
             f"  {task:<11} {wall_ms:5.0f}ms {overhead_ms:7.0f}ms {overhead_ms / wall_ms:6.1%} "
             f"{len(runs):>2} = {test_ms:9.0f}ms {rest:5.0f}ms"

@@ -510,8 +510,11 @@ def test_f37_no_move_into_or_out_of_scope(lay: Layout) -> None:
     assert_denied(lay, fw, lambda: fw.write_text("docs/x.py", text), "not_writable_scope")
     fw.write_text("src/app/a.md", fw.read_text("docs/a.md"))  # a copy; the source stays
     assert (lay.repo / "docs/a.md").read_text() == "# docs a\n"
-    for name in ("move", "rename", "delete", "remove", "unlink", "rmdir"):
-        assert not hasattr(fw, name), f"a {name} operation needs its own catalogue tests"
+    # the move tool itself: the destination outside, or the source outside (its deletion)
+    assert_denied(lay, fw, lambda: fw.move("src/app/x.py", "docs/x.py"), "not_writable_scope")
+    assert_denied(lay, fw, lambda: fw.move("docs/a.md", "src/app/b.md"), "not_writable_scope")
+    assert_denied(lay, fw, lambda: fw.delete("docs/a.md"), "not_writable_scope")
+    assert [v.op for v in fw.violations[-3:]] == ["move", "move", "delete"]
 
 
 @pytest.mark.parametrize(
@@ -532,9 +535,32 @@ def test_f38_the_scope_root_cannot_be_replaced(
     assert (lay.repo / "src/app/x.py").exists()
 
 
+@pytest.mark.parametrize(
+    ("path", "reasons"),
+    [
+        ("src/app", ("scope_root",)),  # every file below is in scope, but it is the root
+        ("src/app/", ("scope_root",)),
+        ("src/app/..", ("bad_path",)),
+        ("src", ("scope_root", "outside_scope", "not_writable_scope")),
+        ("", ("scope_root", "not_a_file")),
+        (".", ("scope_root", "not_a_file")),
+    ],
+)
+def test_f38_the_scope_root_cannot_be_deleted_or_moved(
+    lay: Layout, path: str, reasons: tuple[str, ...]
+) -> None:
+    fw = lay.firewall()
+    assert_denied(lay, fw, lambda: fw.delete(path), *reasons)
+    assert_denied(lay, fw, lambda: fw.move(path, "src/app/moved"), *reasons)
+    wide = lay.firewall(write_scope=["src/app/", "src/lib.py"])
+    assert_denied(lay, wide, lambda: wide.delete("src/app"), "scope_root")
+    assert_denied(lay, wide, lambda: wide.delete("src"), "scope_root", "not_writable_scope")
+
+
 def test_f39_no_operation_takes_a_boundary_argument(lay: Layout) -> None:
     fw = lay.firewall()
-    for name in ("read_text", "list_dir", "grep", "write_text", "edit_text", "check_read"):
+    names = ("read_text", "list_dir", "grep", "write_text", "edit_text", "check_read")
+    for name in (*names, "delete", "move"):
         params = set(inspect.signature(getattr(fw, name)).parameters)
         assert not params & {"cwd", "root", "scope", "read_scope", "write_scope"}, name
     with pytest.raises(TypeError):

@@ -114,7 +114,9 @@ def test_good_plan_is_saved_and_shown(tmp_path: Path, repo: Path) -> None:
     provider.assert_complete()
 
 
-def test_json_output_and_explicit_output_file(tmp_path: Path, repo: Path) -> None:
+def test_json_output_and_explicit_output_file(
+    tmp_path: Path, repo: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     provider = scripted(tmp_path, [submit(GOOD)])
     out, buf = console()
     target = tmp_path / "out" / "plan.json"
@@ -128,7 +130,8 @@ def test_json_output_and_explicit_output_file(tmp_path: Path, repo: Path) -> Non
         console=out,
         as_json=True,
     )
-    doc = json.loads(buf.getvalue())
+    doc = json.loads(capsys.readouterr().out)
+    assert buf.getvalue() == ""
     assert code == 0
     assert set(doc) == {
         "plan_file",
@@ -195,14 +198,15 @@ def test_a_plan_that_stays_invalid_fails_after_the_limit(tmp_path: Path, repo: P
     assert not (repo / ".anti-sprawl" / "plans").exists()
 
 
-def test_failure_as_json(tmp_path: Path, repo: Path) -> None:
+def test_failure_as_json(tmp_path: Path, repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = plan_data(node("a", write_scope=["/etc/passwd"]))
     provider = scripted(tmp_path, [submit(bad)])
     out, buf = console()
     code = run_plan_command(
         "X", repo, None, provider, expand_read_scope=False, max_rounds=1, console=out, as_json=True
     )
-    doc = json.loads(buf.getvalue())
+    doc = json.loads(capsys.readouterr().out)
+    assert buf.getvalue() == ""
     assert code == 1
     assert doc["valid"] is False and doc["plan"] is None and doc["plan_file"] is None
     assert [e["code"] for e in doc["errors"]] == ["bad_scope"]
@@ -435,6 +439,22 @@ def test_the_planners_own_reads_are_not_violations(tmp_path: Path, make_repo: Ma
     result = plan_with(repo, tmp_path, plan)
     assert result.violations == []  # the budget estimate's refused binary read is not one
     assert result.plan.tasks[0].max_tool_calls == 2 * 1 + 6
+
+
+def test_a_submission_cut_at_the_output_limit_is_reported_and_retried(
+    tmp_path: Path, repo: Path
+) -> None:
+    long = json.loads(json.dumps(GOOD))
+    long["tasks"][0]["goal"] = "Explain everything at length. " * 400  # > 1,000 tokens
+    provider = scripted(tmp_path, [submit(long), submit(GOOD)])
+    result = plan_requirement("Add an API handler", repo, provider, max_output_tokens=1000)
+    assert result.ok, result.message
+    first, second = provider.requests_for(PLANNER_TASK_ID)
+    assert first.max_output_tokens == 1000
+    told = [m.content for m in second.messages if isinstance(m, UserMessage)][-1]
+    assert told.startswith("Your response was cut at 1,000 output tokens")
+    assert "shorter plan" in told
+    assert result.rounds == 1  # the cut submission never reached validation
 
 
 def test_planner_read_file_takes_the_same_line_ranges(tmp_path: Path, repo: Path) -> None:

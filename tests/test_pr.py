@@ -132,7 +132,8 @@ def test_pr_pushes_the_run_branch_and_leaves_the_checkout_alone(tmp_path: Path) 
     doc = json.loads(result.stdout)
     assert set(doc) == JSON_KEYS
     assert doc["run_id"] == run_id and doc["branch"] == BRANCH and doc["remote"] == "origin"
-    assert doc["pushed"] is True and doc["opened"] is False and doc["command"] is None
+    assert doc["pushed"] is True and doc["opened"] is False
+    assert doc["command"] == gh_argv(repo, run_id)  # the command the text output prints
     assert remote_ref(bare) == fx.git(repo, "rev-parse", BRANCH)
     body = Path(doc["pr_body"]).read_text()
     assert Path(doc["pr_body"]) == pr_md(repo, run_id)
@@ -318,8 +319,42 @@ def test_unknown_run_missing_repo_and_lost_branch(tmp_path: Path) -> None:
     assert lost.exit_code == 2 and "no longer exists" in one_error_line(lost)
 
 
-def test_pr_title_is_the_first_line_trimmed_to_72() -> None:
+def test_pr_title_is_the_first_line_cut_at_a_word_boundary() -> None:
     assert pr_title("\n  Add a bus  \nmore detail", "plan") == "Add a bus"
     long = pr_title("word " * 40, "plan")
-    assert len(long) == 72 and long.endswith("…") and long.startswith("word word")
+    assert len(long) <= 72 and long.endswith("word…") and long.startswith("word word")
+    req = (
+        "Publish an OrderCreated event on an in-process bus instead of calling notifications "
+        "synchronously"
+    )
+    title = pr_title(req, "plan")
+    assert title == "Publish an OrderCreated event on an in-process bus instead of calling…"
+    assert len(title) <= 72
+    assert pr_title("x" * 100, "plan") == "x" * 71 + "…"  # no space to cut at
     assert pr_title("   \n", "fallback-id") == "fallback-id"
+
+
+def test_pr_output_keeps_the_body_path_on_one_line() -> None:
+    from io import StringIO
+
+    from rich.console import Console
+
+    from anti_sprawl.pr import PrOutcome, render_outcome
+
+    path = "/home/someone/projects/a-rather-long-repository-name/.anti-sprawl/runs/" + (
+        "order-events-20261130-175654-452f/PR.md"
+    )
+    outcome = PrOutcome(
+        run_id="r",
+        branch="anti-sprawl/order-events",
+        remote="origin",
+        pushed=True,
+        pr_body=path,
+        opened=False,
+        command=["gh", "pr", "create"],
+        tip="0" * 40,
+        gh_argv=["gh", "pr", "create", "--body-file", path],
+    )
+    out = StringIO()
+    render_outcome(outcome, Console(file=out, width=80))
+    assert f"PR body: {path}" in out.getvalue().splitlines()

@@ -65,15 +65,15 @@ def test_live_table_on_a_terminal() -> None:
     progress.stop()
     text = out.getvalue()
     assert "tokens (cap/call)" in text and "\x1b[" in text  # a rendered, styled table
-    assert "skipped: b failed" in text
+    assert "skipped" in text
 
 
 def test_verdict_names_reasons_and_dependencies() -> None:
     out = StringIO()
     render_verdict(state(), Console(file=out, width=120))
     text = out.getvalue()
-    assert "failed (budget): over budget" in text
-    assert "skipped: b failed" in text
+    assert "failed b (budget): over budget" in text
+    assert "skipped c: b failed" in text
     assert "1 succeeded, 1 failed, 1 skipped" in text
 
 
@@ -110,6 +110,50 @@ def test_success_with_blocked_attempts_says_so() -> None:
     ]
     out = StringIO()
     render_verdict(s, Console(file=out, width=120))
-    assert "succeeded, 1 blocked" in out.getvalue()
     assert "blocked a: write src/auth.py (not_writable_scope)" in out.getvalue()
     assert "| `a` | succeeded, 1 blocked |" in pr_body(s)
+
+
+def test_verdict_stays_readable_at_80_columns() -> None:
+    from anti_sprawl.worker import TestOutcome
+
+    s = state()
+    b = s.tasks["b"]
+    b.reason, b.message = "tests", "tests failed after the audit (exit code 1)"
+    b.tests = TestOutcome(
+        command=["pytest"],
+        exit_code=1,
+        tail="collected 3 items\n\nFAILED tests/test_x.py::test_y - assert 1 == 2\n"
+        "=========== 1 failed, 2 passed in 0.12s ===========\n",
+    )
+    s.tasks["a"].truncated_responses = 2
+    out = StringIO()
+    render_verdict(s, Console(file=out, width=80))
+    lines = out.getvalue().splitlines()
+    assert all(len(line) <= 80 for line in lines), "\n".join(lines)
+    rows = [ln for ln in lines if ln.startswith("│")]
+    assert len(rows) == 3, "every status fits on its row"
+    assert any("│ failed " in r for r in rows) and any("│ skipped " in r for r in rows)
+    text = "\n".join(lines)
+    assert "failed b (tests): tests failed after the audit (exit code 1)" in text
+    assert "last test output: =========== 1 failed, 2 passed in 0.12s ===========" in text
+    assert "cut a: 2 responses cut at the output limit" in text
+    assert "2 responses cut at the output limit" in pr_body(s)
+
+
+def test_progress_prints_each_status_once() -> None:
+    out = StringIO()
+    progress = Progress(Console(file=out, width=80, force_terminal=False))
+    s = state()
+    progress.start(s)
+    a = s.tasks["a"]
+    a.status = "running"
+    progress.event(a)
+    progress.event(a)  # the journal update when the worktree work ends: still running
+    a.status = "succeeded"
+    progress.event(a)
+    progress.stop()
+    assert [ln.split(" [")[0] for ln in out.getvalue().splitlines()] == [
+        "a: running",
+        "a: succeeded",
+    ]

@@ -150,7 +150,7 @@ def test_a_failing_setup_fails_the_node_before_any_model_call(tmp_path: Path) ->
     assert record.setup is not None and record.setup.exit_code == 3
     out = StringIO()
     render_verdict(state, Console(file=out, width=200))
-    assert "failed (setup)" in out.getvalue() and "setup line 10" in out.getvalue()
+    assert "failed a (setup)" in out.getvalue() and "setup line 10" in out.getvalue()
     run_json = (repo / ".anti-sprawl" / "runs" / state.run_id / "run.json").read_text()
     assert TOKEN not in run_json and json.loads(run_json)["tasks"]["a"]["reason"] == "setup"
 

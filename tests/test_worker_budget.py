@@ -79,7 +79,7 @@ def make_ctx(
         first_message="Change hello() and keep the docs in mind.",
         limits=WorkerLimits(token_budget=budget, max_tool_calls=max_tool_calls),
         artifacts=ArtifactStore(root.parent / "artifacts"),
-        run_tests=(lambda: tests) if tests else None,
+        run_tests=(lambda args: tests) if tests else None,
         run_budget=run_budget,
     )
 

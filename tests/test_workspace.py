@@ -269,6 +269,30 @@ def test_audit_reverts_everything_outside_the_write_scope(repo: Path, tmp_path: 
         assert files == (set(FILES) - {"src/app/y.py"}) | {"src/app/new.py", "src/app/ok_link"}
 
 
+def test_audit_keeps_renames_in_scope_and_reverts_the_half_outside(repo: Path) -> None:
+    with make_ws(repo) as ws:
+        w = ws.path
+        (w / "src/app/sub").mkdir()
+        os.rename(w / "src/app/x.py", w / "src/app/sub/x2.py")  # inside: a rename git sees
+        os.rename(w / "src/lib/z.py", w / "src/app/z.py")  # from outside: source restored
+        os.rename(w / "src/app/y.py", w / "docs/y.md")  # to outside: the copy is removed
+        result = audit(ws, ["src/app/"])
+        assert {(v.path, v.detail) for v in result.violations} == {
+            ("src/lib/z.py", "deleted"),
+            ("docs/y.md", "added"),
+        }
+        assert (w / "src/lib/z.py").read_bytes() == head_bytes(repo, "src/lib/z.py")
+        assert not (w / "docs/y.md").exists()
+        sha = commit(ws, "node t1", TRAILERS)
+        assert sha is not None
+        status = git(repo, "diff", "-M", "--name-status", "HEAD", sha).split("\n")
+        assert sorted(filter(None, status)) == [
+            "A\tsrc/app/z.py",
+            "D\tsrc/app/y.py",
+            "R100\tsrc/app/x.py\tsrc/app/sub/x2.py",
+        ]
+
+
 def test_audit_repeats_until_a_reverted_gitignore_reveals_nothing(repo: Path) -> None:
     with make_ws(repo) as ws:
         # Hide a new file behind an edited .gitignore (itself outside the scope).

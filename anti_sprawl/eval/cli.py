@@ -17,6 +17,7 @@ from ..errors import UsageError
 from ..plan import atomic_write_text
 from ..providers import select_provider
 from ..providers.base import Provider
+from ..providers.limits import default_output_limit
 from ..sandbox import SandboxPolicy
 from .cases import Case, load_cases
 from .metrics import CaseResult
@@ -61,12 +62,16 @@ def run_eval_command(
     allow_unsandboxed: bool = False,
     keep: Path | None = None,
     console: Console | None = None,
+    max_output_tokens: int | None = None,
 ) -> int:
     """Run the suite in ``cases_dir``; print a table (or one JSON document); 0/1 as above.
 
     ``only`` restricts to the named cases; ``keep`` leaves every case's directory there.
     """
     console = console or Console(highlight=False)
+    if max_output_tokens is None and base_url and provider in (None, "openai"):
+        # an OpenAI-compatible local server: 4,096 unless the model is one the table knows
+        max_output_tokens = default_output_limit("openai", model or "", local_server=True)
     cases = load_cases(cases_dir, list(only) or None)
     variants = variants_for(ablate)
     factory = _factory(cases, provider, model, base_url)
@@ -88,6 +93,7 @@ def run_eval_command(
         sandbox=SandboxPolicy(allow_unsandboxed=allow_unsandboxed),
         keep=keep,
         on_case=on_case,
+        max_output_tokens=max_output_tokens,
     )
     suite = run_suite(cases, variants, opts)
     if report is not None:

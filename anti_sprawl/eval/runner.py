@@ -97,6 +97,7 @@ class EvalOptions:
     test_timeout: float = 120.0
     keep: Path | None = None
     on_case: Callable[[CaseResult], None] | None = None
+    max_output_tokens: int | None = None  # None: the provider/model default
 
 
 @contextmanager
@@ -136,12 +137,18 @@ def _command_env(case: Case) -> dict[str, str]:
 
 
 def _plan(
-    case: Case, repo: Path, manifests: Path, provider: Provider
+    case: Case, repo: Path, manifests: Path, provider: Provider, max_output_tokens: int | None
 ) -> tuple[Plan | None, Tokens | None, str | None]:
     """(plan, planner tokens, error): the case's plan file, or what the planner made."""
     if not case.uses_planner:
         return case.load_plan(), None, None
-    result = plan_requirement(case.requirement, repo, provider, manifest_dir=manifests)
+    result = plan_requirement(
+        case.requirement,
+        repo,
+        provider,
+        manifest_dir=manifests,
+        max_output_tokens=max_output_tokens,
+    )
     tokens = result.usage
     if not result.ok or result.plan is None:
         return None, tokens, f"planner: {result.outcome}: {result.message}"
@@ -198,7 +205,7 @@ def _run(
     with _environment(case.env):
         try:
             out.plan, out.planner_tokens, out.error = _plan(
-                case, repo, repo.parent / "planner-manifests", provider
+                case, repo, repo.parent / "planner-manifests", provider, opts.max_output_tokens
             )
             if out.plan is not None:
                 run_opts = ExecuteOptions(
@@ -210,6 +217,7 @@ def _run(
                     test_timeout=opts.test_timeout,
                     command_env=env,
                     ablate=variant.ablate,
+                    max_output_tokens=opts.max_output_tokens,
                 )
                 out.state = execute(out.plan, repo, run_opts)
         except AntiSprawlError as exc:

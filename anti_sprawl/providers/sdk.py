@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 
 from .base import ModelRequest, ModelResponse
 from .errors import translate_sdk_error
+from .limits import response_timeout
 from .retry import with_retries
 from .wire import WireBody, parse_body
 
@@ -54,6 +55,9 @@ class SdkProvider:
     def complete(self, request: ModelRequest) -> ModelResponse:
         """One call, retried on rate limits, overload, timeouts and connection resets."""
         params = self._params(request)
+        base = self._client.timeout
+        if isinstance(base, int | float):  # a long response is not a stalled one
+            params["timeout"] = response_timeout(float(base), request.max_output_tokens)
         raw = with_retries(lambda: self._call(params), attempts=self._attempts, sleep=self._sleep)
         return self._response(request, raw)
 

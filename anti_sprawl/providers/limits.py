@@ -1,0 +1,110 @@
+"""How many output tokens one response may have: per-model defaults, and the time it may take.
+
+A cap that is too low cuts a response mid tool call (a large ``write_file`` is lost); one above
+what the model allows is refused by the API. The table follows the providers' published limits
+(Anthropic's models overview, OpenAI's model pages; checked 2026-10): the longest matching name
+prefix wins. An unknown model on a known API gets a value every current model accepts; an unknown
+model on an OpenAI-compatible local server (``--base-url``) gets 4,096, what small local servers
+commonly allow. ``--max-output-tokens`` overrides all of this; the worker still asks for no more
+than what the node's token budget leaves.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "DEFAULT_LOCAL_LIMIT",
+    "WRITE_IN_PARTS",
+    "cut_message",
+    "default_output_limit",
+    "response_timeout",
+]
+
+DEFAULT_LOCAL_LIMIT = 4_096
+
+# (name prefix, max output tokens), checked longest prefix first.
+_ANTHROPIC: dict[str, int] = {
+    "claude-fable-": 128_000,
+    "claude-opus-5": 128_000,
+    "claude-sonnet-5": 128_000,
+    "claude-haiku-5": 128_000,
+    "claude-opus-4-8": 128_000,
+    "claude-opus-4-7": 128_000,
+    "claude-opus-4-6": 128_000,
+    "claude-sonnet-4-6": 128_000,
+    "claude-opus-4-5": 64_000,
+    "claude-sonnet-4-5": 64_000,
+    "claude-haiku-4-5": 64_000,
+    "claude-opus-4-1": 32_000,
+    "claude-opus-4": 32_000,
+    "claude-sonnet-4": 64_000,
+    "claude-3-7-sonnet": 64_000,
+    "claude-3-5-": 8_192,
+    "claude-3-": 4_096,
+}
+_ANTHROPIC_UNKNOWN = 32_000  # every Claude model since Opus 4 allows at least this
+
+_OPENAI: dict[str, int] = {
+    "gpt-5": 128_000,
+    "gpt-5-chat": 16_384,
+    "gpt-4.1": 32_768,
+    "gpt-4o": 16_384,
+    "gpt-4-turbo": 4_096,
+    "gpt-4": 8_192,
+    "gpt-3.5": 4_096,
+    "o1": 100_000,
+    "o3": 100_000,
+    "o4-mini": 100_000,
+}
+_OPENAI_UNKNOWN = 16_384  # every current OpenAI chat model allows at least this
+
+# The scripted provider has no server limit; this is what a current model allows.
+_SCRIPTED = 128_000
+
+# Sizing a request's timeout: the client's timeout covers a response of _BASE_TOKENS; each
+# token the request allows beyond that adds time at a slow output speed, so a long answer
+# (a whole module in one write_file) is not cut off and retried.
+_BASE_TOKENS = 4_096
+_TOKENS_PER_SECOND = 40.0
+
+
+def _lookup(table: dict[str, int], model: str) -> int | None:
+    name = model.strip().lower()
+    for prefix in sorted(table, key=len, reverse=True):
+        if name.startswith(prefix):
+            return table[prefix]
+    return None
+
+
+def default_output_limit(provider: str, model: str, *, local_server: bool = False) -> int:
+    """The default output cap for ``model`` on ``provider`` (``anthropic``/``openai``/...).
+
+    ``local_server``: the OpenAI provider talks to a ``--base-url`` server; a model name the
+    table does not know there gets ``DEFAULT_LOCAL_LIMIT``.
+    """
+    if provider == "scripted":
+        return _SCRIPTED
+    if provider == "anthropic":
+        return _lookup(_ANTHROPIC, model) or _ANTHROPIC_UNKNOWN
+    known = _lookup(_OPENAI, model)
+    if known is not None:
+        return known
+    return DEFAULT_LOCAL_LIMIT if local_server else _OPENAI_UNKNOWN
+
+
+def response_timeout(base: float, max_output_tokens: int) -> float:
+    """Seconds to wait for one non-streamed response that may hold ``max_output_tokens``."""
+    return base + max(0, max_output_tokens - _BASE_TOKENS) / _TOKENS_PER_SECOND
+
+
+WRITE_IN_PARTS = (
+    "Write large files in parts: write_file with the first part, then write_file with "
+    "append: true for each next part."
+)
+
+
+def cut_message(max_output_tokens: int, advice: str = WRITE_IN_PARTS) -> str:
+    """What a model is told when its response hit the output limit (its tool call is lost)."""
+    return (
+        f"Your response was cut at {max_output_tokens:,} output tokens (the output limit), so "
+        f"the tool call in it was lost and nothing was done. {advice}"
+    )

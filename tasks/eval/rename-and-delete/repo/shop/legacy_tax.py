@@ -1,0 +1,3 @@
+"""Obsolete: nothing imports this any more."""
+
+RATE = 0.19

@@ -1,0 +1,231 @@
+"""delete_file, move_file, write_file(append) and file fidelity through the worker loop.
+
+The scripted provider plays the model (an attacker where the test says so) on real files
+behind the real firewall; every check reads the filesystem or the recorded requests.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from anti_sprawl.artifacts import ArtifactStore
+from anti_sprawl.firewall import Firewall
+from anti_sprawl.providers.base import SystemBlock, ToolResultMessage
+from anti_sprawl.providers.scripted import Script, ScriptedProvider
+from anti_sprawl.tokens import count_tokens
+from anti_sprawl.tools import WORKER_TOOLS
+from anti_sprawl.worker import WorkerContext, WorkerLimits, WorkerResult, run_worker
+
+FINISH = {"tool": "finish", "args": {"summary": "done"}}
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    repo = tmp_path / "repo"
+    for rel, text in {
+        "app/a.py": "A = 1\n",
+        "app/b.py": "B = 2\n",
+        "app/old/x.py": "X = 1\n",
+        "app/old/y.py": "Y = 1\n",
+        "lib/keep.py": "KEEP = 1\n",
+    }.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "victim").write_text("CANARY-VICTIM\n")
+    return repo
+
+
+@pytest.fixture
+def firewall(root: Path) -> Iterator[Firewall]:
+    with Firewall(root, ["lib/**"], ["app/**"]) as fw:
+        yield fw
+
+
+def run(
+    root: Path, firewall: Firewall, turns: list[Any], *, budget: int = 200_000
+) -> tuple[WorkerResult, ScriptedProvider]:
+    provider = ScriptedProvider(Script.from_data({"workers": {"t1": turns}}))
+    ctx = WorkerContext(
+        task_id="t1",
+        provider=provider,
+        firewall=firewall,
+        system=[SystemBlock(text="You are a worker.", cache=True)],
+        first_message="Reorganise app/.",
+        limits=WorkerLimits(token_budget=budget, max_tool_calls=40, max_output_tokens=32_000),
+        artifacts=ArtifactStore(root.parent / "artifacts"),
+    )
+    return run_worker(ctx), provider
+
+
+def observations(provider: ScriptedProvider) -> list[str]:
+    last = provider.requests[-1]
+    return [r.content for m in last.messages if isinstance(m, ToolResultMessage) for r in m.results]
+
+
+def test_tool_table_has_whole_change_tools() -> None:
+    names = {t.name for t in WORKER_TOOLS}
+    assert {"delete_file", "move_file", "write_file", "run_tests"} <= names
+    write = next(t for t in WORKER_TOOLS if t.name == "write_file")
+    assert write.parameters["properties"]["append"]["type"] == "boolean"
+    run_tests = next(t for t in WORKER_TOOLS if t.name == "run_tests")
+    assert run_tests.parameters["properties"]["args"]["type"] == "array"
+
+
+def test_delete_and_move_through_the_loop(root: Path, firewall: Firewall) -> None:
+    turns = [
+        {"tool": "delete_file", "args": {"path": "app/b.py"}},
+        {"tool": "move_file", "args": {"source": "app/a.py", "destination": "app/new/a.py"}},
+        {"tool": "move_file", "args": {"source": "app/old", "destination": "app/renamed"}},
+        FINISH,
+    ]
+    result, provider = run(root, firewall, turns)
+    assert result.status == "succeeded", result.message
+    assert not (root / "app/b.py").exists()
+    assert (root / "app/new/a.py").read_text() == "A = 1\n"
+    assert sorted(p.name for p in (root / "app/renamed").iterdir()) == ["x.py", "y.py"]
+    assert not (root / "app/old").exists()
+    seen = "\n".join(observations(provider))
+    assert "deleted app/b.py" in seen
+    assert "moved app/a.py -> app/new/a.py" in seen
+    assert "moved directory app/old -> app/renamed (2 files)" in seen
+    assert result.violations == [] and result.tool_errors == []
+
+
+def test_hostile_deletes_and_moves_are_refused_and_recorded(root: Path, firewall: Firewall) -> None:
+    os.symlink(str(root.parent / "outside"), root / "app/out")
+    os.symlink("../lib", root / "app/lib")
+    turns = [
+        [
+            {"tool": "delete_file", "args": {"path": "lib/keep.py"}},
+            {"tool": "delete_file", "args": {"path": ".git"}},
+            {"tool": "delete_file", "args": {"path": "app/out/victim"}},
+            {"tool": "delete_file", "args": {"path": "app/lib/keep.py"}},
+            {"tool": "delete_file", "args": {"path": "app"}},
+        ],
+        [
+            {"tool": "move_file", "args": {"source": "app/a.py", "destination": "lib/a.py"}},
+            {"tool": "move_file", "args": {"source": "lib/keep.py", "destination": "app/k.py"}},
+            {"tool": "move_file", "args": {"source": "app/a.py", "destination": "app/b.py"}},
+            {"tool": "move_file", "args": {"source": "app/a.py", "destination": ".git/a.py"}},
+            {"tool": "move_file", "args": {"source": "app/a.py", "destination": "app/out/a"}},
+            {"tool": "move_file", "args": {"source": "app/a.py", "destination": "app/lib/a"}},
+        ],
+        FINISH,
+    ]
+    result, provider = run(root, firewall, turns)
+    assert result.status == "succeeded"
+    assert len(result.violations) == 11
+    assert {v.op for v in result.violations} == {"delete", "move"}
+    # nothing moved, nothing deleted, nothing created anywhere
+    assert (root / "lib/keep.py").read_text() == "KEEP = 1\n"
+    assert (root / "app/a.py").read_text() == "A = 1\n"
+    assert (root / "app/b.py").read_text() == "B = 2\n"
+    assert (root.parent / "outside" / "victim").read_text() == "CANARY-VICTIM\n"
+    assert sorted(os.listdir(root.parent / "outside")) == ["victim"]
+    assert not (root / ".git").exists() and not (root / "lib/a.py").exists()
+    errors = [o for o in observations(provider) if "blocked by the scope firewall" in o]
+    assert len(errors) == 11
+
+
+def test_append_builds_a_file_larger_than_one_response(root: Path, firewall: Firewall) -> None:
+    lines = [f"VALUE_{i:05d} = {i} * 3  # a line of a generated module\n" for i in range(2400)]
+    whole = "".join(lines)
+    assert count_tokens(whole) > 20_000
+    parts = ["".join(lines[i : i + 300]) for i in range(0, len(lines), 300)]
+    turns: list[Any] = [{"tool": "write_file", "args": {"path": "app/big.py", "content": parts[0]}}]
+    turns += [
+        {"tool": "write_file", "args": {"path": "app/big.py", "content": p, "append": True}}
+        for p in parts[1:]
+    ]
+    result, _ = run(root, firewall, [*turns, FINISH], budget=2_000_000)
+    assert result.status == "succeeded", result.message
+    assert (root / "app/big.py").read_text() == whole
+
+
+def test_crlf_missing_final_newline_and_mode_survive(root: Path, firewall: Firewall) -> None:
+    crlf = root / "app/win.txt"
+    crlf.write_bytes(b"one\r\ntwo\r\nthree\r\n")
+    bare = root / "app/bare.txt"
+    bare.write_bytes(b"alpha\nbeta")
+    script = root / "app/run.sh"
+    script.write_bytes(b"#!/bin/sh\necho hi\n")
+    script.chmod(0o755)
+    turns = [
+        [
+            {"tool": "read_file", "args": {"path": "app/win.txt"}},
+            {"tool": "read_file", "args": {"path": "app/win.txt", "start_line": 2, "end_line": 3}},
+            {"tool": "edit_file", "args": {"path": "app/win.txt", "old": "two\n", "new": "2\n"}},
+            {"tool": "write_file", "args": {"path": "app/bare.txt", "content": "alpha\ngamma\n"}},
+            {"tool": "edit_file", "args": {"path": "app/run.sh", "old": "hi", "new": "bye"}},
+        ],
+        {"tool": "write_file", "args": {"path": "app/win.txt", "content": "x\ny\n"}},
+        {"tool": "write_file", "args": {"path": "app/win.txt", "content": "z\n", "append": True}},
+        {"tool": "write_file", "args": {"path": "app/run.sh", "content": "#!/bin/sh\nexit 0\n"}},
+        FINISH,
+    ]
+    result, provider = run(root, firewall, turns)
+    assert result.status == "succeeded", result.message
+    first = provider.requests[1]
+    shown = [
+        r.content for m in first.messages if isinstance(m, ToolResultMessage) for r in m.results
+    ]
+    assert "one\ntwo\nthree\n" in shown[0] and "\r" not in shown[0]  # the model sees \n
+    # a ranged read numbers the same lines (CRLF counts as one line break)
+    assert "app/win.txt lines 2-3 of 3\n2\ttwo\n3\tthree\n</data>" in shown[1]
+    assert crlf.read_bytes() == b"x\r\ny\r\nz\r\n"
+    assert bare.read_bytes() == b"alpha\ngamma"
+    assert script.read_bytes() == b"#!/bin/sh\nexit 0\n"
+    assert script.stat().st_mode & 0o777 == 0o755
+    seen = "\n".join(observations(provider))
+    assert "kept the file's CRLF line endings" in seen
+    assert "no newline at end of file" in seen
+
+
+def test_binary_and_non_utf8_files_refused_for_text_tools_but_move_and_delete(
+    root: Path, firewall: Firewall
+) -> None:
+    (root / "app/logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    (root / "app/latin1.txt").write_bytes("caf\xe9\n".encode("latin-1"))
+    turns = [
+        [
+            {"tool": "read_file", "args": {"path": "app/logo.png"}},
+            {"tool": "read_file", "args": {"path": "app/logo.png", "start_line": 1, "end_line": 1}},
+            {"tool": "write_file", "args": {"path": "app/logo.png", "content": "x"}},
+            {"tool": "edit_file", "args": {"path": "app/latin1.txt", "old": "caf", "new": "t"}},
+            {
+                "tool": "write_file",
+                "args": {"path": "app/latin1.txt", "content": "x", "append": True},
+            },
+        ],
+        [
+            {"tool": "move_file", "args": {"source": "app/logo.png", "destination": "app/i.png"}},
+            {"tool": "delete_file", "args": {"path": "app/latin1.txt"}},
+        ],
+        FINISH,
+    ]
+    result, provider = run(root, firewall, turns)
+    assert result.status == "succeeded"
+    refusals = [o for o in observations(provider) if "binary or non-UTF-8" in o]
+    assert len(refusals) == 5
+    assert "delete_file and move_file still work" in refusals[0]
+    assert (root / "app/i.png").read_bytes() == b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"
+    assert not (root / "app/latin1.txt").exists()
+
+
+def test_run_tests_arguments_are_validated(root: Path, firewall: Firewall) -> None:
+    bad = [
+        {"args": ["tests/a.py\x00--evil"]},
+        {"args": ["x" * 1001]},
+        {"args": [str(i) for i in range(33)]},
+        {"args": "tests/a.py"},
+    ]
+    turns = [[{"tool": "run_tests", "args": a} for a in bad], FINISH]
+    result, _ = run(root, firewall, turns)
+    assert len(result.tool_errors) == 4
+    assert all("invalid arguments for run_tests" in e for e in result.tool_errors)
