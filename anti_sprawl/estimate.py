@@ -21,6 +21,7 @@ from rich.table import Table
 
 from .essentials import NodeFirstPrompt, first_prompts
 from .plan import Plan, TaskNode
+from .plan_graph import critical_path
 from .prices import PriceTable, call_cost, format_usd, worst_call_cost
 from .providers.base import Usage
 from .scope_assist import TaskCost, cost_estimate
@@ -56,6 +57,12 @@ class Estimate(BaseModel):
     usd_high: float
     unpriced: list[str] = Field(default_factory=list, description="Models without a price.")
     prices: str = ""
+    critical_path: list[str] = Field(
+        default_factory=list,
+        description="The chain of dependent tasks with the most model calls: they run one "
+        "after another whatever --jobs allows.",
+    )
+    critical_calls: int = Field(0, description="Model calls on the critical path, at most.")
 
 
 def estimate(
@@ -84,7 +91,13 @@ def estimate(
         tasks.append(
             NodeEstimate(**cost.model_dump(), model=model, usd_low=usd_low, usd_high=usd_high)
         )
+    attempts = {t.task_id: t.attempts for t in tasks}
+    chain, calls = critical_path(
+        plan, lambda n: (n.max_tool_calls + CALL_SLACK) * attempts[n.task_id]
+    )
     return Estimate(
+        critical_path=chain,
+        critical_calls=int(calls),
         tasks=tasks,
         low=tokens.low,
         high=tokens.high,
@@ -195,6 +208,12 @@ def render_estimate(est: Estimate, console: Console) -> None:
         f"{_usd_range(est.usd_low, est.usd_high)}: from the lean first calls to every call at "
         "its cap (token_budget × (max_tool_calls + 2) × max_attempts)",
     )
+    if est.critical_path:
+        console.print(
+            f"critical path: {escape(' -> '.join(est.critical_path))}, at most "
+            f"{est.critical_calls:,} model calls one after another whatever --jobs allows",
+            soft_wrap=True,
+        )
     if est.unpriced:
         console.print(
             f"not in the dollars (no price): {escape(', '.join(est.unpriced))}", soft_wrap=True

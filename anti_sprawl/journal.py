@@ -37,10 +37,10 @@ from .errors import StorageError, UsageError
 from .gitcmd import common_dir
 from .internal_state import check_state_dir
 from .plan import Plan, atomic_write_text
+from .plan_graph import find_cycle
 from .providers.base import Usage
 from .reducer import TaskResult, cache_share, now
 from .replan import PlanRevision
-from .validate import find_cycle
 
 __all__ = ["Journal", "RepoLock", "RunState", "list_runs", "new_run_id", "state_dir"]
 

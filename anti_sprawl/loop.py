@@ -5,7 +5,7 @@ handler). Each turn: fit the next request to the budget (compacting the conversa
 policy allows), call the provider, charge the response, then dispatch every tool call through
 one function that checks arguments, runs the handler and renders the observation. The
 ``Policy`` supplies what differs: how to answer a text-only turn, per-call checks (caps), and
-what to do after a tool ran. The transcript is saved after every step when a store is given.
+what to do after a tool ran. Each step is appended to the transcript when a store is given.
 
 Adding a tool is one row in the table (``Tool(spec, args_model, handler)``) plus its handler.
 """
@@ -42,6 +42,7 @@ from .providers.base import (
 from .redact import redact_data
 
 __all__ = [
+    "TRANSCRIPT",
     "Ending",
     "Handler",
     "Loop",
@@ -129,10 +130,17 @@ def dispatch(
     return ToolResult(call_id=call.id, content=content, is_error=outcome.status == "error"), outcome
 
 
-class Transcript:
-    """Every event of one conversation, saved in full after every step (an artifact).
+TRANSCRIPT = "transcript.jsonl"
+"""A node's transcript artifact: JSON Lines, one event per line."""
 
-    Redacted first: tool arguments and the model's text (a token it copied) are kept here.
+
+class Transcript:
+    """Every event of one conversation, one JSON line each, appended as it happens (an artifact).
+
+    Appending costs the same at the hundredth event as at the first (the file used to be
+    rewritten whole after every event), and a process killed mid-write leaves every earlier
+    event readable (``artifacts.read_json_lines``). Redacted first: tool arguments and the
+    model's text (a token it copied) are kept here. A new transcript starts its file over.
     """
 
     def __init__(
@@ -140,19 +148,17 @@ class Transcript:
         artifacts: ArtifactStore,
         task_id: str,
         redact: Callable[[str], str] = str,
-        name: str = "transcript.json",
+        name: str = TRANSCRIPT,
     ):
         self.artifacts = artifacts
         self.task_id = task_id
         self.redact = redact
         self.name = name
-        self.events: list[dict[str, Any]] = []
         self.ref: str | None = None
 
     def log(self, event: dict[str, Any]) -> None:
-        self.events.append(redact_data(event, self.redact))
-        text = json.dumps(self.events, indent=1, default=str)
-        self.ref = self.artifacts.put(self.task_id, self.name, text)
+        line = json.dumps(redact_data(event, self.redact), default=str) + "\n"
+        self.ref = self.artifacts.append(self.task_id, self.name, line, fresh=self.ref is None)
 
 
 class Policy(Protocol):

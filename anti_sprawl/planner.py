@@ -120,7 +120,9 @@ def plan_requirement(
         raise UsageError(f"repository not found: {repo}")
     if max_rounds < 1 or max_tool_calls < 0 or token_budget < 1:
         raise UsageError("max_rounds and token_budget must be >= 1, max_tool_calls >= 0")
-    repo_map = build_repo_map(repo, requirement, token_budget=map_budget)
+    # One listing for the map and for scope assistance (the map shows its first part).
+    listing = list_repo_files(repo, max_files=MAX_LISTED_FILES)
+    repo_map = build_repo_map(repo, requirement, token_budget=map_budget, listing=listing)
     parts = first_message_parts(
         requirement,
         repo_map.text,
@@ -140,6 +142,7 @@ def plan_requirement(
             max_tool_calls=max_tool_calls,
             token_budget=token_budget,
             expand=expand_read_scope,
+            files=listing.files,
             plan_id=plan_id,
             manifest_dir=manifest_dir,
             base=_head(repo),
@@ -170,6 +173,7 @@ class _Session:
     max_tool_calls: int
     token_budget: int
     expand: bool
+    files: list[str]  # the repository's listing, made once with the map
     plan_id: str | None
     manifest_dir: Path | None
     base: str | None
@@ -318,7 +322,7 @@ class _Session:
         return ToolOutcome("planned", wrap=False, ending=Ending("planned", value=result))
 
     def _assist(self, plan: Plan, missing: dict[str, set[str]]) -> tuple[Plan, list[str]]:
-        files = list_repo_files(self.repo, max_files=MAX_LISTED_FILES).files
+        files = self.files
         warnings: list[str] = []
         if self.expand:
             plan, warnings = expand_read_scopes(plan, files, self._read)

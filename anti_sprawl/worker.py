@@ -28,7 +28,7 @@ from .budget import Budget, RunBudget
 from .digest import Compactor
 from .firewall import Firewall, Violation
 from .handlers import read_handlers, tool_table, write_handlers
-from .loop import Ending, Loop, ToolOutcome, Transcript
+from .loop import TRANSCRIPT, Ending, Loop, ToolOutcome, Transcript
 from .prices import Price
 from .providers.base import (
     ModelRequest,
@@ -196,7 +196,7 @@ class _Worker:
                 ctx.artifacts,
                 ctx.task_id,
                 ctx.redact,
-                "transcript.json" if ctx.attempt == 1 else f"transcript-{ctx.attempt}.json",
+                TRANSCRIPT if ctx.attempt == 1 else f"transcript-{ctx.attempt}.jsonl",
             ),
             model=ctx.model,
             call_prefix=None if ctx.attempt == 1 else f"{ctx.task_id}.attempt{ctx.attempt}",

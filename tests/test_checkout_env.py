@@ -184,7 +184,7 @@ def test_a_hostile_test_cannot_read_secrets_through_the_checkout_bind(
     fx.git(repo, "config", "remote.origin.url", f"https://{C['gitconfig']}@example.com/x.git")
     old_run = repo / ".anti-sprawl" / "runs" / "old-run" / "artifacts" / "x"
     old_run.mkdir(parents=True)
-    (old_run / "transcript.json").write_text(json.dumps({"text": C["transcript"]}))
+    (old_run / "transcript.jsonl").write_text(json.dumps({"text": C["transcript"]}))
     sibling = repo / ".anti-sprawl" / "worktrees" / "other-run-z-1"
     sibling.mkdir(parents=True)
     (sibling / "wip.py").write_text(f"WIP = '{C['sibling']}'\n")

@@ -69,6 +69,8 @@ def test_each_node_ranges_from_its_first_call_to_every_call_of_every_attempt() -
     assert est.usd_high == pytest.approx(worst_a * 20 + worst_c * 5)
     assert est.usd_low == pytest.approx((3_000 * 1.0 + 5_000 * 3.0) / 1e6)
     assert est.unpriced == ["mystery"] and est.prices == "t"
+    # b (12 calls x 3 attempts) then c (5 calls) outweighs a (10 x 2) then c
+    assert (est.critical_path, est.critical_calls) == (["b", "c"], 36 + 5)
     # an output limit above the per-call cap: the worst call is all output, within the cap
     roomy = estimate(plan, {}, lambda n: "strong", table, lambda _: 128_000)
     assert roomy.tasks[2].usd_high == pytest.approx(10_000 * 15.0 / 1e6 * 5)

@@ -152,9 +152,9 @@ def test_a_node_that_fails_its_tests_succeeds_on_a_retry_told_why(
     kinds = [[i["kind"] for i in m["items"]] for m in ms]
     assert "failure_note" not in kinds[0] and "failure_note" in kinds[4]
     artifacts = repo / ".anti-sprawl" / "runs" / state["run_id"] / "artifacts" / "a"
-    assert MARKER in (artifacts / "transcript.json").read_text()
-    assert MARKER not in (artifacts / "transcript-2.json").read_text()
-    assert second["transcript"].endswith("transcript-2.json")
+    assert MARKER in (artifacts / "transcript.jsonl").read_text()
+    assert MARKER not in (artifacts / "transcript-2.jsonl").read_text()
+    assert second["transcript"].endswith("transcript-2.jsonl")
 
     # the verdict and the PR body say it took two attempts
     shown = runner.invoke(app, ["status", state["run_id"], "--repo", str(repo)])
