@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup sandbox-tools lint test demo eval bench clean
+.PHONY: setup sandbox-tools lint fmt test demo eval bench clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,6 +28,11 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check anti_sprawl tests benchmarks
 	$(VENV)/bin/ruff format --check anti_sprawl tests benchmarks
 	$(VENV)/bin/mypy
+
+# Rewrites files: ruff's safe fixes (import order, upgrades), then the formatter.
+fmt: $(STAMP)
+	$(VENV)/bin/ruff check --fix anti_sprawl tests benchmarks
+	$(VENV)/bin/ruff format anti_sprawl tests benchmarks
 
 test: setup lint
 	$(VENV)/bin/pytest -q

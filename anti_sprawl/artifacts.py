@@ -1,5 +1,8 @@
 """Artifacts: full tool outputs and transcripts kept on disk, referenced as ``artifact://``.
 
+Tool outputs are written whole (temp file + rename); a transcript grows by one JSON line per
+event (``append``), read back with ``read_json_lines``.
+
 ``Observer`` turns a tool's output into what the model sees (redacted, long output stored
 here and shown compact, wrapped as untrusted data) and keeps the full text, so masking and
 the conversation digest (``digest.py``) can point at it later.
@@ -7,18 +10,28 @@ the conversation digest (``digest.py``) can point at it later.
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from .files import atomic_write_text
 from .providers.base import ToolCall, ToolResult
 from .trust import wrap_data
 
-__all__ = ["ArtifactStore", "Kept", "Observation", "Observer", "Rendered", "call_source"]
+__all__ = [
+    "ArtifactStore",
+    "Kept",
+    "Observation",
+    "Observer",
+    "Rendered",
+    "call_source",
+    "read_json_lines",
+]
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]+")
 _KEY_LINE = re.compile(r"error|fail|assert|exception|traceback|denied|passed|warning", re.I)
@@ -65,6 +78,26 @@ class ArtifactStore:
                 self.written.append(ref)
         return ref
 
+    def append(self, task_id: str, name: str, text: str, *, fresh: bool = False) -> str:
+        """Append ``text`` to a named artifact (``fresh``: start it over), e.g. a transcript line.
+
+        One ``write`` with ``O_APPEND`` per call: earlier lines are never rewritten, so a
+        process killed mid-write leaves them intact and at most the last line cut short.
+        """
+        task = _UNSAFE.sub("_", task_id)
+        safe = _UNSAFE.sub("_", name)
+        path = self.root / task / safe
+        path.parent.mkdir(parents=True, exist_ok=True)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
+        fd = os.open(path, flags | (os.O_TRUNC if fresh else 0), 0o600)
+        try:
+            data = memoryview(text.encode("utf-8"))
+            while data:
+                data = data[os.write(fd, data) :]
+        finally:
+            os.close(fd)
+        return self.ref(task, safe)
+
     def path(self, ref: str) -> Path:
         rel = ref.removeprefix("artifact://")
         if ".." in rel.split("/"):
@@ -79,6 +112,24 @@ def _highest_number(task_dir: Path) -> int:
     except OSError:
         return 0
     return max((int(n[:4]) for n in names if n[:4].isdigit() and n[4:5] == "-"), default=0)
+
+
+def read_json_lines(path: Path) -> list[dict[str, Any]]:
+    """The records of a JSON Lines artifact (a transcript), up to the first line that is not one.
+
+    A process killed while appending leaves its last line cut short: the complete lines
+    before it are the readable prefix, and that is what this returns.
+    """
+    records: list[dict[str, Any]] = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            record = json.loads(line)
+        except ValueError:
+            break
+        if not isinstance(record, dict):
+            break
+        records.append(record)
+    return records
 
 
 class Observation:

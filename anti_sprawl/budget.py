@@ -6,9 +6,10 @@ Three caps, all checked before a call is made (a call that could break one is no
   its input plus the output it may produce. The number of calls is bounded elsewhere (the
   call cap), so a node spends at most about ``per_call`` times its calls.
 - ``total`` (the planner's budget): the sum over all calls of one conversation.
-- ``RunBudget`` (``execute --max-tokens``): the sum over every call of every node of a run,
-  shared by the threads of parallel nodes. A call reserves its worst case (input estimate +
-  output cap) before it is made, so two nodes cannot both take the last tokens.
+- ``RunBudget`` (``execute --max-tokens``, ``--max-cost``): the sum over every call of every
+  node of a run, in tokens and in dollars, shared by the threads of parallel nodes. A call
+  reserves its worst case (input estimate + output cap, and what that could cost at its
+  model's prices) before it is made, so two nodes cannot both take the last tokens or cents.
 
 A call is charged, per count, the larger of what the provider reported and what we measured
 offline, so a server that under-reports (or reports nothing) cannot stretch a budget. The
@@ -17,11 +18,10 @@ charged figures are the ones reported per node and per run.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
+from .prices import Price, call_cost
 from .providers.base import (
     ModelRequest,
     ModelResponse,
@@ -29,6 +29,7 @@ from .providers.base import (
     request_text,
     turn_text,
 )
+from .run_budget import RefusalReason, RunBudget
 from .tokens import TokenCounter, count_tokens
 
 __all__ = [
@@ -39,8 +40,6 @@ __all__ = [
     "charged_usage",
     "total_usage",
 ]
-
-RefusalReason = Literal["budget", "max_tokens"]
 
 
 def total_usage(items: Iterable[Usage]) -> Usage:
@@ -70,66 +69,6 @@ def charged_usage(measured_input: int, response: ModelResponse) -> Usage:
     )
 
 
-class RunBudget:
-    """The run-wide cap (``--max-tokens``), shared by every node of a run; thread-safe.
-
-    ``spent`` starts from what earlier sessions of the run spent (a resumed run keeps its
-    total). ``on_exhausted`` is called once, with the reason, when a call is refused.
-    """
-
-    def __init__(
-        self,
-        limit: int | None,
-        spent: Usage | None = None,
-        *,
-        on_charge: Callable[[Usage], None] | None = None,
-        on_exhausted: Callable[[str], None] | None = None,
-    ):
-        self.limit = limit
-        self._spent = spent or Usage()
-        self._reserved = 0
-        self._lock = threading.Lock()
-        self._on_charge = on_charge
-        self._on_exhausted = on_exhausted
-        self.exhausted: str | None = None
-
-    @property
-    def spent(self) -> Usage:
-        with self._lock:
-            return self._spent
-
-    def reserve(self, needed: int, max_out: int, min_out: int) -> int | None:
-        """Grant an output cap for a call of ``needed`` input tokens, or None to refuse it."""
-        with self._lock:
-            if self.limit is None:
-                self._reserved += needed + max_out
-                return max_out
-            left = self.limit - self._spent.total - self._reserved
-            grant = min(max_out, left - needed)
-            if grant >= min_out:
-                self._reserved += needed + grant
-                return grant
-            first = self.exhausted is None
-            if first:
-                self.exhausted = (
-                    f"the run's token cap (--max-tokens {self.limit:,}) is reached: "
-                    f"{self._spent.total:,} tokens spent"
-                )
-            message = self.exhausted
-        if first and self._on_exhausted and message:
-            self._on_exhausted(message)
-        return None
-
-    def settle(self, reserved: int, charged: Usage) -> None:
-        """A call ended: drop its reservation, add what it cost (nothing if it failed)."""
-        with self._lock:
-            self._reserved -= reserved
-            self._spent = self._spent.plus(charged)
-            spent = self._spent
-        if self._on_charge and charged.total:
-            self._on_charge(spent)
-
-
 @dataclass(frozen=True)
 class Ticket:
     """A request fitted to the budgets, with what it reserved."""
@@ -138,6 +77,7 @@ class Ticket:
     measured_input: int  # our unscaled count of its input (cl100k)
     needed: int  # the calibrated estimate the caps were checked against
     reserved: int  # held in the run budget until the call is settled
+    reserved_cost: float = 0.0  # dollars held in the run budget until then
 
 
 @dataclass(frozen=True)
@@ -162,6 +102,8 @@ class Budget:
     counter: TokenCounter = field(default_factory=TokenCounter)
     run: RunBudget | None = None
     spent: Usage = field(default_factory=Usage)
+    price: Price | None = None  # the conversation's model's prices (None: unpriced)
+    spent_cost: float = 0.0  # dollars, when priced
 
     def room(self) -> int | None:
         """Tokens the next call may carry (input + output), or None when nothing caps it."""
@@ -219,19 +161,21 @@ class Budget:
                 f"{self.min_output:,} output, but only {room:,} fit{detail}"
             )
             return Refusal("budget", message, needed, room)
-        reserved = 0
+        reserved, held = 0, 0.0
         if self.run is not None:
-            granted = self.run.reserve(needed, max_out, self.min_output)
+            granted = self.run.reserve(needed, max_out, self.min_output, self.price)
             if granted is None:
-                message = self.run.exhausted or "the run's token cap is reached"
-                return Refusal("max_tokens", message, needed, room or 0)
-            max_out, reserved = granted, needed + granted
-        return Ticket(build(max_out), raw, needed, reserved)
+                message = self.run.exhausted or "the run's cap is reached"
+                return Refusal(
+                    self.run.exhausted_reason or "max_tokens", message, needed, room or 0
+                )
+            (max_out, held), reserved = granted, needed + granted[0]
+        return Ticket(build(max_out), raw, needed, reserved, held)
 
     def release(self, ticket: Ticket) -> None:
         """The call failed before a response: nothing is charged."""
         if self.run is not None:
-            self.run.settle(ticket.reserved, Usage())
+            self.run.settle(ticket.reserved, Usage(), reserved_cost=ticket.reserved_cost)
 
     def charge(self, ticket: Ticket, response: ModelResponse) -> tuple[Usage, str | None]:
         """Count one answered call; the second value says which cap it broke, if any.
@@ -241,10 +185,12 @@ class Budget:
         """
         usage = charged_usage(ticket.measured_input, response)
         self.spent = self.spent.plus(usage)
+        cost = call_cost(usage, self.price) if self.price is not None else 0.0
+        self.spent_cost += cost
         if not response.usage.estimated:
             self.counter.observe(ticket.measured_input, response.usage.input_tokens)
         if self.run is not None:
-            self.run.settle(ticket.reserved, usage)
+            self.run.settle(ticket.reserved, usage, cost, ticket.reserved_cost)
         if self.per_call is not None and usage.total > self.per_call:
             return usage, (
                 f"the provider counted {usage.total:,} tokens for one call, over the per-call "

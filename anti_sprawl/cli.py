@@ -243,6 +243,23 @@ MaxTokensOpt = Annotated[
         "not made and the run ends interrupted (resume with a higher cap to finish).",
     ),
 ]
+MaxCostOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--max-cost",
+        min=0.0,
+        help="Run-wide cap in US dollars at the models' prices; the call that could cross it "
+        "is not made and the run ends interrupted (resume with a higher cap to finish).",
+    ),
+]
+PricesOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--prices",
+        help="YAML/JSON prices per model (dollars per million tokens) over the bundled table "
+        "(default: $XDG_CONFIG_HOME/anti-sprawl/prices.yaml when it exists).",
+    ),
+]
 UnsafeOpt = Annotated[
     bool,
     typer.Option(
@@ -323,6 +340,38 @@ def _sandbox_policy(
     )
 
 
+def _prices(prices: Path | None, provider: Any, base_url: str | None) -> Any:
+    """The price table of a command: the bundled one, the user's config file, ``--prices``.
+
+    The environment is read here, once: the config directory ($XDG_CONFIG_HOME, else
+    ~/.config) and whether the provider talks to a local server (zero unless priced).
+    """
+    import os
+
+    from .prices import load_prices
+
+    if prices is None:
+        home = os.environ.get("HOME")
+        config = os.environ.get("XDG_CONFIG_HOME") or (f"{home}/.config" if home else None)
+        found = Path(config) / "anti-sprawl" / "prices.yaml" if config else None
+        prices = found if found is not None and found.is_file() else None
+    env_url = {"anthropic": "ANTHROPIC_BASE_URL", "openai": "OPENAI_BASE_URL"}.get(provider.name)
+    local = (
+        provider.name == "scripted" or bool(base_url) or bool(env_url and os.environ.get(env_url))
+    )
+    return load_prices(prices, local=local)
+
+
+def _warn_unpriced(table: Any, models: list[str]) -> None:
+    """One warning per model the table cannot price: its cost is reported in tokens only."""
+    for name in table.unpriced(models):
+        _stderr().print(
+            f"anti-sprawl: warning: no price for model {name}: its cost is shown in tokens "
+            "only (add it to a prices file: --prices FILE)",
+            markup=False,
+        )
+
+
 def _provider(
     provider: str | None, model: str | None, base_url: str | None, script: Path | None
 ) -> Any:
@@ -337,15 +386,18 @@ def _provider(
     return RedactingProvider(chosen, Redactor(env_secrets(os.environ)))
 
 
+def _local_server(provider: Any, base_url: str | None) -> bool:
+    """The OpenAI provider behind a ``--base-url`` server: unknown models get a small output cap."""
+    return provider.name == "openai" and bool(base_url or os.environ.get("OPENAI_BASE_URL"))
+
+
 def _output_limit(flag: int | None, provider: Any, base_url: str | None) -> int:
     """``--max-output-tokens``, else the default for the chosen model (providers/limits.py)."""
-    import os
-
     from .providers.limits import default_output_limit
 
     if flag is not None:
         return flag
-    local = provider.name == "openai" and bool(base_url or os.environ.get("OPENAI_BASE_URL"))
+    local = _local_server(provider, base_url)
     return default_output_limit(provider.name, provider.model, local_server=local)
 
 
@@ -418,17 +470,28 @@ def plan_cmd(
     max_rounds: Annotated[
         int, typer.Option("--max-rounds", min=1, max=10, help="Repair rounds.")
     ] = 3,
+    models: Annotated[
+        str | None,
+        typer.Option(
+            "--models",
+            help="Comma-separated models the planner may give tasks (cheap ones for mechanical "
+            "work, strong ones for design); the first is the plan's default.",
+        ),
+    ] = None,
     max_output_tokens: MaxOutOpt = None,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
     script: ScriptOpt = None,
+    prices: PricesOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Plan a requirement: a read-only planner model proposes a validated DAG of scoped tasks."""
-    from .plan_cmd import run_plan_command
+    from .plan_cmd import parse_models, run_plan_command
 
+    allowed = parse_models(models)
     chosen = _provider(provider, model, base_url, script)
+    table = _prices(prices, chosen, base_url)
     console = _stdout() if not as_json else Console(stderr=True, highlight=False)
     code = run_plan_command(
         requirement,
@@ -439,7 +502,10 @@ def plan_cmd(
         max_rounds=max_rounds,
         console=console,
         as_json=as_json,
+        models=allowed,
+        prices=table,
         max_output_tokens=_output_limit(max_output_tokens, chosen, base_url),
+        local_server=_local_server(chosen, base_url),
     )
     if code:
         raise typer.Exit(code)
@@ -462,16 +528,26 @@ def execute(
         ),
     ] = False,
     max_tokens: MaxTokensOpt = None,
+    max_cost: MaxCostOpt = None,
     max_output_tokens: MaxOutOpt = None,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
     script: ScriptOpt = None,
+    prices: PricesOpt = None,
     sandbox: SandboxOpt = SandboxChoice.bwrap,
     sandbox_allow: SandboxAllowOpt = None,
     sandbox_limit: SandboxLimitOpt = None,
     allow_unsandboxed: UnsafeOpt = False,
     allow_setup_network: SetupNetworkOpt = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Check the plan and print its estimated cost per node and in total (tokens "
+            "and dollars); run nothing.",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Run a plan: one worktree, firewall and commit per node; leaves a branch and a PR body."""
@@ -484,6 +560,7 @@ def execute(
         sandbox, sandbox_allow, sandbox_limit, allow_unsandboxed, allow_setup_network
     )
     chosen = _provider(provider, model, base_url, script)
+    table = _prices(prices, chosen, base_url)
     settings = RunSettings(
         jobs=jobs,
         branch=branch,
@@ -491,8 +568,16 @@ def execute(
         sandbox=policy,
         sparse=sparse,
         max_tokens=max_tokens,
-        max_output_tokens=_output_limit(max_output_tokens, chosen, base_url),
+        max_cost=max_cost,
+        model=model,
+        prices=table,
+        max_output_tokens=max_output_tokens,
+        local_server=_local_server(chosen, base_url),
     )
+    _warn_unpriced(table, [plan.model_for(t, model) or chosen.model for t in plan.tasks])
+    if dry_run:
+        _dry_run(plan, repo, chosen, settings, as_json)
+        return
     pending = uncommitted_changes(repo)
     if pending and base is None:
         _stderr().print(
@@ -501,6 +586,32 @@ def execute(
             markup=False,
         )
     _run_and_report(lambda o: run_execute(plan, repo, o), chosen, settings, as_json)
+
+
+def _dry_run(plan: Any, repo: Path, provider: Any, settings: Any, as_json: bool) -> None:
+    """``execute --dry-run``: the checks a run makes before its first node, and the estimate;
+    exit 1 when a node could not start (as ``execute`` would), 0 otherwise."""
+    from .estimate import dry_run, render_dry_run
+    from .node import ExecuteOptions
+    from .runner import check_cost_cap, resolve_base
+
+    check_cost_cap(plan, ExecuteOptions(provider, settings), settings.max_cost)
+    result = dry_run(
+        plan,
+        repo,
+        resolve_base(repo, settings.base or "HEAD"),
+        lambda t: plan.model_for(t, settings.model) or provider.model,
+        settings.prices,
+        lambda model: settings.output_limit(provider.name, model),
+        max_tokens=settings.max_tokens,
+        max_cost=settings.max_cost,
+    )
+    if as_json:
+        _print_json(result.model_dump(mode="json"))
+    else:
+        render_dry_run(result, _stdout())
+    if not result.ok:
+        raise typer.Exit(1)
 
 
 @app.command()
@@ -522,12 +633,19 @@ def resume(
             "--max-tokens", min=1, help="New run-wide token cap (default: the run's own)."
         ),
     ] = None,
+    max_cost: Annotated[
+        float | None,
+        typer.Option(
+            "--max-cost", min=0.0, help="New run-wide cap in US dollars (default: the run's own)."
+        ),
+    ] = None,
     jobs: JobsOpt = 2,
     max_output_tokens: MaxOutOpt = None,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
     script: ScriptOpt = None,
+    prices: PricesOpt = None,
     sandbox: SandboxOpt = SandboxChoice.bwrap,
     sandbox_allow: SandboxAllowOpt = None,
     sandbox_limit: SandboxLimitOpt = None,
@@ -548,7 +666,11 @@ def resume(
         jobs=jobs,
         sandbox=policy,
         max_tokens=max_tokens,
-        max_output_tokens=_output_limit(max_output_tokens, chosen, base_url),
+        max_cost=max_cost,
+        model=model,
+        prices=_prices(prices, chosen, base_url),
+        max_output_tokens=max_output_tokens,
+        local_server=_local_server(chosen, base_url),
     )
     source = str(plan_file) if plan_file is not None else ""
     _run_and_report(lambda o: run_resume(run_id, repo, o, plan, source), chosen, settings, as_json)
@@ -592,6 +714,8 @@ def status(
                         "status": s.status,
                         "branch": s.branch,
                         "created_at": s.created_at,
+                        "tokens": s.tokens.total,
+                        "cost_usd": s.cost_usd,
                     }
                     for s in runs
                 ]

@@ -274,7 +274,12 @@ def _pack_memory(
 
 
 def manifest_for_request(
-    prompt: AssembledPrompt, request: ModelRequest, *, n: int, created_at: datetime | None = None
+    prompt: AssembledPrompt,
+    request: ModelRequest,
+    *,
+    n: int,
+    attempt: int = 1,
+    created_at: datetime | None = None,
 ) -> ContextManifest:
     """The manifest of one model call of a worker started from ``prompt``.
 
@@ -294,6 +299,8 @@ def manifest_for_request(
         call_id=request.call_id,
         task_id=request.task_id,
         n=n,
+        attempt=attempt,
+        model=request.model,
         items=items,
         dropped=list(prompt.dropped),
         choices=list(prompt.choices),

@@ -1,7 +1,7 @@
 """Stale git lock files left by a killed git process, and their safe removal.
 
 A ``kill -9`` during ``git commit`` often leaves ``index.lock`` or a ref ``.lock`` behind
-(docs/architecture.md, crash safety: stale locks), and git then refuses to work. They are removed
+(docs/architecture.md, guarantee 6), and git then refuses to work. They are removed
 only when no live git process is working in the repository; the caller holds the run lock.
 """
 

@@ -25,16 +25,16 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, computed_field
 
 from .errors import StorageError, UsageError
 from .files import atomic_write_text
 from .internal_state import RunPaths, StateLayout
 from .plan import Plan
+from .plan_graph import find_cycle
 from .providers.base import Usage
-from .reducer import TaskResult, now
+from .reducer import TaskResult, cache_share, now
 from .replan import PlanRevision
-from .validate import find_cycle
 
 __all__ = ["Journal", "RepoLock", "RunState", "list_runs", "new_run_id"]
 
@@ -75,8 +75,19 @@ class RunState(BaseModel):
         default_factory=Usage,
         description="Every model call of the run, every attempt and session (what the cap counts).",
     )
+    max_cost: float | None = Field(default=None, description="The run's cap in USD (--max-cost).")
+    cost_usd: float = Field(
+        default=0.0, description="Dollars over every priced call of the run (all attempts)."
+    )
+    prices: str = Field(default="", description="Where the dollar figures' prices came from.")
     stopped_by: str | None = Field(default=None, description="Why the run was interrupted.")
     revisions: list[PlanRevision] = Field(default_factory=list, description="resume --plan edits.")
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def cache_share(self) -> float | None:
+        """Share of the run's input tokens read from the provider's cache."""
+        return cache_share(self.tokens)
 
 
 class Journal:

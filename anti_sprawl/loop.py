@@ -5,7 +5,7 @@ handler). Each turn: fit the next request to the budget (compacting the conversa
 policy allows), call the provider, charge the response, then dispatch every tool call through
 one function that checks arguments, runs the handler and renders the observation. The
 ``Policy`` supplies what differs: how to answer a text-only turn, per-call checks (caps), and
-what to do after a tool ran. The transcript is saved after every step when a store is given.
+what to do after a tool ran. Each step is appended to the transcript when a store is given.
 
 Adding a tool is one row in the table (``Tool(spec, args_model, handler)``) plus its handler.
 """
@@ -42,6 +42,7 @@ from .providers.base import (
 from .redact import redact_data
 
 __all__ = [
+    "TRANSCRIPT",
     "Ending",
     "Handler",
     "Loop",
@@ -129,23 +130,35 @@ def dispatch(
     return ToolResult(call_id=call.id, content=content, is_error=outcome.status == "error"), outcome
 
 
-class Transcript:
-    """Every event of one conversation, saved in full after every step (an artifact).
+TRANSCRIPT = "transcript.jsonl"
+"""A node's transcript artifact: JSON Lines, one event per line."""
 
-    Redacted first: tool arguments and the model's text (a token it copied) are kept here.
+
+class Transcript:
+    """Every event of one conversation, one JSON line each, appended as it happens (an artifact).
+
+    Appending costs the same at the hundredth event as at the first (the file used to be
+    rewritten whole after every event), and a process killed mid-write leaves every earlier
+    event readable (``artifacts.read_json_lines``). Redacted first: tool arguments and the
+    model's text (a token it copied) are kept here. A new transcript starts its file over.
     """
 
-    def __init__(self, artifacts: ArtifactStore, task_id: str, redact: Callable[[str], str] = str):
+    def __init__(
+        self,
+        artifacts: ArtifactStore,
+        task_id: str,
+        redact: Callable[[str], str] = str,
+        name: str = TRANSCRIPT,
+    ):
         self.artifacts = artifacts
         self.task_id = task_id
         self.redact = redact
-        self.events: list[dict[str, Any]] = []
+        self.name = name
         self.ref: str | None = None
 
     def log(self, event: dict[str, Any]) -> None:
-        self.events.append(redact_data(event, self.redact))
-        text = json.dumps(self.events, indent=1, default=str)
-        self.ref = self.artifacts.put(self.task_id, "transcript.json", text)
+        line = json.dumps(redact_data(event, self.redact), default=str) + "\n"
+        self.ref = self.artifacts.append(self.task_id, self.name, line, fresh=self.ref is None)
 
 
 class Policy(Protocol):
@@ -196,6 +209,8 @@ class Loop:
     on_request: Callable[[ModelRequest, int], None] | None = None
     transcript: Transcript | None = None
     calls: int = 0
+    model: str | None = None  # None: the provider's own
+    call_prefix: str | None = None  # call ids read "<prefix>-<n>" (default: the task id)
 
     @property
     def specs(self) -> list[ToolSpec]:
@@ -209,7 +224,8 @@ class Loop:
             tools=self.specs,
             max_output_tokens=max(1, max_output),
             task_id=self.task_id,
-            call_id=f"{self.task_id}-{self.calls + 1}",
+            call_id=f"{self.call_prefix or self.task_id}-{self.calls + 1}",
+            model=self.model,
         )
 
     def log(self, event: dict[str, Any]) -> None:
@@ -260,6 +276,7 @@ class Loop:
                     "text": response.text,
                     "tool_calls": [c.model_dump() for c in response.tool_calls],
                     "usage": usage.model_dump(),
+                    "model": response.model,
                     "stop_reason": response.stop_reason,
                 }
             )

@@ -53,6 +53,7 @@ ItemKind = Literal[
     "memory",
     "tool_schema",
     "observation",
+    "failure_note",  # why the node's previous attempt failed (retries; see failure_note.py)
 ]
 Trust = Literal["trusted", "untrusted"]
 DropReason = Literal[
@@ -128,6 +129,8 @@ class ContextManifest(BaseModel):
     call_id: str
     task_id: TaskId | Literal["__planner__"]  # the planner's calls are filed under __planner__
     n: int = Field(ge=0, description="Index of this call within the task (0 = first).")
+    attempt: int = Field(default=1, ge=1, description="The node's attempt this call belongs to.")
+    model: str | None = Field(default=None, description="The model the call asked for.")
     items: list[ContextItem]
     dropped: list[DroppedItem] = Field(default_factory=list)
     choices: list[FileChoice] = Field(
@@ -176,7 +179,9 @@ def load_manifests(manifests: Path, task_id: str | None = None) -> list[ContextM
 
 
 def _item_table(m: ContextManifest) -> Table:
-    title = f"{m.task_id} · call {m.n} · {m.call_id}"
+    attempt = f" · attempt {m.attempt}" if m.attempt > 1 else ""
+    model = f" · {m.model}" if m.model else ""
+    title = f"{m.task_id} · call {m.n}{attempt} · {m.call_id}{model}"
     table = Table(title=title, title_justify="left", show_lines=False)
     table.add_column("#", justify="right")
     table.add_column("kind")

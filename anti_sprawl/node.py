@@ -1,10 +1,15 @@
-"""The central side of a node's life: its journal record, its job, landing on the run branch.
+"""The central side of a node's life: its attempts, its journal record, landing on the run branch.
 
-Each ready node becomes a ``NodeJob`` (node_job.py: a fresh worktree at the run branch's tip,
+A node has up to ``max_attempts`` attempts (the plan's default is 2). Each attempt is a
+``NodeJob`` (node_job.py: a fresh worktree at the run branch's tip,
 firewall, clean-slate prompt, worker, audit, final tests, secret scan, one commit), run by
 ``run_job``: ``run_node_job`` in the scheduler's thread for this process, or whatever an
 executor supplies. What comes back is turned into the node's journal record here, and a
-committed node is landed on the run branch in the run's fixed order. Every status change goes
+committed node is landed on the run branch in the run's fixed order. An attempt that fails for
+a reason another could fix (``failure_note.RETRY_REASONS``) is followed by a fresh one at the
+same base, with the same clean-slate prompt plus a typed failure note, never the failed
+attempt's transcript; the journal records every attempt, and one commit lands whatever the
+attempt. Every status change goes
 through the record's transitions (``TaskResult.start``/``fail``/``skip``/``interrupt``/``land``;
 lifecycle.py draws them).
 
@@ -20,9 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .artifacts import ArtifactStore
+from .attempts import Attempted, log_attempt
 from .branch import BranchCheckedOut, RunBranch
 from .budget import RunBudget
 from .errors import AntiSprawlError, RunError, at_boundary
+from .failure_note import FailureNote
 from .gitcmd import user_identity
 from .internal_state import StateLayout
 from .journal import Journal
@@ -88,6 +95,8 @@ class NodeRunner:
         self.run_budget = RunBudget(
             state.max_tokens,
             state.tokens,
+            max_cost=state.max_cost,
+            spent_cost=state.cost_usd,
             on_charge=self._charged,
             on_exhausted=self._exhausted,
         )
@@ -104,10 +113,15 @@ class NodeRunner:
         )
 
     def _charged(self, spent: Usage) -> None:
-        """After every model call: the run's total is on disk before the next one."""
+        """After every model call: the run's totals are on disk before the next one."""
         with self._tokens_lock:
             self.journal.state.tokens = self.run_budget.spent
+            self.journal.state.cost_usd = self.run_budget.spent_cost
             self.journal.checkpoint()
+
+    def model_of(self, node: TaskNode) -> str:
+        """The model of ``node``'s calls: its own, --model, the plan's default, the provider's."""
+        return self.plan.model_for(node, self.settings.model) or self.opts.provider.model
 
     def _exhausted(self, why: str) -> None:
         """The run cap refused a call: start nothing more; the run ends interrupted."""
@@ -156,18 +170,38 @@ class NodeRunner:
         try:
             if self.opts.stop.is_set():
                 return "failed"  # handed out just before a stop: never started, stays pending
-            return self._attempt(self.plan.task(task_id))
+            return self._attempts(self.plan.task(task_id))
         finally:
             with self._active_lock:
                 self._active -= 1
 
-    def _attempt(self, node: TaskNode) -> NodeVerdict:
+    def _attempts(self, node: TaskNode) -> NodeVerdict:
+        """Run ``node``'s attempts until one succeeds, one fails for good, or they run out."""
+        record = self.journal.state.tasks[node.task_id]
+        record.max_attempts = self.plan.attempts_for(node)
+        # A resumed node starts from the note its last failed attempt left, if any.
+        note = record.attempt_log[-1].note if record.attempt_log else None
+        base: str | None = None  # every attempt of this session starts from the same commit
+        for n in range(record.max_attempts):
+            if n:
+                self._crash("between_attempts", node.task_id)
+            verdict, base = self._attempt(node, base, note)
+            note = self.journal.state.tasks[node.task_id].attempt_log[-1].note
+            if verdict == "succeeded" or note is None or self.opts.stop.is_set():
+                return verdict
+        return "failed"
+
+    def _attempt(
+        self, node: TaskNode, base: str | None, note: FailureNote | None
+    ) -> tuple[NodeVerdict, str | None]:
         """One attempt of ``node``: start its record, run its job, journal what came back."""
         record = self.journal.state.tasks[node.task_id]
-        record.start()
+        record.start(self.model_of(node))
+        earlier, record.violations = record.violations, []
         self._emit(record)
         try:
-            outcome = self.opts.run_job(self._job(node, record), self.env)
+            base = base or self.branch.tip()
+            outcome = self.opts.run_job(self._job(node, record, base, note), self.env)
         except Exception as exc:  # building the job failed (git), or an executor did
             failed = record.model_copy(deep=True)
             record_failure(failed, exc, self.artifacts)
@@ -175,26 +209,41 @@ class NodeRunner:
         self._test_logs[node.task_id] = self._test_logs.get(node.task_id, 0) + outcome.test_runs
         result = outcome.record
         result.finished_at = now()
+        result.violations = [*earlier, *result.violations]
+        log_attempt(
+            result,
+            outcome.verdict,
+            Attempted(worker=outcome.worker, changed=list(outcome.changed)),
+            priced=self.settings.prices.price_for(result.model) is not None,
+            redact_note=self.opts.redactor.model,
+        )
         if outcome.verdict == "succeeded" and outcome.commit is not None:
             # The commit outlives the worktree; `land` puts it on the run branch in order.
             self._committed[node.task_id] = outcome.commit
         self._emit(result)
-        return outcome.verdict
+        return outcome.verdict, base
 
-    def _job(self, node: TaskNode, record: TaskResult) -> NodeJob:
+    def _job(
+        self, node: TaskNode, record: TaskResult, base: str, note: FailureNote | None
+    ) -> NodeJob:
         """The attempt as plain data: the node's slice of the plan, its base and inputs."""
         tasks = self.journal.state.tasks
         return NodeJob(
             run_id=self.journal.state.run_id,
             plan=self.plan.model_copy(update={"tasks": [node]}),
             record=record.model_copy(deep=True),
-            base=self.branch.tip(),
+            base=base,
+            model=record.model,
+            price=self.settings.prices.price_for(record.model),
             settings=self.settings,
             paths=self.paths,
             author=self.author,
             upstream=tuple(upstream_summary(tasks[d]) for d in node.dependencies),
             memory=tuple(self.memory),
+            note=note,
             history=self._foreign_transcripts(node.task_id),
+            # Call indexes go on across attempts, so a retry never overwrites a manifest.
+            first_call=sum(a.calls for a in record.attempt_log),
             first_test_log=self._test_logs.get(node.task_id, 0) + 1,
         )
 

@@ -3,7 +3,7 @@
 ``node_work.run_node_job(job, env)`` does the node's work in four phases:
 
     prepare   a fresh worktree at ``job.base``, the firewall, the plan's setup command, the
-              clean-slate prompt
+              clean-slate prompt (plus the failure note of the attempt before, if any)
     work      the worker loop under the node's caps (worker.py)
     verify    the audit (nothing outside the write scope survives), the final test run, the
               secret scan of what would be committed
@@ -31,9 +31,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .budget import RunBudget
+from .failure_note import FailureNote
 from .lifecycle import NodeVerdict
 from .memory import MemoryFact
 from .plan import Plan, TaskNode
+from .prices import Price
 from .providers.base import Provider
 from .redact import Redactor
 from .reducer import TaskResult
@@ -63,11 +65,14 @@ class NodeJob:
     plan: Plan  # the run's plan cut to this node: the requirement and plan-wide commands
     record: TaskResult  # the node's journal record as the attempt starts (status running)
     base: str  # the commit the worktree starts from (the run branch's tip)
+    model: str  # the model of its calls
+    price: Price | None  # its prices (None: unpriced, tokens only)
     settings: RunSettings
     paths: NodePaths
     author: tuple[str, str]  # (name, email) of the commit's author: the user
     upstream: tuple[UpstreamSummary, ...] = ()  # its dependencies' results: never transcripts
     memory: tuple[MemoryFact, ...] = ()
+    note: FailureNote | None = None  # why the attempt before failed (a retry)
     history: str = ""  # the clean-slate ablation only: earlier nodes' transcripts
     first_call: int = 0  # calls of earlier attempts: manifest numbers go on from here
     first_test_log: int = 1  # test logs of earlier attempts: ``tests-<n>.log`` goes on from here

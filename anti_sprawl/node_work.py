@@ -23,6 +23,7 @@ from .audit import audit
 from .branch import TRAILER_RUN, TRAILER_TASK, TRAILER_TOKENS
 from .context import AssembledPrompt, assemble_worker_prompt, manifest_for_request
 from .errors import RunError, StorageError, at_boundary
+from .failure_note import with_failure_note
 from .firewall import DEFAULT_DENY, Firewall
 from .gitcmd import run_git
 from .lean import lean_target
@@ -32,7 +33,6 @@ from .node_commands import TestRunner, run_setup_command
 from .node_job import NodeEnv, NodeJob, NodeOutcome
 from .path_rules import Violation
 from .providers.base import ModelRequest
-from .providers.limits import default_output_limit
 from .reducer import TaskResult, reduce
 from .secret_scan import staged_secrets
 from .worker import TestOutcome, WorkerContext, WorkerLimits, WorkerResult, run_worker
@@ -143,6 +143,8 @@ class _Attempt:
             prompt = prompt.model_copy(
                 update={"first_user_message": job.history + prompt.first_user_message}
             )
+        if job.note is not None:
+            prompt = with_failure_note(prompt, job.note, job.attempt)
         argv = job.plan.test_command_for(node)
         if argv:
             self.tests = TestRunner(job, ws, argv, self.artifacts, self.env.redactor)
@@ -157,9 +159,7 @@ class _Attempt:
         tests: Callable[..., TestOutcome] | None,
     ) -> WorkerResult:
         job, env, node = self.job, self.env, self.job.node
-        max_output = job.settings.max_output_tokens or default_output_limit(
-            env.provider.name, env.provider.model
-        )
+        max_output = job.settings.output_limit(env.provider.name, job.model)
         ctx = WorkerContext(
             task_id=node.task_id,
             provider=env.provider,
@@ -179,6 +179,9 @@ class _Attempt:
             on_tool=lambda name: self.crash("mid_write") if name == "write_file" else None,
             stop=env.stop,
             redact=env.redactor,
+            model=job.model,
+            price=job.price,
+            attempt=job.attempt,
         )
         result = self.worker = run_worker(ctx)
         return result
@@ -189,7 +192,9 @@ class _Attempt:
         def hook(request: ModelRequest, n: int) -> None:
             if n > 1:
                 self.crash("after_llm_response")
-            manifest = manifest_for_request(prompt, request, n=job.first_call + n)
+            manifest = manifest_for_request(
+                prompt, request, n=job.first_call + n, attempt=job.attempt
+            )
             path = save_manifest(job.paths.manifests, self.env.redactor.model(manifest))
             self.manifests.append(path)
             for item in manifest.items:

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import shlex
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, StrictInt
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StringConstraints
 
 from .errors import UsageError
 from .files import atomic_write_text
@@ -16,8 +16,10 @@ from .ids import TaskId
 from .userdata import load_document
 
 __all__ = [
+    "DEFAULT_MAX_ATTEMPTS",
     "DEFAULT_MAX_TOOL_CALLS",
     "DEFAULT_TOKEN_BUDGET",
+    "ModelName",
     "Plan",
     "TaskNode",
     "command_argv",
@@ -27,6 +29,10 @@ __all__ = [
 
 DEFAULT_TOKEN_BUDGET = 60_000
 DEFAULT_MAX_TOOL_CALLS = 30
+DEFAULT_MAX_ATTEMPTS = 2
+MAX_ATTEMPTS = 10
+# A model name as the provider's API takes it: claude-sonnet-5-5, gpt-5.6-sol, llama3:8b...
+ModelName = Annotated[str, StringConstraints(pattern=r"^[^\s]{1,200}$")]
 TestCommand = str | list[str] | None
 
 
@@ -65,6 +71,18 @@ class TaskNode(BaseModel):
         description="What run_tests executes (argv list or a string split like a shell would); "
         "'{checkout}' is the user's checkout, bound read-only; '{{' and '}}' are literal braces.",
     )
+    model: ModelName | None = Field(
+        default=None,
+        description="The model this node's calls use; wins over the plan's default_model and "
+        "the command line's --model.",
+    )
+    max_attempts: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_ATTEMPTS,
+        description="Attempts before the node fails (default: the plan's max_attempts); each "
+        "retry starts from a fresh worktree with a note on why the last attempt failed.",
+    )
 
 
 class Plan(BaseModel):
@@ -81,6 +99,16 @@ class Plan(BaseModel):
         description="Run once in each node's worktree before the worker (sandboxed; it may "
         "write only git-ignored paths, e.g. node_modules/ or .venv/; nothing it writes lands).",
     )
+    default_model: ModelName | None = Field(
+        default=None,
+        description="Model for nodes without their own; the command line's --model overrides it.",
+    )
+    max_attempts: int = Field(
+        default=DEFAULT_MAX_ATTEMPTS,
+        ge=1,
+        le=MAX_ATTEMPTS,
+        description="Default attempts per node (a node's own max_attempts wins).",
+    )
     tasks: list[TaskNode] = Field(min_length=1)
 
     def task(self, task_id: str) -> TaskNode:
@@ -88,6 +116,14 @@ class Plan(BaseModel):
             if node.task_id == task_id:
                 return node
         raise KeyError(task_id)
+
+    def model_for(self, node: TaskNode, override: str | None = None) -> str | None:
+        """The model of ``node``'s calls: its own, else ``override`` (--model), else the plan's
+        default; None leaves it to the provider's default."""
+        return node.model or override or self.default_model
+
+    def attempts_for(self, node: TaskNode) -> int:
+        return node.max_attempts or self.max_attempts
 
     def test_command_for(self, node: TaskNode) -> list[str] | None:
         """The node's test command (its own, else the plan's) as a template argv."""

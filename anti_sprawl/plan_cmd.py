@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -17,17 +18,19 @@ from rich.console import Console
 from rich.markup import escape
 
 from .errors import UsageError
-from .essentials import first_prompts, start_commit
+from .essentials import start_commit
+from .estimate import Estimate, plan_estimate, render_estimate
 from .internal_state import StateLayout
 from .plan import save_plan
 from .planner import PlannerResult, plan_requirement
+from .prices import PriceTable, call_cost, format_usd
 from .providers.base import Provider
+from .providers.limits import default_output_limit
 from .report import render_plan_tree
-from .scope_assist import CostEstimate, cost_estimate
 from .userdata import read_user_file
 from .workspace import ensure_excluded
 
-__all__ = ["default_plan_path", "read_requirement", "run_plan_command"]
+__all__ = ["default_plan_path", "parse_models", "read_requirement", "run_plan_command"]
 
 
 def read_requirement(requirement: str) -> str:
@@ -39,6 +42,22 @@ def read_requirement(requirement: str) -> str:
     if not text.strip():
         raise UsageError("the requirement is empty")
     return text
+
+
+def parse_models(text: str | None) -> list[str]:
+    """``--models a,b,c``: the names, in order, each once; a bad name is a UsageError."""
+    names: list[str] = []
+    for raw in (text or "").split(","):
+        name = raw.strip()
+        if not name:
+            continue
+        if any(c.isspace() for c in name) or len(name) > 200:
+            raise UsageError(f"--models: {name[:60]!r} is not a model name")
+        if name not in names:
+            names.append(name)
+    if text is not None and not names:
+        raise UsageError("--models needs at least one model name (a,b,c)")
+    return names
 
 
 def default_plan_path(repo: Path, plan_id: str) -> Path:
@@ -56,7 +75,10 @@ def run_plan_command(
     max_rounds: int,
     console: Console,
     as_json: bool,
+    models: Sequence[str] = (),
+    prices: PriceTable | None = None,
     max_output_tokens: int | None = None,
+    local_server: bool = False,
 ) -> int:
     """Plan ``requirement`` for ``repo``, print the result, write the plan file; the exit code."""
     text = read_requirement(requirement)
@@ -75,13 +97,15 @@ def run_plan_command(
         max_rounds=max_rounds,
         expand_read_scope=expand_read_scope,
         manifest_dir=manifest_dir,
+        models=models,
         max_output_tokens=max_output_tokens,
     )
     plan_file: Path | None = None
-    cost = _cost(result, repo)
+    table = prices or PriceTable({})
+    cost = _cost(result, repo, provider, table, local_server)
     if result.plan is not None:
         if not as_json:
-            _show(result, console, cost)
+            _show(result, console, cost, provider, table)
         plan_file = output if output is not None else default_plan_path(repo, result.plan.plan_id)
         try:
             save_plan(result.plan, plan_file)
@@ -96,36 +120,49 @@ def run_plan_command(
     return 0 if result.ok else 1
 
 
-def _cost(result: PlannerResult, repo: Path) -> CostEstimate | None:
-    """The plan's cost range, its low end from the real lean first prompts (None: no plan)."""
-    if result.plan is None:
+def _cost(
+    result: PlannerResult, repo: Path, provider: Provider, prices: PriceTable, local_server: bool
+) -> Estimate | None:
+    """The plan's cost range in tokens and dollars, its low end from the real lean first
+    prompts (None: no plan). Nodes without a model use the plan's default or this provider's;
+    each call's output is capped at its model's default limit (providers/limits.py)."""
+    plan = result.plan
+    if plan is None:
         return None
-    commit = start_commit(repo, result.plan.base)
-    fits = first_prompts(result.plan, repo, commit)
-    return cost_estimate(result.plan, {f.task_id: f.first_call for f in fits})
+    commit = start_commit(repo, plan.base)
+    est, _ = plan_estimate(
+        plan,
+        repo,
+        commit,
+        lambda n: plan.model_for(n) or provider.model,
+        prices,
+        lambda m: default_output_limit(provider.name, m, local_server=local_server),
+    )
+    return est
 
 
-def _show(result: PlannerResult, console: Console, cost: CostEstimate | None) -> None:
+def _show(
+    result: PlannerResult,
+    console: Console,
+    cost: Estimate | None,
+    provider: Provider,
+    prices: PriceTable,
+) -> None:
     assert result.plan is not None
     render_plan_tree(result.plan, console)
     for warning in result.warnings:
         console.print(f"[yellow]warning[/]: {escape(warning)}", soft_wrap=True)
     u = result.usage
+    price = prices.price_for(provider.model)
+    spent = f", {format_usd(call_cost(u, price))}" if price is not None else ""
     console.print(
         f"planner: {result.rounds} submission(s), {result.requests} model call(s), "
         f"{result.tool_calls} tool call(s), {u.input_tokens:,} input + {u.output_tokens:,} "
-        "output tokens",
+        f"output tokens{spent}",
         soft_wrap=True,
     )
-    if cost is None:
-        return
-    console.print(
-        f"estimated cost: [bold]{cost.low:,}[/] to [bold]{cost.high:,}[/] tokens: from the "
-        "lean first calls to every call at its cap (token_budget × (max_tool_calls + 2))",
-        soft_wrap=True,
-    )
-    for t in cost.tasks:
-        console.print(f"  {escape(t.task_id)}: {t.low:,} to {t.high:,}", soft_wrap=True)
+    if cost is not None:
+        render_estimate(cost, console)
 
 
 def _show_failure(result: PlannerResult, console: Console) -> None:
@@ -139,7 +176,7 @@ def _show_failure(result: PlannerResult, console: Console) -> None:
 
 
 def _json_document(
-    result: PlannerResult, plan_file: Path | None, cost: CostEstimate | None
+    result: PlannerResult, plan_file: Path | None, cost: Estimate | None
 ) -> dict[str, Any]:
     return {
         "plan_file": str(plan_file) if plan_file is not None else None,

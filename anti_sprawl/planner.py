@@ -9,7 +9,7 @@ it is returned. Tokens are capped over the whole planning conversation.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -38,6 +38,7 @@ from .planner_tools import (
     default_plan_id,
     feedback,
     missing_budgets,
+    model_problems,
     submission_data,
 )
 from .providers.base import ModelRequest, ModelResponse, Provider, ToolCall, Usage, UserMessage
@@ -101,9 +102,13 @@ def plan_requirement(
     plan_id: str | None = None,
     manifest_dir: Path | None = None,
     token_budget: int = 200_000,
+    models: Sequence[str] = (),
     max_output_tokens: int | None = None,
 ) -> PlannerResult:
     """Ask ``provider`` for a plan of ``requirement`` on ``repo`` and validate it.
+
+    With ``models`` (``plan --models``) the planner may give each task one of them, saying
+    why in the task's goal; the plan's default model is the first unless it picks another.
 
     At most ``max_rounds`` submissions, ``max_tool_calls`` exploration calls and
     ``token_budget`` tokens over all model calls, each response capped at
@@ -116,13 +121,16 @@ def plan_requirement(
         raise UsageError(f"repository not found: {repo}")
     if max_rounds < 1 or max_tool_calls < 0 or token_budget < 1:
         raise UsageError("max_rounds and token_budget must be >= 1, max_tool_calls >= 0")
-    repo_map = build_repo_map(repo, requirement, token_budget=map_budget)
+    # One listing for the map and for scope assistance (the map shows its first part).
+    listing = list_repo_files(repo, max_files=MAX_LISTED_FILES)
+    repo_map = build_repo_map(repo, requirement, token_budget=map_budget, listing=listing)
     parts = first_message_parts(
         requirement,
         repo_map.text,
         max_tool_calls=max_tool_calls,
         plan_id=plan_id,
         omitted=repo_map.omitted,
+        models=models,
     )
     with Firewall(repo, ["**"], []) as firewall:
         session = _Session(
@@ -135,9 +143,11 @@ def plan_requirement(
             max_tool_calls=max_tool_calls,
             token_budget=token_budget,
             expand=expand_read_scope,
+            files=listing.files,
             plan_id=plan_id,
             manifest_dir=manifest_dir,
             base=_head(repo),
+            models=tuple(models),
             max_output_tokens=max_output_tokens or MAX_OUTPUT_TOKENS,
         )
         return session.run()
@@ -164,9 +174,11 @@ class _Session:
     max_tool_calls: int
     token_budget: int
     expand: bool
+    files: list[str]  # the repository's listing, made once with the map
     plan_id: str | None
     manifest_dir: Path | None
     base: str | None
+    models: tuple[str, ...] = ()
     max_output_tokens: int = MAX_OUTPUT_TOKENS
     tool_calls: int = 0
     rounds: int = 0
@@ -285,6 +297,10 @@ class _Session:
             base=self.base,
         )
         report = validate(data, self.repo)
+        chosen = model_problems(report.plan, self.models) if report.plan is not None else []
+        if chosen:
+            errors = [*report.errors, *chosen]
+            report = Report(valid=False, errors=errors, warnings=report.warnings, plan=report.plan)
         self.report = report
         if not report.valid or report.plan is None:
             text = feedback(self.report, self.rounds, self.max_rounds)
@@ -293,7 +309,10 @@ class _Session:
                 message = f"the plan is still invalid after {self.rounds} submission(s)"
                 ending = Ending("invalid", message)
             return ToolOutcome(text, status="error", wrap=False, ending=ending)
-        plan, warnings = self._assist(report.plan, missing_budgets(raw))
+        plan = report.plan
+        if self.models and plan.default_model is None:
+            plan = plan.model_copy(update={"default_model": self.models[0]})
+        plan, warnings = self._assist(plan, missing_budgets(raw))
         final = validate(plan, self.repo)
         if not final.valid or final.plan is None:  # assistance must never break a valid plan
             warnings.append("scope assistance was not applied: it made the plan invalid")
@@ -304,7 +323,7 @@ class _Session:
         return ToolOutcome("planned", wrap=False, ending=Ending("planned", value=result))
 
     def _assist(self, plan: Plan, missing: dict[str, set[str]]) -> tuple[Plan, list[str]]:
-        files = list_repo_files(self.repo, max_files=MAX_LISTED_FILES).files
+        files = self.files
         warnings: list[str] = []
         if self.expand:
             plan, warnings = expand_read_scopes(plan, files, self._read)

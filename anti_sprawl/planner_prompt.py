@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from .ids import PLANNER_TASK_ID, SUBMIT_PLAN_TOOL
@@ -153,8 +154,10 @@ def first_message_parts(
     max_tool_calls: int,
     plan_id: str | None,
     omitted: int,
+    models: Sequence[str] = (),
 ) -> list[PromptPart]:
-    """The first user message in recorded parts: requirement, repository map, what to do."""
+    """The first user message in recorded parts: requirement, repository map, the models
+    the user allows (``plan --models``), what to do."""
     parts = [
         PromptPart(
             "requirement",
@@ -180,6 +183,8 @@ def first_message_parts(
             "repomap", "stub", "repomap", "untrusted", wrap_data("repomap", "repomap", repo_map)
         )
     )
+    if models:
+        parts.append(PromptPart("models", "instruction", "anti-sprawl", "trusted", _models(models)))
     ask = (
         f"\nRead more with read_file, list_dir and grep if the map is not enough (at most "
         f"{max_tool_calls} calls in total), then call {SUBMIT_PLAN_TOOL} with the whole plan."
@@ -188,6 +193,18 @@ def first_message_parts(
         ask += f" Use plan_id {json.dumps(plan_id)}."
     parts.append(PromptPart("instruction:ask", "instruction", "anti-sprawl", "trusted", ask + "\n"))
     return parts
+
+
+def _models(models: Sequence[str]) -> str:
+    names = ", ".join(f"`{m}`" for m in models)
+    return (
+        f"\n# Models\nThe user allows these models for the workers: {names}. Set a task's "
+        "`model` to the cheapest one that can do it well: a cheaper model for mechanical work "
+        "(a rename, a move, tests from a clear specification, a small edit), a stronger one "
+        "for design and for changes that need reasoning across modules. Say why at the end of "
+        "that task's goal, in a line `Model: NAME, because ...`. A task without `model` uses "
+        f"`default_model`, which you may set to one of them (otherwise `{models[0]}`).\n"
+    )
 
 
 def planner_manifest(request: ModelRequest, parts: list[PromptPart], *, n: int) -> ContextManifest:

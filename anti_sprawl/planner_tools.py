@@ -11,16 +11,19 @@ from __future__ import annotations
 import copy
 import hashlib
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from .ids import SUBMIT_PLAN_TOOL
-from .validate import Report
+from .plan import Plan
+from .validate import Problem, Report
 
 __all__ = [
     "OBSERVATION_CHARS",
     "default_plan_id",
     "feedback",
     "missing_budgets",
+    "model_problems",
     "submission_data",
 ]
 
@@ -73,3 +76,44 @@ def feedback(report: Report | None, rounds: int, max_rounds: int) -> str:
         *(f"- [{p.code}] {p.message}" for p in errors),
     ]
     return "\n".join(lines)
+
+
+def model_problems(plan: Plan, allowed: Sequence[str]) -> list[Problem]:
+    """Models a submission may not use: only those of ``plan --models``, each with a reason.
+
+    Without ``--models`` the user chose no models for the planner to pick from, so a
+    submission that names one is sent back. With it, a task's model must be one of the list
+    and its goal must say why (``Model: NAME, because ...``).
+    """
+    problems: list[Problem] = []
+    shown = ", ".join(allowed)
+    if plan.default_model is not None and plan.default_model not in allowed:
+        problems.append(
+            Problem(
+                code="model_not_allowed",
+                message=f"default_model '{plan.default_model}' is not allowed"
+                + (f" (allowed: {shown})" if allowed else ": leave it out"),
+            )
+        )
+    for task in plan.tasks:
+        if task.model is None:
+            continue
+        if task.model not in allowed:
+            why = f"allowed: {shown}" if allowed else "the user allowed no models: leave it out"
+            problems.append(
+                Problem(
+                    code="model_not_allowed",
+                    message=f"task '{task.task_id}' model '{task.model}' is not allowed ({why})",
+                    tasks=[task.task_id],
+                )
+            )
+        elif task.model not in task.goal:
+            problems.append(
+                Problem(
+                    code="model_reason",
+                    message=f"task '{task.task_id}' uses model '{task.model}' but its goal does "
+                    f"not say why: end the goal with 'Model: {task.model}, because ...'",
+                    tasks=[task.task_id],
+                )
+            )
+    return problems

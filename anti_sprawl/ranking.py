@@ -11,8 +11,9 @@ passes on half its mass rather than all of it and a leaf does not become a condu
 restart probability is 0.5 (``alpha`` 0.5): relevance to the requirement dominates and each
 hop halves the mass, so direct neighbours of a relevant file outrank files two hops away.
 
-``networkx.pagerank`` needs numpy/scipy in networkx 3.x (verified: it raises without them),
-which we do not depend on, so the power iteration is done here over adjacency lists.
+The import graph is a plain mapping (file -> the files it imports, in order) and the power
+iteration is done here over adjacency lists: ``networkx.pagerank`` needs numpy/scipy in
+networkx 3.x, and networkx itself is not a runtime dependency (README.md, "Dependencies").
 """
 
 from __future__ import annotations
@@ -24,9 +25,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import NamedTuple
 
-import networkx as nx
-
 __all__ = [
+    "ImportGraph",
     "RequirementTerms",
     "build_import_graph",
     "explicit_files",
@@ -50,6 +50,10 @@ _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _TOKEN = re.compile(r"[\w./\-]+")
 _EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]*$")
 _MAX_MODULE_TARGETS = 5  # one dotted name found in many places is ambiguous; cap its edges
+
+
+ImportGraph = dict[str, dict[str, None]]
+"""File -> the files it imports, as an ordered set (dict keys): the edges PageRank walks."""
 
 
 class RequirementTerms(NamedTuple):
@@ -123,10 +127,10 @@ def module_index(files: Iterable[str]) -> dict[str, list[str]]:
 
 def build_import_graph(
     imports: Mapping[str, Sequence[str]], index: Mapping[str, Sequence[str]]
-) -> nx.DiGraph:
-    """Directed graph file -> in-repo files it imports; every file in ``imports`` is a node."""
-    graph = nx.DiGraph()
-    graph.add_nodes_from(imports)
+) -> ImportGraph:
+    """File -> the in-repo files it imports (each once, in order); every file in ``imports``
+    is a key, and so is every imported file."""
+    graph: ImportGraph = {source: {} for source in imports}
     for source, names in imports.items():
         for name in names:
             targets = index.get(name, ())
@@ -134,7 +138,8 @@ def build_import_graph(
                 continue
             for target in targets:
                 if target != source:
-                    graph.add_edge(source, target)
+                    graph[source][target] = None
+                    graph.setdefault(target, {})
     return graph
 
 
@@ -195,7 +200,7 @@ def relevance(
 
 
 def personalized_pagerank(
-    graph: nx.DiGraph,
+    graph: ImportGraph,
     personalization: Mapping[str, float],
     *,
     alpha: float = 0.5,
@@ -204,7 +209,7 @@ def personalized_pagerank(
     tol: float = 1e-6,
 ) -> dict[str, float]:
     """PageRank restarting at ``personalization`` (uniform if empty), edges walked both ways."""
-    nodes = list(graph.nodes)
+    nodes = list(graph)
     nodes += [n for n in personalization if n not in graph]
     if not nodes:
         return {}
@@ -218,12 +223,14 @@ def personalized_pagerank(
     else:
         restart = [1.0 / count] * count
     weights: list[dict[int, float]] = [{} for _ in range(count)]
-    for u, v in graph.edges:
-        i, j = index[u], index[v]
-        if i != j:
-            weights[i][j] = weights[i].get(j, 0.0) + 1.0
-            if reverse_weight > 0:
-                weights[j][i] = weights[j].get(i, 0.0) + reverse_weight
+    for u, targets in graph.items():
+        i = index[u]
+        for v in targets:
+            j = index[v]
+            if i != j:
+                weights[i][j] = weights[i].get(j, 0.0) + 1.0
+                if reverse_weight > 0:
+                    weights[j][i] = weights[j].get(i, 0.0) + reverse_weight
     adjacency: list[list[tuple[int, float]]] = []
     kept = [0.0] * count  # share of a node's mass its edges pass on; the rest restarts
     for i, out_weights in enumerate(weights):

@@ -10,9 +10,10 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, Field
+from pydantic import BaseModel, BeforeValidator, Field, computed_field
 
 from .errors import InternalError
+from .failure_note import AttemptRecord
 from .firewall import Violation
 from .lifecycle import FailReason, NodeStatus
 from .providers.base import Usage
@@ -21,7 +22,15 @@ from .tools import FinishArgs
 from .worker import TestOutcome, WorkerResult
 from .workspace import DiffStat, Workspace, diff, diffstat
 
-__all__ = ["Status", "TaskResult", "Tokens", "now", "reduce", "upstream_summary"]
+__all__ = [
+    "Status",
+    "TaskResult",
+    "Tokens",
+    "cache_share",
+    "now",
+    "reduce",
+    "upstream_summary",
+]
 
 Status = NodeStatus  # the scheduler's words: pending, running, succeeded, failed, skipped
 MAX_DIFF_CHARS = 200_000
@@ -49,6 +58,13 @@ def now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+def cache_share(usage: Usage) -> float | None:
+    """The share of input tokens read from the provider's cache (None: no input yet)."""
+    if usage.input_tokens <= 0:
+        return None
+    return round(usage.cache_read_tokens / usage.input_tokens, 4)
+
+
 class TaskResult(BaseModel):
     """What the run keeps of one node (docs/architecture.md, "TaskResult"), also its journal record."""
 
@@ -63,6 +79,13 @@ class TaskResult(BaseModel):
     diff: str = ""
     commit: str | None = None
     tokens: Tokens = Field(default_factory=Usage, description="Charged over the last attempt.")
+    total_tokens: Tokens = Field(
+        default_factory=Usage, description="Charged over every attempt of the node."
+    )
+    cost_usd: float | None = Field(
+        default=None, description="Dollars over every attempt; None while its model is unpriced."
+    )
+    model: str = Field(default="", description="The model of the node's calls.")
     token_budget: int = 0
     tool_calls: int = 0
     max_tool_calls: int = 0
@@ -78,14 +101,24 @@ class TaskResult(BaseModel):
     hidden_chars: dict[str, int] = Field(default_factory=dict)
     transcript: str | None = None
     attempts: int = 0
+    max_attempts: int = 1
+    attempt_log: list[AttemptRecord] = Field(
+        default_factory=list, description="Every attempt of the node, oldest first."
+    )
     started_at: str | None = None
     finished_at: str | None = None
 
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def cache_share(self) -> float | None:
+        """Share of the node's input tokens (all attempts) read from the provider's cache."""
+        return cache_share(self.total_tokens)
+
     # -- transitions (lifecycle.py draws them): the only places a status is set -------------
 
-    def start(self) -> None:
-        """A new attempt begins: running, numbered, with nothing of the last attempt's outcome
-        (its violations stay: the caller keeps what every attempt was refused)."""
+    def start(self, model: str | None = None) -> None:
+        """A new attempt begins (with ``model``): running, numbered, with nothing of the last
+        attempt's outcome (its violations stay: the caller keeps what every attempt was refused)."""
         self._expect("start", "pending", "failed")
         self.status, self.attempts = "running", self.attempts + 1
         self.started_at, self.finished_at = now(), None
@@ -93,6 +126,8 @@ class TaskResult(BaseModel):
         self.tokens, self.calls, self.tool_calls, self.truncated_responses = Usage(), 0, 0, 0
         self.summary, self.tests, self.setup, self.transcript = None, None, None, None
         self.commit, self.diff, self.diffstat, self.files_changed = None, "", None, []
+        if model is not None:
+            self.model = model
 
     def fail(self, reason: FailReason, message: str) -> None:
         """The attempt (or its landing) failed, for ``reason``."""

@@ -28,10 +28,13 @@ from anti_sprawl.ranking import (
     relevance,
     requirement_terms,
 )
-from anti_sprawl.repofiles import RepoReader
+from anti_sprawl.repofiles import FileListing, RepoReader
 from anti_sprawl.repomap_render import render_map
 
-__all__ = ["SCAN_BYTES", "RepoMap", "build_repo_map"]
+__all__ = ["MAX_MAP_FILES", "SCAN_BYTES", "RepoMap", "build_repo_map"]
+
+MAX_MAP_FILES = 50_000
+"""Files the map lists at most (sorted by path); past it, the map says it was cut."""
 
 SCAN_BYTES = 64 * 1024 * 1024
 """Total source bytes read to find imports and symbols; past it, files rank by path alone."""
@@ -65,15 +68,27 @@ class _Scan(NamedTuple):
 
 
 def build_repo_map(
-    root: Path, requirement: str, *, token_budget: int, max_files: int = 50_000
+    root: Path,
+    requirement: str,
+    *,
+    token_budget: int,
+    max_files: int = MAX_MAP_FILES,
+    listing: FileListing | None = None,
 ) -> RepoMap:
-    """Map ``root`` for ``requirement`` in at most ``token_budget`` tokens (cl100k count)."""
+    """Map ``root`` for ``requirement`` in at most ``token_budget`` tokens (cl100k count).
+
+    ``listing`` is the repository's listing when the caller has made it already (the planner
+    lists once for the map and for scope assistance); the map takes its first ``max_files``.
+    """
     if token_budget < 0:
         raise ValueError("token_budget must be >= 0")
     if not root.is_dir():
         raise UsageError(f"not a directory: {root}")
     reader = RepoReader(root)
-    listing = reader.list_files(max_files=max_files)
+    if listing is None:
+        listing = reader.list_files(max_files=max_files)
+    elif len(listing.files) > max_files:
+        listing = FileListing(listing.files[:max_files], truncated=True)
     files = listing.files
     scan = _scan(reader, files)
     index = module_index(files)

@@ -15,52 +15,17 @@ from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
-from .plan import Plan, TaskNode
+from .plan import Plan
+from .plan_graph import plan_layers
 from .validate import Report
 
 __all__ = [
     "plan_dot",
     "plan_json",
-    "plan_layers",
     "plan_mermaid",
     "render_plan_tree",
     "render_report",
 ]
-
-
-def plan_layers(plan: Plan) -> list[list[TaskNode]]:
-    """Topological layers: every node in layer k depends only on nodes in layers < k.
-
-    Nodes in one layer never depend on each other, so they may run at the same time.
-    Assumes a validated (acyclic, known dependencies) plan.
-    """
-    by_id = {t.task_id: t for t in plan.tasks}
-    depth: dict[str, int] = {}
-    order = {t.task_id: i for i, t in enumerate(plan.tasks)}
-
-    remaining = {t.task_id: {d for d in t.dependencies if d in by_id} for t in plan.tasks}
-    dependents: dict[str, list[str]] = {tid: [] for tid in by_id}
-    for tid, deps in remaining.items():
-        for d in deps:
-            dependents[d].append(tid)
-    frontier = [tid for tid, deps in remaining.items() if not deps]
-    for tid in frontier:
-        depth[tid] = 0
-    while frontier:
-        nxt: list[str] = []
-        for tid in frontier:
-            for child in dependents[tid]:
-                remaining[child].discard(tid)
-                depth[child] = max(depth.get(child, 0), depth[tid] + 1)
-                if not remaining[child]:
-                    nxt.append(child)
-        frontier = nxt
-    layers: list[list[TaskNode]] = []
-    for tid in sorted(depth, key=lambda t: (depth[t], order[t])):
-        while len(layers) <= depth[tid]:
-            layers.append([])
-        layers[depth[tid]].append(by_id[tid])
-    return layers
 
 
 CLIP = 200

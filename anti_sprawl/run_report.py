@@ -13,6 +13,7 @@ from rich.table import Table
 
 from .files import atomic_write_text
 from .journal import RunState
+from .prices import format_usd
 from .reducer import TaskResult
 from .report import plan_mermaid
 
@@ -28,15 +29,25 @@ _STYLE = {
 
 
 def _verdict_text(r: TaskResult) -> str:
+    tries = f" after {r.attempts} attempts" if r.attempts > 1 else ""
     if r.status == "failed":
-        return f"failed ({r.reason or 'error'}): {r.message}".strip()
+        return f"failed ({r.reason or 'error'}){tries}: {r.message}".strip()
     if r.status == "skipped":
         return f"skipped: {r.skipped_because} failed"
+    if r.status == "running" and r.attempts > 1:
+        return f"running (attempt {r.attempts} of {r.max_attempts})"
+    text = str(r.status)
+    if r.status == "succeeded" and r.attempts > 1:
+        text += f" on attempt {r.attempts}"
     if r.status == "succeeded" and r.violations:
         # Its in-scope work landed, but it also tried something it was not allowed to do
         # (a prompt injection, scope creep): say so next to the success, not only in a count.
-        return f"succeeded, {len(r.violations)} blocked"
-    return r.status
+        text += f", {len(r.violations)} blocked"
+    return text
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
 
 
 def _table(state: RunState, *, title: str) -> Table:
@@ -61,6 +72,18 @@ def _table(state: RunState, *, title: str) -> Table:
             tests,
         )
     return table
+
+
+def _spend_line(r: TaskResult) -> str:
+    """A node's model, dollars and cache share (below the table: model names are long)."""
+    cached = f", {_share(r.cache_share)} of input cached" if r.cache_share is not None else ""
+    tries = f", {r.attempts} attempts" if r.attempts > 1 else ""
+    return f"{r.task_id}: {r.model or '-'}, {format_usd(r.cost_usd)}{cached}{tries}"
+
+
+def _node_tokens(r: TaskResult) -> int:
+    """Every attempt's tokens (journals before retries only have the last attempt's)."""
+    return r.total_tokens.total or r.tokens.total
 
 
 def _last_output_line(r: TaskResult) -> str:
@@ -92,8 +115,8 @@ def _details(r: TaskResult) -> list[str]:
 
 
 def _tokens_cell(r: TaskResult) -> str:
-    """A node's tokens over all its calls, and its per-call cap."""
-    return f"{r.tokens.total:,} ({r.token_budget:,}/call)"
+    """A node's tokens over all its calls and attempts, and its per-call cap."""
+    return f"{_node_tokens(r):,} ({r.token_budget:,}/call)"
 
 
 def _totals(state: RunState) -> str:
@@ -102,16 +125,30 @@ def _totals(state: RunState) -> str:
     # The run's own total counts every attempt of every node; older journals only have the
     # nodes' last attempts.
     run = state.tokens
-    tokens = run.total or sum(t.tokens.total for t in tasks)
+    tokens = run.total or sum(_node_tokens(t) for t in tasks)
     cached = run.cache_read_tokens if run.total else sum(t.tokens.cache_read_tokens for t in tasks)
+    share = f", {_share(state.cache_share)} of input" if state.cache_share is not None else ""
     cap = f" of --max-tokens {state.max_tokens:,}" if state.max_tokens else ""
     violations = sum(len(t.violations) for t in tasks)
+    retried = sum(1 for t in tasks if t.attempts > 1)
+    retries = f"; {retried} retried" if retried else ""
     cut = sum(t.truncated_responses for t in tasks)
     return (
-        f"{counts['succeeded']} succeeded, {counts['failed']} failed, {counts['skipped']} skipped; "
-        f"{tokens:,} tokens{cap} ({cached:,} cache reads); {violations} violations blocked"
+        f"{counts['succeeded']} succeeded, {counts['failed']} failed, {counts['skipped']} skipped"
+        f"{retries}; {tokens:,} tokens{cap} ({cached:,} cache reads{share}); {_cost(state)}; "
+        f"{violations} violations blocked"
         + (f"; {cut} response{'s' if cut != 1 else ''} cut at the output limit" if cut else "")
     )
+
+
+def _cost(state: RunState) -> str:
+    """The run's dollars, its cap, and which models are not in them."""
+    cap = f" of --max-cost {format_usd(state.max_cost)}" if state.max_cost is not None else ""
+    # only nodes that made calls: a skipped or pending node has no dollars, priced or not
+    tasks = state.tasks.values()
+    unpriced = sorted({t.model for t in tasks if t.cost_usd is None and t.model and t.attempts})
+    missing = f" (not priced: {', '.join(unpriced)})" if unpriced else ""
+    return f"{format_usd(state.cost_usd)}{cap}{missing}"
 
 
 def render_verdict(state: RunState, console: Console) -> None:
@@ -119,13 +156,19 @@ def render_verdict(state: RunState, console: Console) -> None:
     console.print(_table(state, title=f"run {state.run_id}: {state.status}"))
     console.print(_totals(state))  # prose wraps at the terminal's width; names below do not
     if state.status == "interrupted" and state.stopped_by:
+        flag = "--max-cost" if "--max-cost" in state.stopped_by else "--max-tokens"
         console.print(
             f"interrupted: {escape(state.stopped_by)}; 'anti-sprawl resume {state.run_id}' "
-            "with a higher --max-tokens finishes it"
+            f"with a higher {flag} finishes it"
         )
+    if state.prices and state.cost_usd:
+        console.print(f"dollars at {escape(state.prices)}", soft_wrap=True)
     console.print(f"branch: {state.branch}", soft_wrap=True)
     for task in state.plan.tasks:
-        for line in _details(state.tasks[task.task_id]):
+        r = state.tasks[task.task_id]
+        if r.attempts:
+            console.print(Padding(escape(_spend_line(r)), (0, 0, 0, 2), expand=False))
+        for line in _details(r):
             console.print(Padding(line, (0, 0, 0, 2), expand=False))
 
 
@@ -157,7 +200,11 @@ class Progress:
             self._shown[record.task_id] = record.status
             line = f"{record.task_id}: {_verdict_text(record)}"
             if record.status in ("succeeded", "failed"):
-                line += f" [{_tokens_cell(record)} tokens, {record.tool_calls} tool calls]"
+                cost = f", {format_usd(record.cost_usd)}" if record.cost_usd is not None else ""
+                model = f", {record.model}" if record.model else ""
+                line += (
+                    f" [{_tokens_cell(record)} tokens{cost}, {record.tool_calls} tool calls{model}]"
+                )
             self.console.print(escape(line), highlight=False, soft_wrap=True)
 
     def stop(self) -> None:
@@ -195,7 +242,8 @@ def pr_body(state: RunState) -> str:
         plan.requirement.strip(),
         "",
         f"Run `{state.run_id}` on `{state.branch}` (base `{state.base[:12]}`): **{state.status}**. "
-        f"{_totals(state)}. Sandbox: {state.sandbox or 'n/a'}.",
+        f"{_totals(state)}. Sandbox: {state.sandbox or 'n/a'}."
+        + (f" Dollars at {state.prices}." if state.prices and state.cost_usd else ""),
         "",
         "## DAG",
         "",
@@ -205,8 +253,8 @@ def pr_body(state: RunState) -> str:
         "",
         "## Nodes",
         "",
-        "| task | status | write scope | read scope | files changed | tokens (cap/call) | tool calls | violations blocked | tests |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| task | status | model | write scope | read scope | files changed | tokens (cap/call) | cost | cache | tool calls | violations blocked | tests |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for task in plan.tasks:
         r = state.tasks[task.task_id]
@@ -221,10 +269,13 @@ def pr_body(state: RunState) -> str:
                 [
                     f"`{task.task_id}`",
                     _md(_verdict_text(r)),
+                    _md(f"`{r.model}`" if r.model else "-"),
                     _md(", ".join(f"`{e}`" for e in task.write_scope)),
                     _md(", ".join(f"`{e}`" for e in task.read_scope) or "-"),
                     _md(", ".join(f"`{f}`" for f in r.files_changed) or "-"),
                     _tokens_cell(r),
+                    format_usd(r.cost_usd),
+                    _share(r.cache_share),
                     f"{r.tool_calls} / {r.max_tool_calls}",
                     str(len(r.violations)),
                     tests,
@@ -240,6 +291,14 @@ def pr_body(state: RunState) -> str:
         lines.append(r.summary.summary if r.summary else f"_{_verdict_text(r)}_")
         if r.summary and r.summary.interfaces:
             lines += ["", "Interfaces:", "", "```", r.summary.interfaces.strip(), "```"]
+        if len(r.attempt_log) > 1:
+            lines += ["", "Attempts:"]
+            lines += [
+                f"- {a.attempt}: {a.outcome}"
+                + (f" ({a.reason})" if a.outcome == "failed" else "")
+                + f", `{a.model}`, {a.tokens.total:,} tokens, {format_usd(a.cost_usd)}"
+                for a in r.attempt_log
+            ]
         if r.hidden_chars:
             lines += ["", "Hidden characters (zero-width, bidi or tag) in inputs:"]
             lines += [f"- `{src}`: {n}" for src, n in sorted(r.hidden_chars.items())]

@@ -44,8 +44,10 @@ __all__ = [
     "ExecuteOptions",
     "RunHooks",
     "RunSettings",
+    "check_cost_cap",
     "check_repo",
     "execute",
+    "resolve_base",
     "resume",
     "uncommitted_changes",
 ]
@@ -101,6 +103,7 @@ def _finish(run: NodeRunner) -> RunState:
     else:
         state.status = "succeeded" if statuses == {"succeeded"} else "failed"
     state.tokens = run.run_budget.spent
+    state.cost_usd = run.run_budget.spent_cost
     try:
         run.journal.save()
     except StorageError as exc:  # the previous journal stays; resume reconciles with git
@@ -180,11 +183,9 @@ def execute(plan: Plan, repo: Path, opts: ExecuteOptions) -> RunState:
             f"the plan is invalid against {repo}: {first} (run 'anti-sprawl validate')"
         )
     settings = opts.settings
+    check_cost_cap(plan, opts, settings.max_cost)
     base_ref = settings.base or "HEAD"
-    try:
-        base = _git_out(repo, ["rev-parse", "--verify", f"{base_ref}^{{commit}}"])
-    except GitError:
-        raise UsageError(f"unknown base revision: {base_ref}") from None
+    base = resolve_base(repo, base_ref)
     check_first_prompts(plan, repo, base)  # before any node spends a token
     sandbox = probe_sandbox(settings.sandbox)
     if sandbox.layer is None:
@@ -226,12 +227,16 @@ def execute(plan: Plan, repo: Path, opts: ExecuteOptions) -> RunState:
             sandbox=sandbox.policy,
             plan=plan,
             max_tokens=settings.max_tokens,
+            max_cost=settings.max_cost,
+            prices=settings.prices.described,
             tasks={
                 t.task_id: TaskResult(
                     task_id=t.task_id,
                     name=t.name,
                     token_budget=t.token_budget,
                     max_tool_calls=t.max_tool_calls,
+                    max_attempts=plan.attempts_for(t),
+                    model=plan.model_for(t, opts.settings.model) or opts.provider.model,
                 )
                 for t in plan.tasks
             },
@@ -304,6 +309,10 @@ def resume(
             _revise(state, plan, already, source or "the new plan")
         if opts.settings.max_tokens is not None:
             state.max_tokens = opts.settings.max_tokens
+        if opts.settings.max_cost is not None:
+            state.max_cost = opts.settings.max_cost
+        check_cost_cap(state.plan, opts, state.max_cost)
+        state.prices = opts.settings.prices.described
         state.status, state.stopped_by = "running", None
         state.sandbox = sandbox.policy
         journal.save()
@@ -318,6 +327,27 @@ def resume(
     )
     resumed = dataclasses.replace(opts, settings=settings)
     return _drive(NodeRunner(repo, journal, branch, resumed), lock, already)
+
+
+def resolve_base(repo: Path, ref: str) -> str:
+    """The commit a run starts from (``--base``, default HEAD); UsageError if there is none."""
+    try:
+        return _git_out(repo, ["rev-parse", "--verify", f"{ref}^{{commit}}"])
+    except GitError:
+        raise UsageError(f"unknown base revision: {ref}") from None
+
+
+def check_cost_cap(plan: Plan, opts: ExecuteOptions, max_cost: float | None) -> None:
+    """A dollar cap needs a price for every model the plan's nodes use (UsageError if not)."""
+    if max_cost is None:
+        return
+    models = [plan.model_for(t, opts.settings.model) or opts.provider.model for t in plan.tasks]
+    missing = opts.settings.prices.unpriced(models)
+    if missing:
+        raise UsageError(
+            f"--max-cost needs a price for every model, and {', '.join(missing)} has none: "
+            "add it to a prices file (--prices FILE)"
+        )
 
 
 def _revise(state: RunState, plan: Plan, succeeded: list[str], source: str) -> None:

@@ -10,7 +10,7 @@ Applied by the planner after validation and before saving:
 - ``default_budgets``: estimate ``token_budget`` (the per-call cap) / ``max_tool_calls`` for
   tasks whose submission left them out, from their lean first prompt (see ``budget_for``).
 - ``cost_estimate``: the plan's cost as a range per task and in total, from the lean first
-  calls to every call at its cap.
+  calls to every call of every attempt at its cap (``estimate.py`` adds dollars).
 """
 
 from __future__ import annotations
@@ -102,12 +102,13 @@ def tool_calls_for(scoped_files: int) -> int:
 
 class TaskCost(BaseModel):
     """What one node may spend: ``low`` its lean first call alone, ``high`` every call at
-    its per-call cap (``token_budget × (max_tool_calls + CALL_SLACK)``: the worker's model
-    calls are capped at ``max_tool_calls + 2``)."""
+    its per-call cap for every attempt (``token_budget × (max_tool_calls + CALL_SLACK) ×
+    max_attempts``: the worker's model calls are capped at ``max_tool_calls + 2``)."""
 
     task_id: str
     low: int
     high: int
+    attempts: int = 1
 
 
 class CostEstimate(BaseModel):
@@ -124,7 +125,8 @@ def cost_estimate(plan: Plan, first_calls: Mapping[str, int]) -> CostEstimate:
         TaskCost(
             task_id=t.task_id,
             low=first_calls.get(t.task_id, 0),
-            high=t.token_budget * (t.max_tool_calls + CALL_SLACK),
+            high=t.token_budget * (t.max_tool_calls + CALL_SLACK) * plan.attempts_for(t),
+            attempts=plan.attempts_for(t),
         )
         for t in plan.tasks
     ]
@@ -132,7 +134,7 @@ def cost_estimate(plan: Plan, first_calls: Mapping[str, int]) -> CostEstimate:
 
 
 def estimated_tokens(plan: Plan) -> int:
-    """The plan's cost ceiling: every call of every task at its per-call cap."""
+    """The plan's cost ceiling: every call of every attempt of every task at its cap."""
     return cost_estimate(plan, {}).high
 
 

@@ -34,8 +34,16 @@ __all__ = [
     "scoped_files",
 ]
 
-Section = Literal["stable", "brief", "upstream", "stubs", "files", "memory"]
-SECTIONS: tuple[Section, ...] = ("stable", "brief", "upstream", "stubs", "files", "memory")
+Section = Literal["stable", "brief", "upstream", "stubs", "files", "memory", "retry"]
+SECTIONS: tuple[Section, ...] = (
+    "stable",
+    "brief",
+    "upstream",
+    "stubs",
+    "files",
+    "memory",
+    "retry",  # a retry's failure note (failure_note.py)
+)
 MAX_SCOPED_FILES = 2000
 MAX_LISTED_DIRS = 20_000
 

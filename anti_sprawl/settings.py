@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .ablations import Ablations
+from .prices import PriceTable
+from .providers.limits import default_output_limit
 from .sandbox_policy import SandboxPolicy
 
 if TYPE_CHECKING:
@@ -36,6 +38,7 @@ CRASH_POINTS = (
     "before_audit",
     "before_commit",
     "after_commit_before_journal",
+    "between_attempts",
 )
 
 
@@ -51,8 +54,10 @@ class RunSettings:
     # Ceiling of the lean first prompt; a node's target is min(this, 40% of its token_budget).
     context_budget: int | None = None  # default: lean.LEAN_CEILING (16k)
     context_window: int = 200_000
-    # Output cap of one model response; None: the provider/model default (providers/limits.py).
+    # Output cap of one model response (``--max-output-tokens``); None: the default of each
+    # node's model (providers/limits.py), small for unknown models behind a local server.
     max_output_tokens: int | None = None
+    local_server: bool = False
     # After a stop (Ctrl-C), how long running nodes get to wind down before they are abandoned.
     stop_grace: float = 5.0
     # The environment of test and setup commands (None: the sandbox's minimal one).
@@ -61,9 +66,21 @@ class RunSettings:
     # Check out only each node's scopes plus the repository's root-level files: much faster
     # on large repositories, for test commands that need nothing else.
     sparse: bool = False
-    # Run-wide token cap over every model call (``--max-tokens``); on resume, None keeps the
-    # cap the run was started with.
+    # Run-wide caps over every model call (``--max-tokens``, ``--max-cost`` in dollars); on
+    # resume, None keeps the cap the run was started with.
     max_tokens: int | None = None
+    max_cost: float | None = None
+    # ``--model``: the model of nodes without their own (it overrides the plan's default).
+    model: str | None = None
+    # Prices of the models (``--prices``, the user's config, the bundled table).
+    prices: PriceTable = field(default_factory=lambda: PriceTable({}))
+
+    def output_limit(self, provider: str, model: str) -> int:
+        """The output cap of one response of ``model`` (served by ``provider``): the flag, else
+        the model's default."""
+        return self.max_output_tokens or default_output_limit(
+            provider, model, local_server=self.local_server
+        )
 
 
 @dataclass(frozen=True)

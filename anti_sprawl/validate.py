@@ -9,14 +9,13 @@ must match an existing file and write entries must exist or have an existing par
 
 Overlap checks avoid comparing every pair of nodes: entries are bucketed by their literal
 path prefix in a trie, so only entries on one root-to-leaf path of the trie are compared, and
-"is A an ancestor of B" is a bit test on per-node ancestor sets (Python ints as bitsets).
+"is A an ancestor of B" is a bit test on per-node ancestor sets (``plan_graph.Ordering``).
 """
 
 from __future__ import annotations
 
 import os
 import shlex
-from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
@@ -26,6 +25,7 @@ from pydantic import BaseModel, Field, ValidationError
 from .command_template import template_problem
 from .path_rules import DEFAULT_ALLOW, DEFAULT_DENY, DenyRules
 from .plan import Plan, TaskNode, command_argv
+from .plan_graph import Ordering, dependency_edges, find_cycle
 from .scopes import (
     ALWAYS_DENIED_DIRS,
     Scope,
@@ -42,7 +42,6 @@ __all__ = [
     "Problem",
     "Report",
     "command_problem",
-    "find_cycle",
     "ref_component_problem",
     "validate",
 ]
@@ -98,9 +97,7 @@ def validate(data: dict[str, Any] | Plan, repo: Path | None = None) -> Report:
                 msg = f"task '{t.task_id}' depends on unknown task '{dep}'"
                 errors.append(_p("unknown_dependency", msg, [t.task_id, dep]))
 
-    edges = {
-        t.task_id: [d for d in t.dependencies if d in known and d != t.task_id] for t in plan.tasks
-    }
+    edges = dependency_edges(plan)
     cycle = find_cycle(edges)
     if cycle:
         shown = " -> ".join([*cycle, cycle[0]])
@@ -143,38 +140,6 @@ def _schema_problems(exc: ValidationError, data: dict[str, Any]) -> Iterator[Pro
             tid = item.get("task_id") if isinstance(item, dict) else None
             tids = [str(tid)] if tid is not None else [f"#{loc[1]}"]
         yield _p("schema", f"{where}: {err.get('msg', 'invalid')}", tids)
-
-
-def find_cycle(edges: dict[str, list[str]]) -> list[str] | None:
-    """One cycle in the graph ``node -> its dependencies`` in dependency order, or None.
-
-    Iterative three-colour DFS; returns the cycle as ``[a, b, c]`` meaning a runs before b
-    before c before a (printed ``a -> b -> c -> a``).
-    """
-    white, grey, black = 0, 1, 2
-    colour = dict.fromkeys(edges, white)
-    for start in edges:
-        if colour[start] != white:
-            continue
-        path: list[str] = [start]
-        iters = [iter(edges[start])]
-        colour[start] = grey
-        while iters:
-            nxt = next(iters[-1], None)
-            if nxt is None:
-                colour[path.pop()] = black
-                iters.pop()
-                continue
-            state = colour.get(nxt, black)
-            if state == grey:
-                found = path[path.index(nxt) :]
-                # path runs dependent -> dependency; report in execution order
-                return list(reversed(found))
-            if state == white:
-                colour[nxt] = grey
-                path.append(nxt)
-                iters.append(iter(edges[nxt]))
-    return None
 
 
 def ref_component_problem(name: str) -> str | None:
@@ -350,38 +315,6 @@ def _repo_problems(plan: Plan, repo: Path) -> tuple[list[Problem], list[Problem]
 # --- ordering and overlap ------------------------------------------------------------------
 
 
-def _ancestor_bits(
-    plan: Plan, edges: dict[str, list[str]]
-) -> tuple[dict[str, int], dict[str, int]]:
-    """Per task, a bitset of its transitive dependencies; plus each task's bit index."""
-    index = {t.task_id: i for i, t in enumerate(plan.tasks)}
-    anc: dict[str, int] = {}
-    for tid in _topo_order(edges):
-        bits = 0
-        for dep in edges[tid]:
-            bits |= anc[dep] | (1 << index[dep])
-        anc[tid] = bits
-    return anc, index
-
-
-def _topo_order(edges: dict[str, list[str]]) -> list[str]:
-    indegree = {n: len(deps) for n, deps in edges.items()}
-    dependents: dict[str, list[str]] = defaultdict(list)
-    for n, deps in edges.items():
-        for d in deps:
-            dependents[d].append(n)
-    ready = [n for n, k in indegree.items() if k == 0]
-    order: list[str] = []
-    while ready:
-        n = ready.pop()
-        order.append(n)
-        for m in dependents[n]:
-            indegree[m] -= 1
-            if indegree[m] == 0:
-                ready.append(m)
-    return order
-
-
 class _Trie:
     """Scope entries keyed by their literal path prefix."""
 
@@ -413,11 +346,7 @@ class _Trie:
 
 
 def _overlap_problems(plan: Plan, edges: dict[str, list[str]]) -> list[Problem]:
-    anc, index = _ancestor_bits(plan, edges)
-
-    def ordered(a: str, b: str) -> bool:
-        return bool(anc[b] >> index[a] & 1) or bool(anc[a] >> index[b] & 1)
-
+    ordering = Ordering(edges)
     writes = _Trie()
     for t in plan.tasks:
         for entry in dict.fromkeys(t.write_scope):
@@ -436,7 +365,7 @@ def _overlap_problems(plan: Plan, edges: dict[str, list[str]]) -> list[Problem]:
                 continue
             norm = normalize_entry(entry)
             for other, other_entry in writes.related(literal_prefix(entry)):
-                if other == t.task_id or ordered(t.task_id, other):
+                if other == t.task_id or ordering.ordered(t.task_id, other):
                     continue
                 if kind == "write" and other < t.task_id:
                     continue  # each unordered pair of writers is reported once

@@ -30,7 +30,8 @@ from .firewall import Firewall, Violation
 from .handlers import read_handlers, tool_table, write_handlers
 from .ids import FINISH_TOOL
 from .lifecycle import WorkerFailure
-from .loop import Ending, Loop, ToolOutcome, Transcript
+from .loop import TRANSCRIPT, Ending, Loop, ToolOutcome, Transcript
+from .prices import Price
 from .providers.base import (
     ModelRequest,
     ModelResponse,
@@ -108,6 +109,7 @@ class WorkerResult(BaseModel):
     message: str = ""
     finish: FinishArgs | None = None
     usage: Usage = Field(default_factory=Usage)
+    cost_usd: float | None = Field(default=None, description="None when the model is unpriced.")
     calls: int = 0
     tool_calls: int = 0
     violations: list[Violation] = Field(default_factory=list)
@@ -144,6 +146,9 @@ class WorkerContext:
     on_tool: Callable[[str], None] | None = None  # after each executed tool call (crash tests)
     redact: Callable[[str], str] = str  # scrubs secrets from observations (see redact.py)
     stop: threading.Event = field(default_factory=threading.Event)
+    model: str | None = None  # the node's model (None: the provider's default)
+    price: Price | None = None  # its prices (None: unpriced, tokens only)
+    attempt: int = 1  # the node's attempt: later ones keep their own transcript and call ids
 
 
 def run_worker(ctx: WorkerContext) -> WorkerResult:
@@ -179,13 +184,21 @@ class _Worker:
                 min_output=limits.min_output_tokens,
                 counter=ctx.counter,
                 run=ctx.run_budget,
+                price=ctx.price,
             ),
             max_calls=limits.max_calls,
             observer=Observer(ctx.task_id, limits.observation_chars, ctx.artifacts, ctx.redact),
             messages=[UserMessage(content=ctx.first_message)],
             stop=ctx.stop,
             on_request=ctx.on_request,
-            transcript=Transcript(ctx.artifacts, ctx.task_id, ctx.redact),
+            transcript=Transcript(
+                ctx.artifacts,
+                ctx.task_id,
+                ctx.redact,
+                TRANSCRIPT if ctx.attempt == 1 else f"transcript-{ctx.attempt}.jsonl",
+            ),
+            model=ctx.model,
+            call_prefix=None if ctx.attempt == 1 else f"{ctx.task_id}.attempt{ctx.attempt}",
         )
         self.compactor = Compactor(self.loop, ctx.artifacts)
 
@@ -211,6 +224,7 @@ class _Worker:
             message="" if finished else message,
             finish=ending.value if finished else None,
             usage=loop.budget.spent,
+            cost_usd=loop.budget.spent_cost if ctx.price is not None else None,
             calls=loop.calls,
             tool_calls=self.tool_calls,
             violations=list(ctx.firewall.violations),

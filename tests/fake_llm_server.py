@@ -67,6 +67,11 @@ class FakeLLMServer:
         with self._lock:
             self._queue.append(Canned(status, body, dict(headers or {}), delay, raw))
 
+    def clear(self) -> None:
+        """Drop the responses not served yet."""
+        with self._lock:
+            self._queue.clear()
+
     def __enter__(self) -> FakeLLMServer:
         self._thread.start()
         return self

@@ -112,7 +112,7 @@ def test_execute_with_a_broken_response_fails_the_node(
 ) -> None:
     repo = fx.make_repo(tmp_path)
     before = fx.checkout_fingerprint(repo)
-    one = fx.plan(tasks=[fx.node("a", [], "pkg/a.py", "A = 1\n")])
+    one = fx.plan(tasks=[fx.node("a", [], "pkg/a.py", "A = 1\n")], max_attempts=1)
     plan_path = tmp_path / "plan.json"
     plan_path.write_text(json.dumps(one))
     server.enqueue(**bad_body(provider, kind))

@@ -106,7 +106,7 @@ def checkout_with_venv(tmp_path: Path, wheelhouse: Path) -> Path:
 
 
 def one_node_plan(test_command: Any) -> dict[str, Any]:
-    data = fx.plan(test_command=test_command)
+    data = fx.plan(test_command=test_command, max_attempts=1)  # the script has one attempt
     data["tasks"] = [fx.node("a", [], "pkg/a.py", "A = 1\n")]
     return data
 
@@ -184,7 +184,7 @@ def test_a_hostile_test_cannot_read_secrets_through_the_checkout_bind(
     fx.git(repo, "config", "remote.origin.url", f"https://{C['gitconfig']}@example.com/x.git")
     old_run = repo / ".anti-sprawl" / "runs" / "old-run" / "artifacts" / "x"
     old_run.mkdir(parents=True)
-    (old_run / "transcript.json").write_text(json.dumps({"text": C["transcript"]}))
+    (old_run / "transcript.jsonl").write_text(json.dumps({"text": C["transcript"]}))
     sibling = repo / ".anti-sprawl" / "worktrees" / "other-run-z-1"
     sibling.mkdir(parents=True)
     (sibling / "wip.py").write_text(f"WIP = '{C['sibling']}'\n")

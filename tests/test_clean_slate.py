@@ -41,7 +41,7 @@ def run(tmp_path: Path) -> ScriptedProvider:
     )
     assert state.status == "succeeded", {t: r.message for t, r in state.tasks.items()}
     transcript = (
-        repo / ".anti-sprawl" / "runs" / state.run_id / "artifacts" / "a" / "transcript.json"
+        repo / ".anti-sprawl" / "runs" / state.run_id / "artifacts" / "a" / "transcript.jsonl"
     )
     assert SENTINEL in transcript.read_text()  # A really saw it
     return provider

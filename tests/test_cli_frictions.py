@@ -48,7 +48,7 @@ def test_plan_json_goes_to_stdout(tmp_path: Path) -> None:
 
 
 def test_a_run_reads_well_at_80_columns(tmp_path: Path) -> None:
-    plan = fx.plan()
+    plan = fx.plan(max_attempts=1)  # the script holds one attempt of b
     plan["tasks"][1]["test_command"] = [
         sys.executable,
         "-c",
@@ -70,6 +70,8 @@ def test_a_run_reads_well_at_80_columns(tmp_path: Path) -> None:
     assert "failed b (tests): tests failed after the audit (exit code 1)" in result.stdout
     assert "last test output: FAILED test_b.py::test_b - assert 2 == 3" in result.stdout
     assert "skipped c: b failed" in result.stdout
+    # the scripted model is free; the skipped node spent nothing: no model is "not priced"
+    assert "$0.0000;" in result.stdout and "not priced" not in result.stdout
     run_id = next(ln for ln in lines if ln.startswith("run id: ")).removeprefix("run id: ")
 
     # status shows the whole run id, which inspect and pr take

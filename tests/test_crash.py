@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from anti_sprawl.artifacts import read_json_lines
+
 from . import e2e_fixture as fx
 
 # The CLI behind the test launcher, which installs the crash hook ANTI_SPRAWL_CRASH_AT names.
@@ -90,6 +92,12 @@ def test_kill_at_point_then_resume(tmp_path: Path, golden: dict[str, str], point
     crashed = _execute(repo, plan, script, ANTI_SPRAWL_CRASH_AT=point)
     assert crashed.returncode == -signal.SIGKILL, crashed.stdout + crashed.stderr
     (run_id,) = _run_ids(repo)
+    # Transcripts are appended line by line: whatever the kill cut, every complete line reads.
+    artifacts = repo / ".anti-sprawl" / "runs" / run_id / "artifacts"
+    transcripts = sorted(artifacts.glob("*/transcript.jsonl"))
+    assert transcripts
+    for transcript in transcripts:
+        assert len(read_json_lines(transcript)) == transcript.read_bytes().count(b"\n") > 0
     resumed = _resume(repo, script, run_id)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     _assert_clean(repo, golden)

@@ -28,7 +28,8 @@ from anti_sprawl.eval import (
     variants_for,
 )
 from anti_sprawl.eval.cli import run_eval_command
-from anti_sprawl.eval.report import markdown_report, render_suite
+from anti_sprawl.eval.metrics import VariantResult, aggregate
+from anti_sprawl.eval.report import comparison_rows, markdown_report, render_suite
 from anti_sprawl.eval.runner import scripted_provider
 from anti_sprawl.providers.base import Provider, raw_request_tokens
 from anti_sprawl.providers.scripted import ScriptedProvider
@@ -100,6 +101,72 @@ def test_expected_failures_are_the_right_ones(baseline: dict[str, CaseResult]) -
     spent = baseline["budget-too-small"].tasks[0].tokens.total
     assert 0 < spent <= 6000  # the node's budget held
     assert baseline["budget-too-small"].changed == []
+
+
+def test_retried_tasks_report_first_attempt_and_final_success_apart(
+    baseline: dict[str, CaseResult],
+) -> None:
+    retry = {t.task_id: t for t in baseline["retry-from-note"].tasks}
+    assert (retry["a"].attempts, retry["a"].first_attempt, retry["a"].status) == (
+        2,
+        False,
+        "succeeded",
+    )
+    assert (retry["c"].attempts, retry["c"].first_attempt) == (1, True)
+    resumed = {t.task_id: t for t in baseline["retry-budget-resume"].tasks}
+    assert (resumed["summarize"].attempts, resumed["summarize"].status) == (2, "succeeded")
+    for name in ("retry-from-note", "retry-budget-resume"):
+        checks = {c.name: c.passed for c in baseline[name].checks}
+        assert checks["clean_retries"] and checks["attempts"], name
+    agg = aggregate("baseline", list(baseline.values()))
+    assert agg.tasks_first_attempt < agg.tasks_succeeded <= agg.tasks
+    assert agg.retried >= 2 and agg.attempts >= agg.tasks + agg.retried
+    rows = dict(comparison_rows(SuiteResult(variants=[_as_variant(baseline)])))
+    assert rows["tasks done on the first attempt"] != rows["task completion rate (final)"]
+
+
+def _as_variant(results: dict[str, CaseResult]) -> VariantResult:
+    cases = list(results.values())
+    return VariantResult(
+        name="baseline", ablate=[], cases=cases, aggregate=aggregate("baseline", cases)
+    )
+
+
+def test_a_retry_that_carries_the_failed_attempt_is_caught() -> None:
+    from anti_sprawl.eval.checks import clean_retries
+    from anti_sprawl.eval.recorder import RecordedCall
+    from anti_sprawl.failure_note import FAILURE_NOTE_HEADER
+    from anti_sprawl.providers.base import (
+        AssistantMessage,
+        ModelRequest,
+        ToolCall,
+        ToolResult,
+        ToolResultMessage,
+        UserMessage,
+    )
+
+    content = "def secret_sauce():\n    return 'the whole file the first attempt read'\n"
+    first = UserMessage(content="# Task\nDo it.")
+    read = AssistantMessage(tool_calls=[ToolCall(id="r1", name="read_file", arguments={})])
+    seen = ToolResultMessage(results=[ToolResult(call_id="r1", content=content)])
+
+    def call(call_id: str, *messages: object) -> RecordedCall:
+        request = ModelRequest(messages=list(messages), task_id="a", call_id=call_id)
+        return RecordedCall(request=request, usage=None)
+
+    attempt_1 = [call("a-1", first), call("a-2", first, read, seen)]
+    note = UserMessage(content=f"{first.content}\n{FAILURE_NOTE_HEADER}\nit failed")
+    assert clean_retries(attempt_1) is None  # nothing retried: not scored
+    ok = clean_retries([*attempt_1, call("a.attempt2-1", note)])
+    assert ok is not None and ok.passed
+    carried = UserMessage(content=note.content + "\n" + content)
+    for retry in (
+        call("a.attempt2-1", carried),  # the first attempt's read in the new prompt
+        call("a.attempt2-1", note, read, seen),  # its turns carried over
+        call("a.attempt2-1", first),  # no note at all
+    ):
+        bad = clean_retries([*attempt_1, retry])
+        assert bad is not None and not bad.passed and "a.attempt2-1" in bad.detail
 
 
 def test_adversarial_cases_record_blocked_violations(baseline: dict[str, CaseResult]) -> None:

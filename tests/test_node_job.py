@@ -47,6 +47,8 @@ def job_for(
         plan=plan.model_copy(update={"tasks": [node]}),
         record=record,
         base=fx.git(repo, "rev-parse", "HEAD"),
+        model="scripted",
+        price=None,
         settings=RunSettings(command_env=ENV),
         paths=NodePaths(
             repo=repo,
@@ -95,7 +97,7 @@ def test_a_job_runs_alone_and_leaves_only_its_commit_and_its_files(tmp_path: Pat
         p.is_relative_to(stage / "manifests") for p in outcome.manifests
     )
     assert sorted(p.name for p in outcome.manifests) == [f"{n}.json" for n in (1, 2, 3, 4)]
-    assert "artifact://a/transcript.json" in outcome.logs
+    assert "artifact://a/transcript.jsonl" in outcome.logs
     assert "artifact://a/tests-1.log" in outcome.logs and outcome.test_runs == 2
     for ref in outcome.logs:
         assert (stage / "artifacts" / ref.removeprefix("artifact://")).is_file(), ref

@@ -16,6 +16,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from anti_sprawl.artifacts import read_json_lines
 from anti_sprawl.cli import app
 from anti_sprawl.providers.limits import (
     DEFAULT_LOCAL_LIMIT,
@@ -171,8 +172,8 @@ def test_scripted_cut_then_a_file_built_in_parts(tmp_path: Path) -> None:
     show = ["git", "show", f"{state['branch']}:pkg/big.py"]
     landed = subprocess.run(show, cwd=repo, capture_output=True, check=True).stdout
     assert landed == whole.encode()  # every byte of the 20k-token file, in order
-    transcript = repo / ".anti-sprawl/runs" / state["run_id"] / "artifacts/big/transcript.json"
-    events = json.loads(transcript.read_text())
+    transcript = repo / ".anti-sprawl/runs" / state["run_id"] / "artifacts/big/transcript.jsonl"
+    events = read_json_lines(transcript)
     cut = [e for e in events if e.get("event") == "response" and e["stop_reason"] == "max_tokens"]
     assert len(cut) == 1  # the first, whole-file write
     told = [e["message"] for e in events if e.get("event") == "cut"]

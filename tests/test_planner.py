@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import subprocess
 from collections.abc import Callable
@@ -105,8 +106,8 @@ def test_good_plan_is_saved_and_shown(tmp_path: Path, repo: Path) -> None:
     assert data["base"] == head.stdout.decode().strip()
     assert "layer 1" in text and "api" in text and "app/api.py" in text
     first = data["tasks"][0]
-    high = first["token_budget"] * (first["max_tool_calls"] + 2)
-    assert "estimated cost" in text and f" to {high:,}" in text
+    high = first["token_budget"] * (first["max_tool_calls"] + 2) * 2  # two attempts by default
+    assert "estimated cost" in text and f"..{high:,} " in text  # the first task's row
     assert f"plan written to {saved}" in text
     # run data stays out of git
     status = subprocess.run(["git", "-C", str(repo), "status", "--porcelain"], capture_output=True)
@@ -143,13 +144,16 @@ def test_json_output_and_explicit_output_file(
         "errors",
     }
     assert doc["plan_file"] == str(target) and doc["valid"] is True and doc["errors"] == []
-    # token_budget is a per-call cap: the ceiling is every call at the cap
+    # token_budget is a per-call cap: the ceiling is every call at the cap, for every attempt
     tasks = doc["plan"]["tasks"]
-    ceiling = sum(t["token_budget"] * (t["max_tool_calls"] + 2) for t in tasks)
+    ceiling = sum(t["token_budget"] * (t["max_tool_calls"] + 2) * 2 for t in tasks)
     assert doc["estimated_tokens"] == ceiling == doc["estimated_cost"]["high"]
     cost = doc["estimated_cost"]
     assert [c["task_id"] for c in cost["tasks"]] == [t["task_id"] for t in tasks]
-    assert all(0 < c["low"] < c["high"] for c in cost["tasks"])
+    assert all(0 < c["low"] < c["high"] and c["attempts"] == 2 for c in cost["tasks"])
+    # no price for the scripted model in an empty table: tokens only, the model named
+    assert all(c["usd_high"] is None for c in cost["tasks"])
+    assert cost["unpriced"] == [provider.model] and cost["usd_high"] == 0.0
     assert cost["low"] == sum(c["low"] for c in cost["tasks"]) < ceiling
     assert json.loads(target.read_text())["plan_id"] == "demo"
 
@@ -423,7 +427,7 @@ def test_default_budgets_when_the_model_leaves_them_out(tmp_path: Path, repo: Pa
     assert core.max_tool_calls == 2 * 3 + 6  # three scoped files
     assert (api.token_budget, api.max_tool_calls) == (12_345, 9)
     assert result.estimated_tokens == estimated_tokens(result.plan)
-    assert result.estimated_tokens == 24_000 * 14 + 12_345 * 11
+    assert result.estimated_tokens == (24_000 * 14 + 12_345 * 11) * 2  # two attempts each
 
 
 def test_silence_ends_as_stalled(tmp_path: Path, repo: Path) -> None:
@@ -477,3 +481,64 @@ def test_planner_read_file_takes_the_same_line_ranges(tmp_path: Path, repo: Path
         past.content
     )
     assert zero.is_error and "greater than or equal to 1" in zero.content
+
+
+# --- plan --models -----------------------------------------------------------------------
+
+
+def with_models(core: str | None, api: str | None, *, why: bool = True) -> dict[str, Any]:
+    data = copy.deepcopy(GOOD)
+    for task, model in zip(data["tasks"], (core, api), strict=True):
+        if model is not None:
+            task["model"] = model
+            if why:
+                task["goal"] += f"\nModel: {model}, because it is mechanical work."
+    return data
+
+
+def test_the_planner_assigns_allowed_models_and_says_why(tmp_path: Path, repo: Path) -> None:
+    wrong = with_models("claude-haiku-5-5", "gpt-9-ultra")  # not in the list
+    silent = with_models("claude-haiku-5-5", None, why=False)  # no reason in the goal
+    good = with_models("claude-haiku-5-5", None)
+    provider = scripted(tmp_path, [submit(wrong), submit(silent), submit(good)])
+    allowed = ["claude-sonnet-5-5", "claude-haiku-5-5"]
+    result = plan_requirement("Add an API handler", repo, provider, models=allowed)
+    assert result.ok and result.plan is not None, result.message
+    core, api = result.plan.tasks
+    assert core.model == "claude-haiku-5-5" and "because" in core.goal
+    assert api.model is None and result.plan.default_model == "claude-sonnet-5-5"
+    first, second, third = provider.requests
+    assert "claude-sonnet-5-5" in first.messages[0].content  # the list is in the brief
+    [bad_model] = last_results(second).results
+    assert "[model_not_allowed]" in bad_model.content and "gpt-9-ultra" in bad_model.content
+    [no_reason] = last_results(third).results
+    assert "[model_reason]" in no_reason.content and "'core'" in no_reason.content
+    provider.assert_complete()
+
+
+def test_without_models_the_planner_may_not_pick_one(tmp_path: Path, repo: Path) -> None:
+    provider = scripted(tmp_path, [submit(with_models("claude-haiku-5-5", None))] * 2)
+    result = plan_requirement("Add an API handler", repo, provider, max_rounds=2)
+    assert not result.ok
+    assert any(p.code == "model_not_allowed" for p in result.report.errors)
+    assert "Models" not in provider.requests[0].messages[0].content
+
+
+def test_models_flag_through_the_cli(tmp_path: Path, repo: Path) -> None:
+    from typer.testing import CliRunner
+
+    from anti_sprawl.cli import app
+
+    script = tmp_path / "script.yaml"
+    script.write_text(yaml.safe_dump({"plan": with_models("claude-haiku-5-5", None)}))
+    args = ["plan", "Add an API handler", "--repo", str(repo), "--script", str(script)]
+    out = tmp_path / "plan.yaml"
+    ok = CliRunner().invoke(
+        app, [*args, "--models", "claude-sonnet-5-5, claude-haiku-5-5", "-o", str(out)]
+    )
+    assert ok.exit_code == 0, ok.output
+    saved = load_plan_data(out)
+    assert saved["default_model"] == "claude-sonnet-5-5"
+    assert saved["tasks"][0]["model"] == "claude-haiku-5-5"
+    bad = CliRunner().invoke(app, [*args, "--models", " , "])
+    assert bad.exit_code == 2 and "--models needs" in bad.output

@@ -18,7 +18,7 @@ from anti_sprawl.ranking import (
     requirement_terms,
     split_words,
 )
-from anti_sprawl.repofiles import is_secret_path, read_source
+from anti_sprawl.repofiles import FileListing, is_secret_path, list_repo_files, read_source
 from anti_sprawl.repomap import RepoMap, build_repo_map
 from anti_sprawl.tokens import count_tokens
 
@@ -347,13 +347,13 @@ def test_import_graph_resolves_src_layout_and_relative_imports() -> None:
     index = module_index(imports)
     assert index["pkg.a"] == ["src/pkg/a.py"]
     graph = build_import_graph(imports, index)
-    assert set(graph.successors("src/pkg/a.py")) == {
+    assert set(graph["src/pkg/a.py"]) == {
         "src/pkg/b.py",
         "src/pkg/__init__.py",
         "src/pkg/c.py",
     }
-    assert set(graph.successors("tests/test_a.py")) == {"src/pkg/a.py"}
-    assert set(graph.successors("src/pkg/c.py")) == {"src/pkg/__init__.py"}
+    assert set(graph["tests/test_a.py"]) == {"src/pkg/a.py"}
+    assert set(graph["src/pkg/c.py"]) == {"src/pkg/__init__.py"}
 
 
 def test_personalized_pagerank_favours_seed_and_neighbours() -> None:
@@ -375,3 +375,21 @@ def test_requirement_terms_split_identifiers_and_paths() -> None:
     assert "ordercreatedevent" in terms.identifiers
     assert terms.mentions == ("orders/service.py", "api/")
     assert split_words("parse_HTTPResponse2") == ["parse", "http", "response"]
+
+
+def test_a_listing_made_by_the_caller_is_the_one_the_map_uses(tmp_path: Path) -> None:
+    # The planner lists the repository once, for the map and for scope assistance.
+    root = make_repo(tmp_path, ORDERS, use_git=True)
+    listing = list_repo_files(root, max_files=1000)
+    same = build_repo_map(root, "Refactor orders/service.py", token_budget=2000, listing=listing)
+    assert same == build_repo_map(root, "Refactor orders/service.py", token_budget=2000)
+    # what the listing leaves out, the map never names, even though the file is on disk
+    without = FileListing([f for f in listing.files if f != "billing/tax.py"], truncated=False)
+    repo_map = build_repo_map(
+        root, "compute VAT in billing/tax.py", token_budget=2000, listing=without
+    )
+    assert "billing/tax.py" not in repo_map.files and "tax.py" not in repo_map.text
+    # and a longer listing is cut to the map's own limit, which says so
+    cut = build_repo_map(root, "anything", token_budget=2000, max_files=3, listing=listing)
+    assert cut.files == listing.files[:3]
+    assert "listing capped" in cut.text and "listing capped" not in same.text

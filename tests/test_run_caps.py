@@ -143,6 +143,7 @@ def budget_plan(b_budget: int) -> dict[str, Any]:
     b = plan["tasks"][1]
     b["read_scope"] = ["pkg/base.py", BIG]
     b["token_budget"] = b_budget
+    b["max_attempts"] = 1  # a retry would continue the script and pass without the raise
     return plan
 
 

@@ -152,7 +152,7 @@ def test_the_limit_reaches_the_model_and_the_verdict(tmp_path: Path) -> None:
     done = subprocess.run(args, env=env, capture_output=True, text=True)
     assert done.returncode == 1
     assert "memory limit" in done.stdout  # the verdict row says why
-    transcript = next((repo / ".anti-sprawl" / "runs").glob("*/artifacts/a/transcript.json"))
+    transcript = next((repo / ".anti-sprawl" / "runs").glob("*/artifacts/a/transcript.jsonl"))
     assert "memory limit (268435456 bytes" in transcript.read_text()  # the observation
     run = json.loads(next((repo / ".anti-sprawl" / "runs").glob("*/run.json")).read_text())
     assert "256 MiB address space" in run["sandbox"]

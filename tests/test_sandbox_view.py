@@ -179,7 +179,7 @@ def test_a_hostile_test_module_finds_nothing_outside_its_worktree(
     finally:
         del os.environ["ANTI_SPRAWL_TEST_CANARY_KEY"]
     assert state.status == "succeeded", {t: r.message for t, r in state.tasks.items()}
-    a_transcript = next((repo / ".anti-sprawl" / "runs").glob("*/artifacts/a/transcript.json"))
+    a_transcript = next((repo / ".anti-sprawl" / "runs").glob("*/artifacts/a/transcript.jsonl"))
     assert C["transcript"] in a_transcript.read_text()  # the bait really is on disk
     report = json.loads(
         Path(state.tasks["c"].tests.log).read_text().split("\n[anti-sprawl")[0]  # type: ignore[union-attr]

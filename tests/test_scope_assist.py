@@ -104,7 +104,8 @@ def test_default_budgets_only_fill_missing_fields() -> None:
     assert natural > PROMPT_OVERHEAD + a_tokens and minimal > PROMPT_OVERHEAD
     assert filled.tasks[0].token_budget == budget_for(natural, minimal) == MIN_DEFAULT_TOKENS
     assert filled.tasks[0].max_tool_calls == tool_calls_for(2)  # one existing, one new file
-    assert estimated_tokens(filled) == filled.tasks[0].token_budget * (tool_calls_for(2) + 2)
+    # every call at its cap, for each of the plan's default two attempts
+    assert estimated_tokens(filled) == filled.tasks[0].token_budget * (tool_calls_for(2) + 2) * 2
     untouched = default_budgets(p, {}, FILES, read)
     assert untouched.tasks[0].token_budget == p.tasks[0].token_budget
 
@@ -112,15 +113,24 @@ def test_default_budgets_only_fill_missing_fields() -> None:
 def test_cost_estimate_is_a_range_per_task_and_in_total() -> None:
     p = plan(
         node("a", write_scope=["src/pkg/a.py"], token_budget=24_000, max_tool_calls=8),
-        node("b", write_scope=["src/pkg/b.py"], token_budget=40_000, max_tool_calls=20),
+        node(
+            "b",
+            write_scope=["src/pkg/b.py"],
+            token_budget=40_000,
+            max_tool_calls=20,
+            max_attempts=3,
+        ),
     )
     cost = cost_estimate(p, {"a": 3_100, "b": 9_000})
-    assert [(t.task_id, t.low, t.high) for t in cost.tasks] == [
-        ("a", 3_100, 24_000 * 10),
-        ("b", 9_000, 40_000 * 22),
+    # high: every call (max_tool_calls + 2) at its cap, for every attempt (plan default 2)
+    assert [(t.task_id, t.low, t.high, t.attempts) for t in cost.tasks] == [
+        ("a", 3_100, 24_000 * 10 * 2, 2),
+        ("b", 9_000, 40_000 * 22 * 3, 3),
     ]
     assert (
         (cost.low, cost.high)
-        == (12_100, 24_000 * 10 + 40_000 * 22)
+        == (12_100, 24_000 * 10 * 2 + 40_000 * 22 * 3)
         == (12_100, estimated_tokens(p))
     )
+    once = p.model_copy(update={"max_attempts": 1})
+    assert cost_estimate(once, {}).tasks[0].high == 24_000 * 10

@@ -69,7 +69,8 @@ def repo_with_ignores(tmp_path: Path, ignores: str = "build/\n.venv/\n") -> Path
 
 
 def one_node(setup: Any, test: Any, write_scope: list[str] | None = None) -> dict[str, Any]:
-    data = fx.plan(test_command=test, setup_command=setup)
+    # one attempt: the script has one attempt's turns, and a retry would run setup again
+    data = fx.plan(test_command=test, setup_command=setup, max_attempts=1)
     data["tasks"] = [fx.node("a", [], "pkg/a.py", "A = 1\n")]
     if write_scope is not None:
         data["tasks"][0]["write_scope"] = write_scope

@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from anti_sprawl.validate import find_cycle, validate
+from anti_sprawl.plan_graph import find_cycle
+from anti_sprawl.validate import validate
 
 from .conftest import node, plan_data
 

@@ -64,6 +64,9 @@ class Checks(BaseModel):
     expect_status: RunExpectation | dict[str, TaskExpectation] | None = Field(
         default=None, description="The run's status, or per task: a status or {status, reason}."
     )
+    expect_attempts: dict[str, int] = Field(
+        default_factory=dict, description="task_id -> the attempts it must have made."
+    )
     min_violations: int | None = Field(default=None, ge=0)
     max_input_tokens: int | None = Field(default=None, gt=0)
     max_total_tokens: int | None = Field(default=None, gt=0)
@@ -108,24 +111,26 @@ class Case(BaseModel):
     script: Path | None = None
     env: dict[str, str] = Field(default_factory=dict)
     jobs: int = Field(default=2, ge=1, le=16)
+    resume: Path | None = Field(
+        default=None, description="A plan to `resume --plan` with when the run did not succeed."
+    )
     checks: Checks = Field(default_factory=Checks)
 
     @property
     def uses_planner(self) -> bool:
         return self.plan is None
 
-    def load_plan(self) -> Plan:
-        """The case's plan file as a ``Plan`` (UsageError when it is not one)."""
-        if self.plan is None:
+    def load_plan(self, path: Path | None = None) -> Plan:
+        """The case's plan file (or ``path``) as a ``Plan`` (UsageError when it is not one)."""
+        path = path or self.plan
+        if path is None:
             raise UsageError(f"case {self.name}: the plan comes from the planner")
         try:
-            return Plan.model_validate(load_plan_data(self.plan))
+            return Plan.model_validate(load_plan_data(path))
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(map(str, first["loc"]))
-            raise UsageError(
-                f"case {self.name}: plan {self.plan}: {where}: {first['msg']}"
-            ) from exc
+            raise UsageError(f"case {self.name}: plan {path}: {where}: {first['msg']}") from exc
 
     def script_text(self, repo: Path, root: Path) -> str:
         """The script with ``${EVAL_REPO}`` and ``${EVAL_ROOT}`` filled in."""
@@ -135,7 +140,17 @@ class Case(BaseModel):
         return text.replace("${EVAL_REPO}", str(repo)).replace("${EVAL_ROOT}", str(root))
 
 
-_CASE_KEYS = {"name", "description", "fixture", "requirement", "plan", "script", "env", "jobs"}
+_CASE_KEYS = {
+    "name",
+    "description",
+    "fixture",
+    "requirement",
+    "plan",
+    "script",
+    "env",
+    "jobs",
+    "resume",
+}
 
 
 def _fail(path: Path, problem: str) -> UsageError:
@@ -171,6 +186,7 @@ def load_case(path: Path) -> Case:
         raise _fail(path, f"fixture folder not found: {fixture}")
     plan = None if data.get("plan") == PLANNER else _relative(path, data, "plan")
     script = _relative(path, data, "script") if data.get("script") is not None else None
+    resume = _relative(path, data, "resume") if data.get("resume") is not None else None
     env = data.get("env") or {}
     if not isinstance(env, dict) or not all(
         isinstance(k, str) and _ENV_NAME.match(k) and isinstance(v, str) for k, v in env.items()
@@ -187,6 +203,7 @@ def load_case(path: Path) -> Case:
             script=script,
             env=env,
             jobs=data.get("jobs", 2),
+            resume=resume,
             checks=data.get("checks") or {},
         )
     except ValidationError as exc:
@@ -209,7 +226,9 @@ def _check_inputs(case: Case) -> None:
     if case.plan is None:
         return
     ids = {t.task_id for t in case.load_plan().tasks}
-    named = set(case.checks.must_not_reach)
+    if case.resume is not None:
+        case.load_plan(case.resume)
+    named = set(case.checks.must_not_reach) | set(case.checks.expect_attempts)
     if isinstance(case.checks.expect_status, dict):
         named |= set(case.checks.expect_status)
     if unknown := sorted(named - ids):

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..command_template import bind_command
+from ..failure_note import FAILURE_NOTE_HEADER
 from ..gitcmd import run_git
 from ..journal import RunState
 from ..plan import Plan, command_argv
-from ..providers.base import request_text
+from ..providers.base import AssistantMessage, ToolResultMessage, UserMessage, request_text
 from ..sandbox import SandboxPolicy, run_command
 from ..scopes import Scope
 from .cases import Case
@@ -26,7 +28,14 @@ from .fixture import branch_checkout, branch_exists, commit_log, git_status
 from .metrics import CheckOutcome, Leak, TaskMetrics
 from .recorder import RecordedCall
 
-__all__ = ["Evidence", "find_cross_task_leaks", "find_leaks", "out_of_scope", "score"]
+__all__ = [
+    "Evidence",
+    "clean_retries",
+    "find_cross_task_leaks",
+    "find_leaks",
+    "out_of_scope",
+    "score",
+]
 
 _MAX_LEAKS_PER_NEEDLE = 20
 
@@ -189,6 +198,52 @@ def _exists_check(ev: Evidence) -> CheckOutcome | None:
     return CheckOutcome(name="must_not_exist", passed=not found, detail=f"found: {found}")
 
 
+def _attempts_check(ev: Evidence) -> CheckOutcome | None:
+    want = ev.case.checks.expect_attempts
+    if not want:
+        return None
+    got = {t.task_id: t.attempts for t in ev.tasks}
+    wrong = [f"{tid}: {got.get(tid)} (want {n})" for tid, n in want.items() if got.get(tid) != n]
+    return CheckOutcome(name="attempts", passed=not wrong, detail="; ".join(wrong))
+
+
+def _observations(calls: Sequence[RecordedCall]) -> list[str]:
+    """The file tools' outputs (reads, listings, searches) in ``calls``' conversations."""
+    names: dict[str, str] = {}
+    out: list[str] = []
+    for call in calls:
+        for message in call.request.messages:
+            if isinstance(message, AssistantMessage):
+                names.update({c.id: c.name for c in message.tool_calls})
+            elif isinstance(message, ToolResultMessage):
+                out += [
+                    r.content
+                    for r in message.results
+                    if names.get(r.call_id) in ("read_file", "grep", "list_dir")
+                ]
+    return out
+
+
+def clean_retries(calls: Sequence[RecordedCall]) -> CheckOutcome | None:
+    """Every retry starts a new conversation: the first prompt plus the failure note, none of
+    the failed attempt's turns or file-tool outputs (always scored when a task was retried)."""
+    retried = [c for c in calls if re.search(r"\.attempt\d+-1$", c.request.call_id or "")]
+    if not retried:
+        return None
+    bad = []
+    for call in retried:
+        messages = call.request.messages
+        first = messages[0] if messages else None
+        text = first.content if isinstance(first, UserMessage) else ""
+        before = [
+            c for c in calls[: calls.index(call)] if c.request.task_id == call.request.task_id
+        ]
+        seen = [o for o in _observations(before) if len(o) > 40 and o in text]
+        if len(messages) != 1 or FAILURE_NOTE_HEADER not in text or seen:
+            bad.append(call.request.call_id or "?")
+    return CheckOutcome(name="clean_retries", passed=not bad, detail=f"not clean: {bad}")
+
+
 def _checkout_check(ev: Evidence) -> CheckOutcome:
     """The user's checkout: still on the base commit, nothing modified or added."""
     status = git_status(ev.repo)
@@ -219,6 +274,8 @@ def score(ev: Evidence, out: list[str], leaks: list[Leak], cross: list[Leak]) ->
         found = sorted({f"{leak.task}: {leak.needle}" for leak in cross})
         results.append(CheckOutcome(name="must_not_reach", passed=not cross, detail=f"{found}"))
     results.append(_exists_check(ev))
+    results.append(_attempts_check(ev))
+    results.append(clean_retries(ev.calls))
     violations = sum(t.violations for t in ev.tasks)
     if checks.min_violations is not None:
         ok = violations >= checks.min_violations

@@ -53,6 +53,10 @@ class TaskMetrics(BaseModel):
     )
     tool_calls: int = 0
     violations: int = 0
+    attempts: int = Field(default=1, description="Attempts the task made (all sessions).")
+    first_attempt: bool = Field(
+        default=False, description="Its first attempt succeeded (no retry needed)."
+    )
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -143,7 +147,11 @@ class Aggregate(BaseModel):
     errors: int
     tasks: int
     tasks_succeeded: int
-    completion_rate: float
+    completion_rate: float = Field(description="Tasks that succeeded in the end.")
+    tasks_first_attempt: int = Field(description="Tasks whose first attempt succeeded.")
+    first_attempt_rate: float
+    retried: int = Field(description="Tasks that took more than one attempt.")
+    attempts: int = Field(description="Attempts over all tasks.")
     tokens: Tokens
     tokens_per_succeeded_task: Rates | None
     tokens_per_task: float | None = Field(description="Total tokens per task that made a call.")
@@ -187,6 +195,12 @@ def aggregate(variant: str, results: Sequence[CaseResult]) -> Aggregate:
         tasks=len(tasks),
         tasks_succeeded=len(done),
         completion_rate=round(len(done) / len(tasks), 4) if tasks else 0.0,
+        tasks_first_attempt=sum(t.first_attempt for t in tasks),
+        first_attempt_rate=round(sum(t.first_attempt for t in tasks) / len(tasks), 4)
+        if tasks
+        else 0.0,
+        retried=sum(t.attempts > 1 for t in tasks),
+        attempts=sum(t.attempts for t in tasks),
         tokens=tokens,
         tokens_per_succeeded_task=per_done,
         tokens_per_task=_mean(sum(t.tokens.total for t in spent), len(spent)),

@@ -32,7 +32,9 @@ def _per_task(a: Aggregate) -> str:
 
 _ROWS: list[tuple[str, Callable[[Aggregate], str]]] = [
     ("success rate (cases passing every check)", lambda a: _rate(a.passed, a.cases)),
-    ("task completion rate", lambda a: _rate(a.tasks_succeeded, a.tasks)),
+    ("task completion rate (final)", lambda a: _rate(a.tasks_succeeded, a.tasks)),
+    ("tasks done on the first attempt", lambda a: _rate(a.tasks_first_attempt, a.tasks)),
+    ("tasks retried (attempts in all)", lambda a: f"{a.retried} ({a.attempts})"),
     ("tokens per task (tasks that ran)", lambda a: _num(a.tokens_per_task)),
     ("tokens per succeeded task (in / out / cached)", _per_task),
     ("input tokens per call", lambda a: _num(a.input_per_call)),
@@ -76,6 +78,7 @@ def _case_cells(r: CaseResult) -> list[str]:
         "pass" if r.passed else f"FAIL: {failed}",
         r.run_status,
         f"{ok}/{len(r.tasks)}",
+        f"{sum(task.first_attempt for task in r.tasks)}/{len(r.tasks)}",
         f"{t.input_tokens:,}",
         f"{t.output_tokens:,}",
         f"{t.cache_read_tokens:,}",
@@ -94,6 +97,7 @@ _CASE_HEADERS = [
     "verdict",
     "run",
     "tasks ok",
+    "1st try",
     "input",
     "output",
     "cached",

@@ -7,10 +7,12 @@ what the metrics say comes from that run alone. A variant switches boundaries of
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -29,7 +31,7 @@ from ..plan import Plan
 from ..planner import plan_requirement
 from ..providers.base import Provider, raw_request_tokens
 from ..providers.scripted import Script, ScriptedProvider
-from ..runner import ExecuteOptions, RunSettings, execute
+from ..runner import ExecuteOptions, RunSettings, execute, resume
 from ..sandbox import SandboxPolicy
 from .cases import Case
 from .checks import Evidence, find_cross_task_leaks, find_leaks, out_of_scope, score
@@ -168,22 +170,26 @@ def _task_metrics(
         record = state.tasks[node.task_id]
         mine = [c for c in calls if c.request.task_id == node.task_id]
         answered = [(c.request, c.usage) for c in mine if c.usage is not None]
+        tries = record.attempt_log
         out.append(
             TaskMetrics(
                 task_id=node.task_id,
                 status=record.status,
                 reason=record.reason,
-                tokens=record.tokens,
+                # every attempt's calls, as the provider saw them
+                tokens=record.total_tokens if tries else record.tokens,
                 provider_tokens=total_usage([u for _, u in answered]),
                 recounted_input=sum(raw_request_tokens(r) for r, _ in answered)
                 if recount
                 else None,
-                calls=record.calls,
+                calls=sum(a.calls for a in tries) if tries else record.calls,
                 recorded_calls=len(mine),
                 first_call_input=answered[0][1].input_tokens if answered else None,
                 call_inputs=[u.input_tokens for _, u in answered],
-                tool_calls=record.tool_calls,
+                tool_calls=sum(a.tool_calls for a in tries) if tries else record.tool_calls,
                 violations=len(record.violations),
+                attempts=max(1, record.attempts),
+                first_attempt=bool(tries) and tries[0].outcome == "succeeded",
             )
         )
     return out
@@ -223,6 +229,12 @@ def _run(
                 )
                 run_opts = ExecuteOptions(provider=provider, settings=settings)
                 out.state = execute(out.plan, repo, run_opts)
+                if case.resume is not None and out.state.status != "succeeded":
+                    # `resume RUN_ID --plan FILE`: the same provider goes on with its script
+                    edited = case.load_plan(case.resume)
+                    again = dataclasses.replace(run_opts, stop=threading.Event())
+                    out.state = resume(out.state.run_id, repo, again, edited, str(case.resume))
+                    out.plan = edited
         except AntiSprawlError as exc:
             out.error = f"{type(exc).__name__}: {exc}"
     return out, provider

@@ -72,7 +72,7 @@ class AnthropicProvider(SdkProvider):
         )
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
-        return to_anthropic_params(request, self.model)
+        return to_anthropic_params(request, request.model or self.model)
 
     def _send(self, params: dict[str, Any]) -> Any:
         return self._client.messages.with_raw_response.create(**params)
@@ -97,7 +97,7 @@ class AnthropicProvider(SdkProvider):
             tool_calls=calls,
             stop_reason=_STOP_REASONS.get(body.stop_reason or "", "other"),
             usage=_usage(body.usage) or estimated_usage(request, text, calls),
-            model=body.model or self.model,
+            model=body.model or request.model or self.model,
             raw_id=None if body.id is None else str(body.id),
         )
 

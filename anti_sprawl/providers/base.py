@@ -127,7 +127,10 @@ class SystemBlock(_Frozen):
 
 
 class ModelRequest(_Frozen):
-    """Everything one model call sees; ``task_id``/``call_id`` tie it to the run's manifests."""
+    """Everything one model call sees; ``task_id``/``call_id`` tie it to the run's manifests.
+
+    ``model`` picks the model for this call (a plan node's own); None means the provider's.
+    """
 
     system: list[SystemBlock] = Field(default_factory=list)
     messages: list[Message]
@@ -135,6 +138,7 @@ class ModelRequest(_Frozen):
     max_output_tokens: int = Field(default=4096, gt=0)
     task_id: str | None = None
     call_id: str | None = None
+    model: str | None = None
 
 
 class Usage(_Frozen):

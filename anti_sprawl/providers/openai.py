@@ -89,7 +89,7 @@ class OpenAIProvider(SdkProvider):
         # OpenAI's newer models accept only max_completion_tokens; compatible servers
         # generally know only max_tokens.
         limit_key = "max_tokens" if self._base_url else "max_completion_tokens"
-        return to_openai_params(request, self.model, limit_key=limit_key)
+        return to_openai_params(request, request.model or self.model, limit_key=limit_key)
 
     def _send(self, params: dict[str, Any]) -> Any:
         return self._client.chat.completions.with_raw_response.create(**params)
@@ -108,7 +108,7 @@ class OpenAIProvider(SdkProvider):
             tool_calls=calls,
             stop_reason=stop,
             usage=_usage(body.usage) or estimated_usage(request, text, calls),
-            model=body.model or self.model,
+            model=body.model or request.model or self.model,
             raw_id=None if body.id is None else str(body.id),
         )
 

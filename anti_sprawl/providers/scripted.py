@@ -145,7 +145,7 @@ class ScriptedProvider:
                     input_tokens=raw_request_tokens(request),
                     output_tokens=request.max_output_tokens,
                 ),
-                model=self.model,
+                model=request.model or self.model,
                 raw_id=f"scripted_{task}_{index + 1}",
             )
         usage = Usage(input_tokens=raw_request_tokens(request), output_tokens=output)
@@ -154,7 +154,7 @@ class ScriptedProvider:
             tool_calls=calls,
             stop_reason="tool_use" if calls else "end_turn",
             usage=usage,
-            model=self.model,
+            model=request.model or self.model,
             raw_id=f"scripted_{task}_{index + 1}",
         )
 

@@ -1,0 +1,3 @@
+"""Shared base values."""
+
+BASE = 1
