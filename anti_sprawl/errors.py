@@ -8,13 +8,13 @@ class of the package is drawn here, in the module that defines it, and
 
     AntiSprawlError              errors            raised on purpose; carries .exit_code
     ├── UsageError               errors            the user's mistake: bad flag or plan (exit 2)
-    │   ├── InternalStateError   internal_state    .anti-sprawl is tracked, a symlink, not ours
-    │   └── BranchCheckedOut     branch            the run branch is checked out somewhere
+    │   ├── InternalStateError   git.layout        .anti-sprawl is tracked, a symlink, not ours
+    │   └── BranchCheckedOut     git.branch        the run branch is checked out somewhere
     ├── Interrupted              errors            Ctrl-C: stopped, resumable (exit 130)
     └── RunError                 errors            the work failed: a node, git, a model (exit 1)
-        ├── GitError             gitcmd            a git command failed; its stderr is kept
-        ├── LandingConflict      branch            a commit does not replay onto the run branch
-        ├── SandboxUnavailable   sandbox           no OS sandbox works here
+        ├── GitError             git.cmd           a git command failed; its stderr is kept
+        ├── LandingConflict      git.branch        a commit does not replay onto the run branch
+        ├── SandboxUnavailable   sandbox.sandbox   no OS sandbox works here
         ├── StorageError         errors            local state unwritable (disk full, quota)
         ├── InternalError        errors            a bug: an exception nothing translated
         └── ProviderError        errors            a model call failed; .retryable, .status
@@ -29,14 +29,14 @@ class of the package is drawn here, in the module that defines it, and
                 └── ScriptExhausted          providers.errors  the scripted model ran out
 
     ToolError                    errors            a tool call that cannot be done as asked
-    ├── FirewallError            path_rules        refused by the scope firewall; .violation
-    ├── EditError                path_rules        edit_file's old text: zero or several matches
-    │   └── LineRangeError       file_views        a line range outside the file
-    └── ToolRefusal              loop              a handler's refusal, worded for the model
+    ├── FirewallError            fs.path_rules     refused by the scope firewall; .violation
+    ├── EditError                fs.path_rules     edit_file's old text: zero or several matches
+    │   └── LineRangeError       outline.views     a line range outside the file
+    └── ToolRefusal              agent.loop        a handler's refusal, worded for the model
 
     Exception                                      signals that never leave their module:
-    ├── Refusal                  path_rules        the firewall words it as a FirewallError
-    └── _Limit                   userdata          worded as a UsageError naming the file
+    ├── Refusal                  fs.path_rules     the firewall words it as a FirewallError
+    └── _Limit                   fs.userdata       worded as a UsageError naming the file
 
 Foreign exceptions (OSError, git, SDK errors) are translated where they enter our code,
 with ``raise ... from exc`` so the cause is kept for debugging. ``at_boundary`` is the last

@@ -22,6 +22,6 @@ PLANNER_TASK_ID = "__planner__"
 # The planner's last tool, and a worker's.
 SUBMIT_PLAN_TOOL = "submit_plan"
 FINISH_TOOL = "finish"
-# The tool's own directory in a repository (its layout: internal_state.StateLayout); every
+# The tool's own directory in a repository (its layout: git.layout.StateLayout); every
 # tree a model or a command can see denies it.
 STATE_DIR_NAME = ".anti-sprawl"

@@ -26,18 +26,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from anti_sprawl.context import AssembledPrompt, assemble_worker_prompt
+from anti_sprawl.context.assemble import AssembledPrompt, assemble_worker_prompt
+from anti_sprawl.context.lean import lean_target
+from anti_sprawl.context.sections import SECTION_HEADERS, render_brief
 from anti_sprawl.errors import RunError
-from anti_sprawl.firewall import Firewall
-from anti_sprawl.lean import lean_target
-from anti_sprawl.outline import python_imports
-from anti_sprawl.plan import Plan, TaskNode, load_plan_data
+from anti_sprawl.fs.firewall import Firewall
+from anti_sprawl.fs.repofiles import RepoReader
+from anti_sprawl.fs.scopes import Scope
+from anti_sprawl.outline.python import python_imports
+from anti_sprawl.plan.model import Plan, TaskNode, load_plan_data
+from anti_sprawl.planner.assist import default_budgets, expand_read_scopes
+from anti_sprawl.planner.repomap.ranking import module_index
 from anti_sprawl.providers.base import ModelRequest, UserMessage, request_text
-from anti_sprawl.ranking import module_index
-from anti_sprawl.repofiles import RepoReader
-from anti_sprawl.scope_assist import default_budgets, expand_read_scopes
-from anti_sprawl.scopes import Scope
-from anti_sprawl.sections import SECTION_HEADERS, render_brief
 from anti_sprawl.tokens import count_tokens
 from anti_sprawl.trust import wrap_data
 

@@ -21,12 +21,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from anti_sprawl.artifacts import ArtifactStore
-from anti_sprawl.firewall import Firewall
+from anti_sprawl.agent.artifacts import ArtifactStore
+from anti_sprawl.agent.worker import TestOutcome, WorkerContext, WorkerLimits, run_worker
+from anti_sprawl.context.sections import DATA_POLICY, RULES
+from anti_sprawl.fs.firewall import Firewall
 from anti_sprawl.providers.base import SystemBlock, raw_request_tokens
 from anti_sprawl.providers.scripted import Script, ScriptedProvider
-from anti_sprawl.sections import DATA_POLICY, RULES
-from anti_sprawl.worker import TestOutcome, WorkerContext, WorkerLimits, run_worker
 
 CAPS = (8_000, 16_000, 32_000, 64_000)
 

@@ -23,11 +23,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from anti_sprawl.estimate import plan_estimate
 from anti_sprawl.eval import EvalOptions, load_cases, run_case
-from anti_sprawl.journal import RunState
-from anti_sprawl.prices import format_usd, load_prices
+from anti_sprawl.planner.estimate import plan_estimate
 from anti_sprawl.providers.limits import default_output_limit
+from anti_sprawl.providers.prices import format_usd, load_prices
+from anti_sprawl.run.journal import RunState
 
 
 def main() -> int:

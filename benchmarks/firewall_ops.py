@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from anti_sprawl.workspace import Workspace
+from anti_sprawl.git.workspace import Workspace
 
 PER_DIR = 100
 ROUNDS = 3
@@ -70,7 +70,7 @@ def rate(call: Callable[[str], object], paths: list[str], refused: type[BaseExce
 
 def bench_firewall(repo: Path) -> None:
     try:
-        from anti_sprawl.firewall import Firewall, FirewallError
+        from anti_sprawl.fs.firewall import Firewall, FirewallError
     except ImportError:
         print("firewall: anti_sprawl.firewall.Firewall not available; skipped")
         return

@@ -28,9 +28,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from anti_sprawl.branch import TRAILER_RUN, TRAILER_TASK, RunBranch
-from anti_sprawl.gitcmd import run_git, user_identity
-from anti_sprawl.runner import uncommitted_changes
+from anti_sprawl.git.branch import TRAILER_RUN, TRAILER_TASK, RunBranch
+from anti_sprawl.git.cmd import run_git, user_identity
+from anti_sprawl.run.runner import uncommitted_changes
 
 RUN = "r1"
 BRANCH = "anti-sprawl/bench"

@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from anti_sprawl.repomap import build_repo_map
+from anti_sprawl.planner.repomap.map import build_repo_map
 
 PACKAGES = 400
 REQUIREMENT = (

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pathspec
 
-from anti_sprawl.path_rules import DEFAULT_ALLOW, DEFAULT_DENY, DenyRules
-from anti_sprawl.sandbox import SandboxPolicy, probe_sandbox, run_command
-from anti_sprawl.sandbox_policy import mask_below
+from anti_sprawl.fs.path_rules import DEFAULT_ALLOW, DEFAULT_DENY, DenyRules
+from anti_sprawl.sandbox.policy import mask_below
+from anti_sprawl.sandbox.sandbox import SandboxPolicy, probe_sandbox, run_command
 
 ROUNDS = 5
 PER_DIR = 100

@@ -29,15 +29,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from anti_sprawl.audit import audit
-from anti_sprawl.branch import TRAILER_RUN, TRAILER_TASK, RunBranch
+from anti_sprawl.git.audit import audit
+from anti_sprawl.git.branch import TRAILER_RUN, TRAILER_TASK, RunBranch
+from anti_sprawl.git.workspace import Workspace, commit
 from anti_sprawl.lifecycle import NodeVerdict
-from anti_sprawl.plan import Plan, command_argv, load_plan_data
+from anti_sprawl.plan.model import Plan, command_argv, load_plan_data
 from anti_sprawl.providers import Script, ScriptedProvider
-from anti_sprawl.reducer import TaskResult
-from anti_sprawl.runner import ExecuteOptions, RunHooks, RunSettings, execute
-from anti_sprawl.scheduler import run_dag
-from anti_sprawl.workspace import Workspace, commit
+from anti_sprawl.run.result import TaskResult
+from anti_sprawl.run.runner import ExecuteOptions, RunHooks, RunSettings, execute
+from anti_sprawl.run.scheduler import run_dag
 
 ROOT = Path(__file__).resolve().parent.parent
 NODES = 200

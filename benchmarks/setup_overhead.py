@@ -22,10 +22,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from anti_sprawl.sandbox import SandboxPolicy, probe_sandbox, run_command
-from anti_sprawl.sandbox_policy import mask_below
-from anti_sprawl.setup_step import run_setup
-from anti_sprawl.workspace import Workspace
+from anti_sprawl.git.workspace import Workspace
+from anti_sprawl.run.setup_step import run_setup
+from anti_sprawl.sandbox.policy import mask_below
+from anti_sprawl.sandbox.sandbox import SandboxPolicy, probe_sandbox, run_command
 
 ROUNDS = 5
 PER_DIR = 100

@@ -25,9 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from rich.console import Console
 
-from anti_sprawl.plan import load_plan_data
-from anti_sprawl.report import render_plan_tree, render_report
-from anti_sprawl.validate import validate
+from anti_sprawl.plan.model import load_plan_data
+from anti_sprawl.plan.validate import validate
+from anti_sprawl.views.plan import render_plan_tree, render_report
 
 
 def requirement_plan(megabytes: int) -> dict[str, Any]:

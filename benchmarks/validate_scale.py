@@ -30,16 +30,16 @@ import networkx as nx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from anti_sprawl.plan import Plan, TaskNode
-from anti_sprawl.plan_graph import (
+from anti_sprawl.plan.graph import (
     Ordering,
     critical_path,
     dependency_edges,
     find_cycle,
     plan_layers,
 )
-from anti_sprawl.scheduler import topological_order as scheduler_order
-from anti_sprawl.validate import validate
+from anti_sprawl.plan.model import Plan, TaskNode
+from anti_sprawl.plan.validate import validate
+from anti_sprawl.run.scheduler import topological_order as scheduler_order
 
 
 def make_plan(n: int, seed: int = 7, foundation: bool = False) -> tuple[dict[str, Any], int]:

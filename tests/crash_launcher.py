@@ -13,8 +13,8 @@ import signal
 import sys
 from collections.abc import Callable
 
-from anti_sprawl.cli import main
-from anti_sprawl.settings import CRASH_POINTS
+from anti_sprawl.cli.app import main
+from anti_sprawl.run.settings import CRASH_POINTS
 
 VARIABLE = "ANTI_SPRAWL_CRASH_AT"
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from anti_sprawl import safe_fs
-from anti_sprawl.firewall import Firewall, FirewallError, Violation
+from anti_sprawl.fs import safe_fs
+from anti_sprawl.fs.firewall import Firewall, FirewallError, Violation
 
 READ_SCOPE = ["src/**", "docs/**"]
 WRITE_SCOPE = ["src/app/**"]

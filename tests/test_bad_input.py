@@ -16,13 +16,13 @@ import pytest
 import yaml
 from typer.testing import CliRunner, Result
 
-from anti_sprawl.cli import app
+from anti_sprawl.cli.app import app
 
 from . import e2e_fixture as fx
 from .conftest import node, plan_data
 
 runner = CliRunner()
-CLI = [sys.executable, "-m", "anti_sprawl.cli"]
+CLI = [sys.executable, "-m", "anti_sprawl"]
 
 
 def one_line_error(result: Result, code: int = 2) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from anti_sprawl.cli import app
+from anti_sprawl.cli.app import app
 
 from . import e2e_fixture as fx
 from .fake_llm_server import FakeLLMServer, anthropic_message, openai_completion

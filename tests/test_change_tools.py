@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from anti_sprawl.artifacts import ArtifactStore
-from anti_sprawl.firewall import Firewall
+from anti_sprawl.agent.artifacts import ArtifactStore
+from anti_sprawl.agent.tools import WORKER_TOOLS
+from anti_sprawl.agent.worker import WorkerContext, WorkerLimits, WorkerResult, run_worker
+from anti_sprawl.fs.firewall import Firewall
 from anti_sprawl.providers.base import SystemBlock, ToolResultMessage
 from anti_sprawl.providers.scripted import Script, ScriptedProvider
 from anti_sprawl.tokens import count_tokens
-from anti_sprawl.tools import WORKER_TOOLS
-from anti_sprawl.worker import WorkerContext, WorkerLimits, WorkerResult, run_worker
 
 FINISH = {"tool": "finish", "args": {"summary": "done"}}
 

@@ -25,13 +25,13 @@ from typing import Any
 
 import pytest
 
-from anti_sprawl.command_template import bind_command, expand, template_problem
-from anti_sprawl.plan import Plan
+from anti_sprawl.plan.model import Plan
+from anti_sprawl.plan.validate import validate
 from anti_sprawl.providers.base import request_text
 from anti_sprawl.providers.scripted import Script, ScriptedProvider
-from anti_sprawl.runner import ExecuteOptions, RunSettings, execute
-from anti_sprawl.sandbox import SandboxPolicy
-from anti_sprawl.validate import validate
+from anti_sprawl.run.runner import ExecuteOptions, RunSettings, execute
+from anti_sprawl.sandbox.command_template import bind_command, expand, template_problem
+from anti_sprawl.sandbox.sandbox import SandboxPolicy
 
 from . import e2e_fixture as fx
 
@@ -279,7 +279,7 @@ def fake_interpreter(prefix: Path) -> Path:
 def test_toolchain_discovery_follows_a_venv_symlink_into_home(tmp_path: Path) -> None:
     """``.venv/bin/python`` -> ``~/.pyenv/versions/9.9/bin/python9.9``: that prefix is bound
     alone (never the home), also when the venv is named after ``env`` or ``timeout``."""
-    from anti_sprawl.sandbox_policy import build_view
+    from anti_sprawl.sandbox.policy import build_view
 
     home = tmp_path / "home"
     (home / ".ssh").mkdir(parents=True)
@@ -340,7 +340,7 @@ def test_the_environment_a_command_names_keeps_its_ca_bundle(
     argv = ["{checkout}/.venv/bin/python", "probe.py", *targets, "{checkout}/fakeenv/x"]
     bound = bind_command(argv, repo, work)
     assert bound.unscanned == [repo / ".venv"]  # fakeenv is tracked: scanned as usual
-    from anti_sprawl.sandbox import run_command
+    from anti_sprawl.sandbox.sandbox import run_command
 
     result = run_command(
         bound.argv, work, timeout=60, policy=SandboxPolicy(), readable=bound.readable,
@@ -356,7 +356,7 @@ def test_the_environment_a_command_names_keeps_its_ca_bundle(
 def test_the_cli_validates_shows_and_documents_the_commands(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from anti_sprawl.cli import app
+    from anti_sprawl.cli.app import app
 
     runner = CliRunner()
     data = one_node_plan("{checkout}/.venv/bin/python -m pytest -q")

@@ -7,11 +7,11 @@ import os
 import sys
 from pathlib import Path
 
-from anti_sprawl.context import tool_json
-from anti_sprawl.plan import Plan
+from anti_sprawl.context.assemble import tool_json
+from anti_sprawl.plan.model import Plan
 from anti_sprawl.providers.base import ModelRequest, request_text
 from anti_sprawl.providers.scripted import Script, ScriptedProvider
-from anti_sprawl.runner import ExecuteOptions, RunSettings, execute
+from anti_sprawl.run.runner import ExecuteOptions, RunSettings, execute
 
 from . import e2e_fixture as fx
 

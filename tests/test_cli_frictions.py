@@ -12,7 +12,7 @@ import yaml
 from typer.testing import CliRunner
 
 from anti_sprawl import __version__
-from anti_sprawl.cli import app
+from anti_sprawl.cli.app import app
 
 from . import e2e_fixture as fx
 

@@ -10,18 +10,20 @@ from pathlib import Path
 
 import pytest
 
-from anti_sprawl.context import (
+from anti_sprawl.context.assemble import (
     SECTIONS,
     AssembledPrompt,
     UpstreamSummary,
     assemble_worker_prompt,
     manifest_for_request,
 )
+from anti_sprawl.context.manifest import FileChoice, load_manifests, save_manifest
+from anti_sprawl.context.memory import MemoryFact
+from anti_sprawl.context.read_scoped import scoped_files
 from anti_sprawl.errors import RunError
-from anti_sprawl.firewall import Firewall
-from anti_sprawl.manifest import FileChoice, load_manifests, save_manifest
-from anti_sprawl.memory import MemoryFact
-from anti_sprawl.plan import Plan
+from anti_sprawl.fs.firewall import Firewall
+from anti_sprawl.fs.scopes import Scope
+from anti_sprawl.plan.model import Plan
 from anti_sprawl.providers.base import (
     AssistantMessage,
     ModelRequest,
@@ -31,8 +33,6 @@ from anti_sprawl.providers.base import (
     UserMessage,
     request_text,
 )
-from anti_sprawl.scoped_context import scoped_files
-from anti_sprawl.scopes import Scope
 from anti_sprawl.tokens import count_tokens
 
 NOW = datetime(2026, 10, 2, tzinfo=UTC)

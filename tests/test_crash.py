@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from anti_sprawl.artifacts import read_json_lines
+from anti_sprawl.agent.artifacts import read_json_lines
 
 from . import e2e_fixture as fx
 

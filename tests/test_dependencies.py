@@ -1,6 +1,6 @@
 """The package's import structure, read from the real source: no module import cycles, no
 imports hidden inside functions to dodge one, and the ``.anti-sprawl/`` layout spelled out in
-one module (``internal_state.StateLayout``).
+one module (``git.layout.StateLayout``).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import anti_sprawl
 
 PACKAGE = Path(anti_sprawl.__file__).parent
 # Lazy imports keep `anti-sprawl --help` fast: the CLI, the top of the graph, may defer them.
-LAZY_IMPORTS_ALLOWED = {"anti_sprawl.cli"}
+LAZY_IMPORTS_ALLOWED = {"anti_sprawl.cli.app"}
 # Names of files and directories under `.anti-sprawl/`, and the lock: only the layout says them.
 LAYOUT_NAMES = {"run.json", "PR.md", "manifests", "artifacts", "memory.yaml"}
 LAYOUT_NAMES |= {"anti-sprawl-run.flock"}
@@ -97,7 +97,7 @@ def test_no_module_is_part_of_an_import_cycle() -> None:
 
 def test_the_cycle_check_sees_a_cycle() -> None:
     graph = import_graph()
-    graph.add_edge("anti_sprawl.errors", "anti_sprawl.cli")  # errors is imported by everyone
+    graph.add_edge("anti_sprawl.errors", "anti_sprawl.cli.app")  # errors is imported by everyone
     assert any(len(c) > 1 for c in nx.strongly_connected_components(graph))
 
 
@@ -107,7 +107,7 @@ def test_no_import_of_our_own_modules_hides_inside_a_function(module: str) -> No
 
 
 def test_the_lazy_import_finder_finds_the_clis() -> None:
-    assert "anti_sprawl.runner" in {t for _, t in function_level_imports("anti_sprawl.cli")}
+    assert "anti_sprawl.run.runner" in {t for _, t in function_level_imports("anti_sprawl.cli.app")}
 
 
 def test_leaf_modules_import_nothing_of_ours() -> None:
@@ -115,7 +115,7 @@ def test_leaf_modules_import_nothing_of_ours() -> None:
     for leaf in (
         "anti_sprawl.errors",
         "anti_sprawl.ids",
-        "anti_sprawl.files",
+        "anti_sprawl.fs.files",
         "anti_sprawl.redact",
     ):
         assert list(graph.successors(leaf)) == [], leaf
@@ -127,6 +127,60 @@ def test_the_state_directory_layout_is_spelled_out_in_one_module() -> None:
         for line, text in string_constants(path):
             if text.strip("/") == ".anti-sprawl" and module != "anti_sprawl.ids":
                 found.append(f"{module}:{line} {text!r}")
-            if text in LAYOUT_NAMES and module != "anti_sprawl.internal_state":
+            if text in LAYOUT_NAMES and module != "anti_sprawl.git.layout":
                 found.append(f"{module}:{line} {text!r}")
     assert found == []
+
+
+# The package's layers, lowest first: a module may import its own layer and the layers below it,
+# never one above. Top-level modules (errors, ids, lifecycle, redact, tokens, trust) are leaves;
+# ``__main__`` (``python -m anti_sprawl``) sits above everything.
+# docs/architecture.md, "Areas" says what each layer holds.
+LAYERS = (
+    "<leaves>",
+    "fs",
+    "git",
+    "sandbox",
+    "outline",
+    "providers",
+    "plan",
+    "agent",
+    "context",
+    "planner",
+    "run",
+    "views",
+    "eval",
+    "cli",
+)
+
+
+def layer_of(module: str) -> int:
+    parts = module.split(".")
+    if len(parts) > 2 or (len(parts) == 2 and MODULES[module].name == "__init__.py"):
+        return LAYERS.index(parts[1])
+    return len(LAYERS) if module in {"anti_sprawl", "anti_sprawl.__main__"} else 0
+
+
+def upward_imports(graph: nx.DiGraph) -> list[str]:
+    return [
+        f"{a} ({LAYERS[layer_of(a)]}) imports {b} ({LAYERS[layer_of(b)]})"
+        for a, b in graph.edges
+        if layer_of(b) > layer_of(a)
+    ]
+
+
+def test_every_package_is_a_known_layer() -> None:
+    packages = {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
+    assert packages == set(LAYERS[1:])
+
+
+def test_each_layer_imports_only_its_own_and_lower_layers() -> None:
+    assert upward_imports(import_graph()) == []
+
+
+def test_the_layering_check_sees_an_upward_import() -> None:
+    graph = import_graph()
+    graph.add_edge("anti_sprawl.fs.firewall", "anti_sprawl.run.runner")
+    assert upward_imports(graph) == [
+        "anti_sprawl.fs.firewall (fs) imports anti_sprawl.run.runner (run)"
+    ]

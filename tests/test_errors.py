@@ -96,11 +96,11 @@ def test_the_parser_reads_depth_parent_and_module() -> None:
 
     Root                 errors   a root
     ├── Child            errors   under the root
-    │   └── Grandchild   loop     under the child
+    │   └── Grandchild   agent.loop  under the child
     └── Second           errors   back under the root
     """
     tree = drawn_tree(doc)
-    assert tree["Grandchild"] == Drawn("Grandchild", "Child", "anti_sprawl.loop")
+    assert tree["Grandchild"] == Drawn("Grandchild", "Child", "anti_sprawl.agent.loop")
     assert tree["Second"].parent == "Root" and tree["Root"].parent == "Exception"
 
 

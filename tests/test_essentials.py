@@ -12,10 +12,10 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from anti_sprawl.cli import app
-from anti_sprawl.essentials import first_prompts, scope_snapshot, start_commit
-from anti_sprawl.plan import Plan
-from anti_sprawl.scopes import Scope
+from anti_sprawl.cli.app import app
+from anti_sprawl.context.essentials import first_prompts, scope_snapshot, start_commit
+from anti_sprawl.fs.scopes import Scope
+from anti_sprawl.plan.model import Plan
 
 from . import e2e_fixture as fx
 from .conftest import GIT_ENV

@@ -17,11 +17,11 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from anti_sprawl.cli import app
-from anti_sprawl.essentials import first_prompts
-from anti_sprawl.estimate import estimate, plan_estimate
-from anti_sprawl.plan import Plan
-from anti_sprawl.prices import Price, PriceTable
+from anti_sprawl.cli.app import app
+from anti_sprawl.context.essentials import first_prompts
+from anti_sprawl.plan.model import Plan
+from anti_sprawl.planner.estimate import estimate, plan_estimate
+from anti_sprawl.providers.prices import Price, PriceTable
 
 from . import e2e_fixture as fx
 from .test_essentials import big_repo

@@ -33,7 +33,7 @@ from anti_sprawl.eval.report import comparison_rows, markdown_report, render_sui
 from anti_sprawl.eval.runner import scripted_provider
 from anti_sprawl.providers.base import Provider, raw_request_tokens
 from anti_sprawl.providers.scripted import ScriptedProvider
-from anti_sprawl.sandbox import SandboxPolicy
+from anti_sprawl.sandbox.sandbox import SandboxPolicy
 
 CASES = Path(__file__).resolve().parents[1] / "tasks" / "eval"
 SAMPLE = "sample-event-bus"
@@ -135,7 +135,6 @@ def _as_variant(results: dict[str, CaseResult]) -> VariantResult:
 def test_a_retry_that_carries_the_failed_attempt_is_caught() -> None:
     from anti_sprawl.eval.checks import clean_retries
     from anti_sprawl.eval.recorder import RecordedCall
-    from anti_sprawl.failure_note import FAILURE_NOTE_HEADER
     from anti_sprawl.providers.base import (
         AssistantMessage,
         ModelRequest,
@@ -144,6 +143,7 @@ def test_a_retry_that_carries_the_failed_attempt_is_caught() -> None:
         ToolResultMessage,
         UserMessage,
     )
+    from anti_sprawl.run.failure_note import FAILURE_NOTE_HEADER
 
     content = "def secret_sauce():\n    return 'the whole file the first attempt read'\n"
     first = UserMessage(content="# Task\nDo it.")

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from anti_sprawl.cli import app
-from anti_sprawl.journal import RepoLock
+from anti_sprawl.cli.app import app
+from anti_sprawl.run.journal import RepoLock
 
 from . import e2e_fixture as fx
 

@@ -7,21 +7,21 @@ from pathlib import Path
 
 import pytest
 
-from anti_sprawl.artifacts import ArtifactStore
-from anti_sprawl.file_views import (
+from anti_sprawl.agent.artifacts import ArtifactStore
+from anti_sprawl.agent.worker import WorkerContext, WorkerLimits, run_worker
+from anti_sprawl.fs.firewall import Firewall
+from anti_sprawl.outline.regions import goal_terms, source_lines
+from anti_sprawl.outline.text import text_outline_lines
+from anti_sprawl.outline.views import (
     LineRangeError,
     file_outline,
     read_view,
     region_view,
     render_outline,
 )
-from anti_sprawl.firewall import Firewall
 from anti_sprawl.providers.base import SystemBlock, ToolResultMessage
 from anti_sprawl.providers.scripted import Script, ScriptedProvider
-from anti_sprawl.regions import goal_terms, source_lines
-from anti_sprawl.text_outline import text_outline_lines
 from anti_sprawl.tokens import count_tokens
-from anti_sprawl.worker import WorkerContext, WorkerLimits, run_worker
 
 
 def big_module(n_classes: int = 36, methods: int = 8) -> str:
@@ -207,8 +207,8 @@ def test_worker_reads_ranges_refuses_hostile_ones_and_edits_a_big_file(tmp_path:
 
 
 def test_injected_text_in_a_region_stays_inside_its_data_block(tmp_path: Path) -> None:
-    from anti_sprawl.context import assemble_worker_prompt
-    from anti_sprawl.plan import Plan, TaskNode
+    from anti_sprawl.context.assemble import assemble_worker_prompt
+    from anti_sprawl.plan.model import Plan, TaskNode
 
     lines = big_module().splitlines()
     target = lines.index("    def step_7_3(self, record: dict, limit: int = 3) -> list:")

@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 
 from anti_sprawl.errors import RunError
-from anti_sprawl.firewall import DEFAULT_DENY, EditError, Firewall, FirewallError
-from anti_sprawl.scopes import Scope
+from anti_sprawl.fs.firewall import DEFAULT_DENY, EditError, Firewall, FirewallError
+from anti_sprawl.fs.scopes import Scope
 from tests.fw_layout import (
     BACKENDS,
     CANARIES,

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from anti_sprawl.firewall import FirewallError
+from anti_sprawl.fs.firewall import FirewallError
 from tests.fw_layout import BACKENDS, CANARIES, Layout, backend_flag, build
 
 ITERATIONS = 2000

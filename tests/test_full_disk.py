@@ -20,7 +20,7 @@ import pytest
 
 from . import e2e_fixture as fx
 
-CLI = [sys.executable, "-m", "anti_sprawl.cli"]
+CLI = [sys.executable, "-m", "anti_sprawl"]
 # No user namespace: in one, the sandbox could not switch test commands to its own uid.
 UNSHARE = ["unshare", "--mount", "--propagation", "private"]
 
@@ -40,9 +40,9 @@ pytestmark = pytest.mark.skipif(
 
 FIRST_SAVE = """
 mount -t tmpfs -o size=64k tmpfs "$RUNS"
-mkdir "$RUNS/filler"  # a directory: internal_state refuses a plain file among the runs
+mkdir "$RUNS/filler"  # a directory: git.layout refuses a plain file among the runs
 dd if=/dev/zero of="$RUNS/filler/zeros" bs=4096 2>/dev/null
-"$PY" -m anti_sprawl.cli execute "$PLAN" --repo "$REPO" --script "$SCRIPT" \
+"$PY" -m anti_sprawl execute "$PLAN" --repo "$REPO" --script "$SCRIPT" \
     >"$OUT/stdout" 2>"$OUT/stderr"
 echo $? >"$OUT/rc"
 ls -A "$RUNS" >"$OUT/ls"
@@ -50,7 +50,7 @@ ls -A "$RUNS" >"$OUT/ls"
 
 MID_RUN = """
 mount -t tmpfs -o size=64k tmpfs "$RUNS"
-"$PY" -m anti_sprawl.cli execute "$PLAN" --repo "$REPO" --script "$SCRIPT" -j 1 \
+"$PY" -m anti_sprawl execute "$PLAN" --repo "$REPO" --script "$SCRIPT" -j 1 \
     >"$OUT/stdout" 2>"$OUT/stderr" &
 pid=$!
 while ! ls "$RUNS"/*/manifests/a/1.json >/dev/null 2>&1; do

@@ -16,14 +16,14 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from anti_sprawl.cli import app
+from anti_sprawl.cli.app import app
 from anti_sprawl.errors import UsageError
-from anti_sprawl.internal_state import InternalStateError, StateLayout, check_state_dir
-from anti_sprawl.plan import Plan
+from anti_sprawl.git.layout import InternalStateError, StateLayout, check_state_dir
+from anti_sprawl.git.workspace import Workspace, remove_stale_worktrees
+from anti_sprawl.plan.model import Plan
 from anti_sprawl.providers.base import request_text
 from anti_sprawl.providers.scripted import Script, ScriptedProvider
-from anti_sprawl.runner import ExecuteOptions, RunSettings, execute
-from anti_sprawl.workspace import Workspace, remove_stale_worktrees
+from anti_sprawl.run.runner import ExecuteOptions, RunSettings, execute
 
 from . import e2e_fixture as fx
 

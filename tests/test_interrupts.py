@@ -24,7 +24,7 @@ import pytest
 from . import e2e_fixture as fx
 from .fake_llm_server import FakeLLMServer
 
-CLI = [sys.executable, "-m", "anti_sprawl.cli"]
+CLI = [sys.executable, "-m", "anti_sprawl"]
 HELD = 120.0  # the fake server holds the first call this long: far past any test timeout
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from anti_sprawl.context import AssembledPrompt, assemble_worker_prompt
-from anti_sprawl.firewall import Firewall
-from anti_sprawl.lean import LEAN_CEILING, lean_target
-from anti_sprawl.plan import Plan, TaskNode
+from anti_sprawl.context.assemble import AssembledPrompt, assemble_worker_prompt
+from anti_sprawl.context.lean import LEAN_CEILING, lean_target
+from anti_sprawl.fs.firewall import Firewall
+from anti_sprawl.plan.model import Plan, TaskNode
 from anti_sprawl.providers.base import ModelRequest, UserMessage, request_text
 from anti_sprawl.tokens import count_tokens
 

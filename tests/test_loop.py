@@ -9,13 +9,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from anti_sprawl.artifacts import ArtifactStore
-from anti_sprawl.firewall import Firewall
+from anti_sprawl.agent.artifacts import ArtifactStore
+from anti_sprawl.agent.worker import WorkerContext, WorkerLimits, run_worker
+from anti_sprawl.fs.firewall import Firewall
 from anti_sprawl.ids import PLANNER_TASK_ID
-from anti_sprawl.planner import plan_requirement
+from anti_sprawl.planner.planner import plan_requirement
 from anti_sprawl.providers.base import SystemBlock, ToolResultMessage
 from anti_sprawl.providers.scripted import Script, ScriptedProvider
-from anti_sprawl.worker import WorkerContext, WorkerLimits, run_worker
 
 from .conftest import node, plan_data
 

@@ -11,8 +11,7 @@ import pytest
 from pydantic import ValidationError
 from rich.console import Console
 
-from anti_sprawl.errors import UsageError
-from anti_sprawl.manifest import (
+from anti_sprawl.context.manifest import (
     ContextItem,
     ContextManifest,
     DroppedItem,
@@ -20,6 +19,7 @@ from anti_sprawl.manifest import (
     render_manifests,
     save_manifest,
 )
+from anti_sprawl.errors import UsageError
 
 
 def _item(item_id: str, kind: str, source: str, text: str, **kw: object) -> ContextItem:
@@ -128,7 +128,7 @@ def test_render_empty() -> None:
 
 
 def test_render_notes_each_files_form_and_reason() -> None:
-    from anti_sprawl.manifest import FileChoice
+    from anti_sprawl.context.manifest import FileChoice
 
     m = _manifest("t1", 0)
     m.items.append(_item("region:src/core.py", "region", "src/core.py", "outline and regions"))

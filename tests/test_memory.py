@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from anti_sprawl.memory import MemoryFact, screen_memory
+from anti_sprawl.context.memory import MemoryFact, screen_memory
 
 NOW = datetime(2026, 10, 2, tzinfo=UTC)
 LATER = NOW + timedelta(days=30)

@@ -20,7 +20,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from anti_sprawl.cli import app
+from anti_sprawl.cli.app import app
 
 from . import e2e_fixture as fx
 from .fake_llm_server import FakeLLMServer, anthropic_message
@@ -102,7 +102,7 @@ def test_each_node_calls_its_own_model_and_the_cli_overrides_only_the_default(
 
 
 def test_the_planners_and_the_bundled_defaults_resolve_in_order(tmp_path: Path) -> None:
-    from anti_sprawl.plan import Plan
+    from anti_sprawl.plan.model import Plan
 
     plan = Plan.model_validate(fx.plan())
     node = plan.tasks[0]

@@ -18,15 +18,15 @@ from typing import Any
 
 import pytest
 
-from anti_sprawl.ablations import Ablations
 from anti_sprawl.errors import InternalError
-from anti_sprawl.node_job import NodeEnv, NodeJob, NodeOutcome, NodePaths
-from anti_sprawl.node_work import run_node_job
-from anti_sprawl.plan import Plan
+from anti_sprawl.plan.model import Plan
 from anti_sprawl.providers.scripted import Script, ScriptedProvider
 from anti_sprawl.redact import Redactor, env_secrets
-from anti_sprawl.reducer import TaskResult
-from anti_sprawl.runner import ExecuteOptions, RunSettings, execute
+from anti_sprawl.run.ablations import Ablations
+from anti_sprawl.run.node_job import NodeEnv, NodeJob, NodeOutcome, NodePaths
+from anti_sprawl.run.node_work import run_node_job
+from anti_sprawl.run.result import TaskResult
+from anti_sprawl.run.runner import ExecuteOptions, RunSettings, execute
 
 from . import e2e_fixture as fx
 

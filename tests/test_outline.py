@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from anti_sprawl.outline import (
+from anti_sprawl.outline.python import (
     FALLBACK_LINES,
     outlinable,
     outline_file,

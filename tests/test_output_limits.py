@@ -16,8 +16,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from anti_sprawl.artifacts import read_json_lines
-from anti_sprawl.cli import app
+from anti_sprawl.agent.artifacts import read_json_lines
+from anti_sprawl.cli.app import app
 from anti_sprawl.providers.limits import (
     DEFAULT_LOCAL_LIMIT,
     default_output_limit,

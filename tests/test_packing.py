@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from anti_sprawl.packing import (
+from anti_sprawl.context.packing import (
     ContextCandidate,
     UtilityWeights,
     input_budget,

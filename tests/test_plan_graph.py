@@ -15,15 +15,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
-from anti_sprawl.cli import app
-from anti_sprawl.plan import Plan
-from anti_sprawl.plan_graph import (
+from anti_sprawl.cli.app import app
+from anti_sprawl.plan.graph import (
     Ordering,
     critical_path,
     dependency_edges,
     plan_layers,
     topological_order,
 )
+from anti_sprawl.plan.model import Plan
 
 from .conftest import node, plan_data
 

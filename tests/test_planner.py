@@ -14,11 +14,11 @@ import pytest
 import yaml
 from rich.console import Console
 
+from anti_sprawl.cli.plan import run_plan_command
 from anti_sprawl.errors import UsageError
 from anti_sprawl.ids import PLANNER_TASK_ID
-from anti_sprawl.plan import load_plan_data
-from anti_sprawl.plan_cmd import run_plan_command
-from anti_sprawl.planner import NUDGE, plan_requirement
+from anti_sprawl.plan.model import load_plan_data
+from anti_sprawl.planner.planner import NUDGE, plan_requirement
 from anti_sprawl.providers import (
     Script,
     ScriptedProvider,
@@ -408,7 +408,7 @@ def test_expansion_never_creates_a_stale_read(tmp_path: Path, repo: Path) -> Non
 
 
 def test_default_budgets_when_the_model_leaves_them_out(tmp_path: Path, repo: Path) -> None:
-    from anti_sprawl.scope_assist import budget_for, estimated_tokens, prompt_sizes
+    from anti_sprawl.planner.assist import budget_for, estimated_tokens, prompt_sizes
 
     plan = plan_data(
         node("core", write_scope=["app/core.py", "tests/test_core.py"], read_scope=["app/util.py"]),
@@ -527,7 +527,7 @@ def test_without_models_the_planner_may_not_pick_one(tmp_path: Path, repo: Path)
 def test_models_flag_through_the_cli(tmp_path: Path, repo: Path) -> None:
     from typer.testing import CliRunner
 
-    from anti_sprawl.cli import app
+    from anti_sprawl.cli.app import app
 
     script = tmp_path / "script.yaml"
     script.write_text(yaml.safe_dump({"plan": with_models("claude-haiku-5-5", None)}))

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from anti_sprawl.planner import plan_requirement
+from anti_sprawl.planner.planner import plan_requirement
 from anti_sprawl.providers import AnthropicProvider, OpenAIProvider
 
 from .conftest import node, plan_data

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner, Result
 
-from anti_sprawl.cli import app
-from anti_sprawl.journal import RepoLock
-from anti_sprawl.pr import pr_title
+from anti_sprawl.cli.app import app
+from anti_sprawl.cli.pr import pr_title
+from anti_sprawl.run.journal import RepoLock
 
 from . import e2e_fixture as fx
 
@@ -339,7 +339,7 @@ def test_pr_output_keeps_the_body_path_on_one_line() -> None:
 
     from rich.console import Console
 
-    from anti_sprawl.pr import PrOutcome, render_outcome
+    from anti_sprawl.cli.pr import PrOutcome, render_outcome
 
     path = "/home/someone/projects/a-rather-long-repository-name/.anti-sprawl/runs/" + (
         "order-events-20261130-175654-452f/PR.md"

@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from anti_sprawl.agent.run_budget import RunBudget
 from anti_sprawl.errors import UsageError
-from anti_sprawl.prices import (
+from anti_sprawl.providers.base import Usage
+from anti_sprawl.providers.prices import (
     FREE,
     Price,
     call_cost,
@@ -17,8 +19,6 @@ from anti_sprawl.prices import (
     load_prices,
     worst_call_cost,
 )
-from anti_sprawl.providers.base import Usage
-from anti_sprawl.run_budget import RunBudget
 
 BUNDLED = Path(__file__).parent.parent / "anti_sprawl" / "data" / "prices.yaml"
 

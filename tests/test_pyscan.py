@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from anti_sprawl.outline import scan_python
-from anti_sprawl.pyscan import scan_python_fast
+from anti_sprawl.outline.python import scan_python
+from anti_sprawl.planner.repomap.pyscan import scan_python_fast
 
 ROOT = Path(__file__).resolve().parents[1]
 

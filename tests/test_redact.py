@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from anti_sprawl.artifacts import ArtifactStore
-from anti_sprawl.firewall import Firewall
+from anti_sprawl.agent.artifacts import ArtifactStore
+from anti_sprawl.agent.worker import WorkerContext, WorkerLimits, run_worker
+from anti_sprawl.fs.firewall import Firewall
 from anti_sprawl.providers.base import SystemBlock, request_text
 from anti_sprawl.providers.redacting import RedactingProvider
 from anti_sprawl.providers.scripted import Script, ScriptedProvider
 from anti_sprawl.redact import Redactor, env_secrets
-from anti_sprawl.worker import WorkerContext, WorkerLimits, run_worker
 
 from . import e2e_fixture as fx
 
@@ -111,7 +111,7 @@ def test_cli_run_keeps_env_key_out_of_every_artifact_and_commit(tmp_path: Path) 
     env = dict(
         os.environ, ANTHROPIC_API_KEY=KEY, PATH=f"{os.path.dirname(sys.executable)}:/usr/bin:/bin"
     )
-    args = [sys.executable, "-m", "anti_sprawl.cli", "execute", str(plan_path), "--repo", str(repo)]
+    args = [sys.executable, "-m", "anti_sprawl", "execute", str(plan_path), "--repo", str(repo)]
     done = subprocess.run(
         [*args, "--script", str(script_path)], env=env, capture_output=True, text=True
     )
@@ -128,7 +128,7 @@ def test_a_change_that_adds_a_secret_is_not_committed(tmp_path: Path) -> None:
     turns = fx.worker_turns("pkg/a.py", f"AWS_KEY = '{SAMPLES['aws-access-key']}'\n")
     plan_path, script_path = fx.write_inputs(tmp_path, fx.plan(), fx.script(a=turns))
     env = dict(os.environ, PATH=f"{os.path.dirname(sys.executable)}:/usr/bin:/bin")
-    args = [sys.executable, "-m", "anti_sprawl.cli", "execute", str(plan_path), "--repo", str(repo)]
+    args = [sys.executable, "-m", "anti_sprawl", "execute", str(plan_path), "--repo", str(repo)]
     done = subprocess.run(
         [*args, "--script", str(script_path)], env=env, capture_output=True, text=True
     )

@@ -17,14 +17,14 @@ from typing import Any
 
 import pytest
 
-from anti_sprawl.plan import Plan
+from anti_sprawl.git.secret_scan import staged_secrets
+from anti_sprawl.git.workspace import Workspace
+from anti_sprawl.plan.model import Plan
 from anti_sprawl.providers.base import request_text
 from anti_sprawl.providers.redacting import RedactingProvider
 from anti_sprawl.providers.scripted import Script, ScriptedProvider
 from anti_sprawl.redact import Redactor
-from anti_sprawl.runner import ExecuteOptions, RunSettings, execute
-from anti_sprawl.secret_scan import staged_secrets
-from anti_sprawl.workspace import Workspace
+from anti_sprawl.run.runner import ExecuteOptions, RunSettings, execute
 
 from . import e2e_fixture as fx
 
@@ -44,7 +44,7 @@ def cli(tmp_path: Path, repo: Path, plan: dict[str, Any], script: dict[str, Any]
     env = dict(
         os.environ, ANTHROPIC_API_KEY=KEY, PATH=f"{os.path.dirname(sys.executable)}:/usr/bin:/bin"
     )
-    args = [sys.executable, "-m", "anti_sprawl.cli", "execute", str(plan_path), "--repo", str(repo)]
+    args = [sys.executable, "-m", "anti_sprawl", "execute", str(plan_path), "--repo", str(repo)]
     return subprocess.run(
         [*args, "--script", str(script_path), *extra], env=env, capture_output=True, text=True
     )
@@ -157,9 +157,9 @@ def test_a_secret_already_in_the_file_is_not_blamed_on_the_node(tmp_path: Path) 
 
 
 def test_redacting_a_record_never_fails_on_a_length_limit() -> None:
-    from anti_sprawl.firewall import Violation
-    from anti_sprawl.reducer import TaskResult
-    from anti_sprawl.tools import FinishArgs
+    from anti_sprawl.agent.tools import FinishArgs
+    from anti_sprawl.fs.firewall import Violation
+    from anti_sprawl.run.result import TaskResult
 
     short_key = "k3y-9z8y"  # 8 characters; its placeholder is longer
     record = TaskResult(

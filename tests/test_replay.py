@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 from typer.testing import CliRunner
 
-from anti_sprawl.cli import app
+from anti_sprawl.cli.app import app
 
 from .replay import build_history, git, replay_inputs
 

@@ -11,15 +11,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from anti_sprawl.errors import UsageError
-from anti_sprawl.ranking import (
+from anti_sprawl.fs.repofiles import FileListing, is_secret_path, list_repo_files, read_source
+from anti_sprawl.planner.repomap.map import RepoMap, build_repo_map
+from anti_sprawl.planner.repomap.ranking import (
     build_import_graph,
     module_index,
     personalized_pagerank,
     requirement_terms,
     split_words,
 )
-from anti_sprawl.repofiles import FileListing, is_secret_path, list_repo_files, read_source
-from anti_sprawl.repomap import RepoMap, build_repo_map
 from anti_sprawl.tokens import count_tokens
 
 CANARY = "CANARY-SECRET-7f3a"

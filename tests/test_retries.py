@@ -22,7 +22,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from anti_sprawl.cli import app
+from anti_sprawl.cli.app import app
 
 from . import e2e_fixture as fx
 from .fake_llm_server import FakeLLMServer, anthropic_message
@@ -212,7 +212,7 @@ def test_scripted_turns_go_on_across_attempts_and_a_kill_between_attempts_resume
         {"tool": name, "args": args} for name, args in [ATTEMPT_1[0], ATTEMPT_1[3], *ATTEMPT_2]
     ]
     plan_path, script_path = fx.write_inputs(tmp_path, one_node_plan(), {"workers": {"a": turns}})
-    cli = [sys.executable, "-m", "anti_sprawl.cli"]
+    cli = [sys.executable, "-m", "anti_sprawl"]
     launcher = [sys.executable, str(Path(__file__).with_name("crash_launcher.py"))]
     env = {k: v for k, v in os.environ.items() if k != "ANTI_SPRAWL_CRASH_AT"}
     crashed = subprocess.run(

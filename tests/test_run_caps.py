@@ -18,7 +18,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from anti_sprawl.cli import app
+from anti_sprawl.cli.app import app
 
 from . import e2e_fixture as fx
 

@@ -18,7 +18,7 @@ import pytest
 
 from . import e2e_fixture as fx
 
-CLI = [sys.executable, "-m", "anti_sprawl.cli"]
+CLI = [sys.executable, "-m", "anti_sprawl"]
 # The CLI behind the test launcher, which installs the crash hook ANTI_SPRAWL_CRASH_AT names.
 LAUNCHER = [sys.executable, str(Path(__file__).with_name("crash_launcher.py"))]
 SLOW = [sys.executable, "-c", "import time; time.sleep(2)"]

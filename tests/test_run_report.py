@@ -11,11 +11,11 @@ from pathlib import Path
 from rich.console import Console
 from typer.testing import CliRunner
 
-from anti_sprawl.cli import app
-from anti_sprawl.journal import RunState
-from anti_sprawl.plan import Plan
-from anti_sprawl.reducer import TaskResult
-from anti_sprawl.run_report import Progress, pr_body, render_verdict
+from anti_sprawl.cli.app import app
+from anti_sprawl.plan.model import Plan
+from anti_sprawl.run.journal import RunState
+from anti_sprawl.run.result import TaskResult
+from anti_sprawl.views.run import Progress, pr_body, render_verdict
 
 from . import e2e_fixture as fx
 
@@ -102,7 +102,7 @@ def test_hidden_characters_are_flagged(tmp_path: Path) -> None:
 
 
 def test_success_with_blocked_attempts_says_so() -> None:
-    from anti_sprawl.firewall import Violation
+    from anti_sprawl.fs.firewall import Violation
 
     s = state()
     s.tasks["a"].violations = [
@@ -115,7 +115,7 @@ def test_success_with_blocked_attempts_says_so() -> None:
 
 
 def test_verdict_stays_readable_at_80_columns() -> None:
-    from anti_sprawl.worker import TestOutcome
+    from anti_sprawl.agent.worker import TestOutcome
 
     s = state()
     b = s.tasks["b"]

@@ -15,7 +15,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from anti_sprawl.cli import app
+from anti_sprawl.cli.app import app
 
 from .conftest import GIT_ENV
 

@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from anti_sprawl.audit import audit
-from anti_sprawl.sandbox import (
+from anti_sprawl.git.audit import audit
+from anti_sprawl.git.workspace import Workspace, commit
+from anti_sprawl.sandbox.sandbox import (
     SandboxLayer,
     SandboxPolicy,
     SandboxUnavailable,
     probe_sandbox,
     run_command,
 )
-from anti_sprawl.workspace import Workspace, commit
 
 CANARIES = {
     "ANTHROPIC_API_KEY": "CANARY-KEY",

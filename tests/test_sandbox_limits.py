@@ -20,15 +20,15 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from anti_sprawl.cli import app
+from anti_sprawl.cli.app import app
 from anti_sprawl.errors import UsageError
-from anti_sprawl.sandbox import (
+from anti_sprawl.sandbox.policy import ResourceLimits, parse_limit
+from anti_sprawl.sandbox.sandbox import (
     SandboxPolicy,
     SandboxUnavailable,
     probe_sandbox,
     run_command,
 )
-from anti_sprawl.sandbox_policy import ResourceLimits, parse_limit
 
 from . import e2e_fixture as fx
 
@@ -147,7 +147,7 @@ def test_the_limit_reaches_the_model_and_the_verdict(tmp_path: Path) -> None:
     plan["tasks"][0]["test_command"] = [sys.executable, "-c", "bytearray(3 << 30)"]
     plan_path, script_path = fx.write_inputs(tmp_path, plan, fx.script())
     env = dict(os.environ, PATH=f"{os.path.dirname(sys.executable)}:/usr/bin:/bin")
-    args = [sys.executable, "-m", "anti_sprawl.cli", "execute", str(plan_path), "--repo", str(repo)]
+    args = [sys.executable, "-m", "anti_sprawl", "execute", str(plan_path), "--repo", str(repo)]
     args += ["--script", str(script_path), "--sandbox-limit", "memory=256M"]
     done = subprocess.run(args, env=env, capture_output=True, text=True)
     assert done.returncode == 1
@@ -188,9 +188,9 @@ def test_no_silent_fallback_to_landlock(work: Path) -> None:
 
 
 def test_execute_refuses_with_the_install_hint_when_bwrap_is_missing(tmp_path: Path) -> None:
-    from anti_sprawl.plan import Plan
+    from anti_sprawl.plan.model import Plan
     from anti_sprawl.providers.scripted import Script, ScriptedProvider
-    from anti_sprawl.runner import ExecuteOptions, RunSettings, execute
+    from anti_sprawl.run.runner import ExecuteOptions, RunSettings, execute
 
     repo = fx.make_repo(tmp_path)
     provider = ScriptedProvider(Script.from_data(fx.script()))
@@ -254,7 +254,7 @@ def test_the_run_report_says_what_landlock_does_not_block(tmp_path: Path) -> Non
     repo = fx.make_repo(tmp_path)
     plan_path, script_path = fx.write_inputs(tmp_path, fx.plan(), fx.script())
     env = dict(os.environ, PATH=f"{os.path.dirname(sys.executable)}:/usr/bin:/bin")
-    args = [sys.executable, "-m", "anti_sprawl.cli", "execute", str(plan_path), "--repo", str(repo)]
+    args = [sys.executable, "-m", "anti_sprawl", "execute", str(plan_path), "--repo", str(repo)]
     args += ["--script", str(script_path), "--sandbox", "landlock", "--json"]
     done = subprocess.run(args, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr

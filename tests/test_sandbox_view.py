@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from anti_sprawl.plan import Plan
+from anti_sprawl.plan.model import Plan
 from anti_sprawl.providers.base import request_text
 from anti_sprawl.providers.scripted import Script, ScriptedProvider
-from anti_sprawl.runner import ExecuteOptions, RunSettings, execute
-from anti_sprawl.sandbox import SandboxPolicy, probe_sandbox, run_command
+from anti_sprawl.run.runner import ExecuteOptions, RunSettings, execute
+from anti_sprawl.sandbox.sandbox import SandboxPolicy, probe_sandbox, run_command
 
 from . import e2e_fixture as fx
 
@@ -244,7 +244,7 @@ def test_the_cli_takes_home_from_the_environment(tmp_path: Path) -> None:
     plan, script = attacker_plan_and_script(repo, home, [])
     plan_path, script_path = fx.write_inputs(tmp_path, plan, script)
     env = dict(os.environ, HOME=str(home), PATH=f"{os.path.dirname(sys.executable)}:/usr/bin:/bin")
-    args = [sys.executable, "-m", "anti_sprawl.cli", "execute", str(plan_path), "--repo", str(repo)]
+    args = [sys.executable, "-m", "anti_sprawl", "execute", str(plan_path), "--repo", str(repo)]
     done = subprocess.run(
         [*args, "--script", str(script_path), "--json"], env=env, capture_output=True, text=True
     )
@@ -320,7 +320,7 @@ def test_a_worktree_the_sandbox_user_cannot_read_is_refused_clearly(tmp_path: Pa
 
 def test_a_worktree_inside_an_allowed_checkout_stays_visible(tmp_path: Path) -> None:
     """``{checkout}`` plus the node's worktree below its masked ``.anti-sprawl``: both bound."""
-    from anti_sprawl.workspace import Workspace
+    from anti_sprawl.git.workspace import Workspace
 
     repo, _home = hostile_repo(tmp_path)
     with Workspace.create(repo, repo / ".anti-sprawl" / "worktrees", "inner", "HEAD") as ws:

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from anti_sprawl.lifecycle import NodeVerdict
-from anti_sprawl.scheduler import DagScheduler, run_dag
+from anti_sprawl.run.scheduler import DagScheduler, run_dag
 
 DIAMOND = {"a": [], "b": ["a"], "c": ["a"], "d": ["b", "c"], "e": []}
 
@@ -128,7 +128,7 @@ def test_land_runs_in_topological_order_whatever_finishes_first() -> None:
 
 
 def test_topological_order_breaks_ties_by_plan_order() -> None:
-    from anti_sprawl.scheduler import topological_order
+    from anti_sprawl.run.scheduler import topological_order
 
     assert topological_order({"z": [], "y": ["z"], "x": []}, ["x", "y", "z"]) == ["x", "z", "y"]
 

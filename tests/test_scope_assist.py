@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from anti_sprawl.plan import Plan
-from anti_sprawl.scope_assist import (
+from anti_sprawl.plan.model import Plan
+from anti_sprawl.planner.assist import (
     MAX_DEFAULT_TOKENS,
     MAX_ESSENTIAL_TOKENS,
     MIN_DEFAULT_TOKENS,

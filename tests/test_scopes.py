@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from anti_sprawl.scopes import Scope, entry_problem, literal_prefix, may_overlap, normalize_entry
+from anti_sprawl.fs.scopes import Scope, entry_problem, literal_prefix, may_overlap, normalize_entry
 
 
 @pytest.mark.parametrize(

@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from anti_sprawl.artifacts import ArtifactStore
-from anti_sprawl.firewall import Firewall
+from anti_sprawl.agent.artifacts import ArtifactStore
+from anti_sprawl.agent.worker import WorkerContext, WorkerLimits, run_worker
+from anti_sprawl.fs.firewall import Firewall
+from anti_sprawl.fs.repofiles import is_secret_path, list_repo_files
 from anti_sprawl.providers.base import SystemBlock, request_text
 from anti_sprawl.providers.errors import redact as redact_provider_error
 from anti_sprawl.providers.redacting import RedactingProvider
 from anti_sprawl.providers.scripted import Script, ScriptedProvider
 from anti_sprawl.redact import Redactor
-from anti_sprawl.repofiles import is_secret_path, list_repo_files
-from anti_sprawl.worker import WorkerContext, WorkerLimits, run_worker
 
 CANARY = "CANARY-CATALOGUE-4b7e"
 NAMES = [

@@ -25,14 +25,14 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from anti_sprawl.cli import app
+from anti_sprawl.cli.app import app
 from anti_sprawl.errors import RunError
-from anti_sprawl.plan import Plan
+from anti_sprawl.plan.model import Plan
 from anti_sprawl.providers.base import request_text
 from anti_sprawl.providers.scripted import Script, ScriptedProvider
-from anti_sprawl.run_report import render_verdict
-from anti_sprawl.runner import ExecuteOptions, RunSettings, execute
-from anti_sprawl.sandbox import SandboxPolicy, probe_sandbox, run_command
+from anti_sprawl.run.runner import ExecuteOptions, RunSettings, execute
+from anti_sprawl.sandbox.sandbox import SandboxPolicy, probe_sandbox, run_command
+from anti_sprawl.views.run import render_verdict
 
 from . import e2e_fixture as fx
 

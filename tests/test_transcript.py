@@ -11,8 +11,8 @@ import sys
 import time
 from pathlib import Path
 
-from anti_sprawl.artifacts import ArtifactStore, read_json_lines
-from anti_sprawl.loop import TRANSCRIPT, Transcript
+from anti_sprawl.agent.artifacts import ArtifactStore, read_json_lines
+from anti_sprawl.agent.loop import TRANSCRIPT, Transcript
 from anti_sprawl.redact import Redactor
 
 TOKEN = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"  # a GitHub token's shape
@@ -52,8 +52,8 @@ def test_a_cut_last_line_leaves_every_complete_event_readable(tmp_path: Path) ->
 _WRITER = """
 import sys
 from pathlib import Path
-from anti_sprawl.artifacts import ArtifactStore
-from anti_sprawl.loop import Transcript
+from anti_sprawl.agent.artifacts import ArtifactStore
+from anti_sprawl.agent.loop import Transcript
 t = Transcript(ArtifactStore(Path(sys.argv[1])), "a")
 n = 0
 while True:

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from anti_sprawl.plan_graph import find_cycle
-from anti_sprawl.validate import validate
+from anti_sprawl.plan.graph import find_cycle
+from anti_sprawl.plan.validate import validate
 
 from .conftest import node, plan_data
 

@@ -9,8 +9,15 @@ from typing import Any
 
 import pytest
 
-from anti_sprawl.artifacts import ArtifactStore
-from anti_sprawl.firewall import Firewall
+from anti_sprawl.agent.artifacts import ArtifactStore
+from anti_sprawl.agent.worker import (
+    TestOutcome,
+    WorkerContext,
+    WorkerLimits,
+    WorkerResult,
+    run_worker,
+)
+from anti_sprawl.fs.firewall import Firewall
 from anti_sprawl.providers.base import (
     ModelRequest,
     SystemBlock,
@@ -19,7 +26,6 @@ from anti_sprawl.providers.base import (
     raw_request_tokens,
 )
 from anti_sprawl.providers.scripted import Script, ScriptedProvider
-from anti_sprawl.worker import TestOutcome, WorkerContext, WorkerLimits, WorkerResult, run_worker
 
 
 @pytest.fixture

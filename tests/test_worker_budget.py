@@ -13,11 +13,20 @@ from typing import Any
 
 import pytest
 
-from anti_sprawl.artifacts import ArtifactStore
-from anti_sprawl.budget import RunBudget
-from anti_sprawl.digest import DIGEST_HEADER
-from anti_sprawl.firewall import Firewall
-from anti_sprawl.manifest import conversation_items
+from anti_sprawl.agent.artifacts import ArtifactStore
+from anti_sprawl.agent.budget import RunBudget
+from anti_sprawl.agent.digest import DIGEST_HEADER
+from anti_sprawl.agent.tools import WORKER_TOOLS
+from anti_sprawl.agent.worker import (
+    CALL_SLACK,
+    TestOutcome,
+    WorkerContext,
+    WorkerLimits,
+    WorkerResult,
+    run_worker,
+)
+from anti_sprawl.context.manifest import conversation_items
+from anti_sprawl.fs.firewall import Firewall
 from anti_sprawl.providers.base import (
     ModelRequest,
     SystemBlock,
@@ -26,15 +35,6 @@ from anti_sprawl.providers.base import (
     request_text,
 )
 from anti_sprawl.providers.scripted import Script, ScriptedProvider
-from anti_sprawl.tools import WORKER_TOOLS
-from anti_sprawl.worker import (
-    CALL_SLACK,
-    TestOutcome,
-    WorkerContext,
-    WorkerLimits,
-    WorkerResult,
-    run_worker,
-)
 
 FINISH = {"tool": "finish", "args": {"summary": "done"}}
 SECRET_LINE = "UNIQUE-BODY-LINE"  # in file bodies only: a digest must never carry it

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from anti_sprawl.artifacts import ArtifactStore
-from anti_sprawl.firewall import Firewall
+from anti_sprawl.agent.artifacts import ArtifactStore
+from anti_sprawl.agent.worker import WorkerContext, WorkerLimits, WorkerResult, run_worker
+from anti_sprawl.fs.firewall import Firewall
 from anti_sprawl.providers.anthropic import AnthropicProvider
 from anti_sprawl.providers.base import Provider, SystemBlock
 from anti_sprawl.providers.openai import OpenAIProvider
-from anti_sprawl.worker import WorkerContext, WorkerLimits, WorkerResult, run_worker
 
 from .fake_llm_server import (
     FakeLLMServer,

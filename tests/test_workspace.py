@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from anti_sprawl.audit import audit, changes
 from anti_sprawl.errors import RunError
-from anti_sprawl.gitlocks import clean_stale_locks
-from anti_sprawl.workspace import (
+from anti_sprawl.git.audit import audit, changes
+from anti_sprawl.git.locks import clean_stale_locks
+from anti_sprawl.git.workspace import (
     Workspace,
     commit,
     diff,

@@ -17,10 +17,10 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import UsageError
-from ..plan import Plan, TestCommand, load_plan_data
+from ..fs.scopes import entry_problem
+from ..plan.model import Plan, TestCommand, load_plan_data
 from ..providers.scripted import Script
-from ..reducer import Status
-from ..scopes import entry_problem
+from ..run.result import Status
 
 __all__ = ["PLANNER", "Case", "Checks", "TaskExpectation", "load_case", "load_cases"]
 

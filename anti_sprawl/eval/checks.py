@@ -15,14 +15,14 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..command_template import bind_command
-from ..failure_note import FAILURE_NOTE_HEADER
-from ..gitcmd import run_git
-from ..journal import RunState
-from ..plan import Plan, command_argv
+from ..fs.scopes import Scope
+from ..git.cmd import run_git
+from ..plan.model import Plan, command_argv
 from ..providers.base import AssistantMessage, ToolResultMessage, UserMessage, request_text
-from ..sandbox import SandboxPolicy, run_command
-from ..scopes import Scope
+from ..run.failure_note import FAILURE_NOTE_HEADER
+from ..run.journal import RunState
+from ..sandbox.command_template import bind_command
+from ..sandbox.sandbox import SandboxPolicy, run_command
 from .cases import Case
 from .fixture import branch_checkout, branch_exists, commit_log, git_status
 from .metrics import CheckOutcome, Leak, TaskMetrics

@@ -14,11 +14,11 @@ from pathlib import Path
 from rich.console import Console
 
 from ..errors import UsageError
-from ..files import atomic_write_text
+from ..fs.files import atomic_write_text
 from ..providers import select_provider
 from ..providers.base import Provider
 from ..providers.limits import default_output_limit
-from ..sandbox import SandboxPolicy
+from ..sandbox.sandbox import SandboxPolicy
 from .cases import Case, load_cases
 from .metrics import CaseResult
 from .report import markdown_report, render_suite

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..gitcmd import run_git
+from ..git.cmd import run_git
 from ..ids import STATE_DIR_NAME
 
 __all__ = ["branch_checkout", "changed_files", "commit_log", "make_fixture_repo"]

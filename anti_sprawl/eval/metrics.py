@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field, computed_field
 
-from ..budget import total_usage
+from ..agent.budget import total_usage
 from ..providers.base import Usage
 
 __all__ = [

@@ -21,18 +21,18 @@ from pathlib import Path
 
 import yaml
 
-from ..ablations import ABLATIONS, Ablations
-from ..budget import total_usage
+from ..agent.budget import total_usage
 from ..errors import AntiSprawlError, UsageError
+from ..git.layout import StateLayout
 from ..ids import PLANNER_TASK_ID
-from ..internal_state import StateLayout
-from ..journal import RunState
-from ..plan import Plan
-from ..planner import plan_requirement
+from ..plan.model import Plan
+from ..planner.planner import plan_requirement
 from ..providers.base import Provider, raw_request_tokens
 from ..providers.scripted import Script, ScriptedProvider
-from ..runner import ExecuteOptions, RunSettings, execute, resume
-from ..sandbox import SandboxPolicy
+from ..run.ablations import ABLATIONS, Ablations
+from ..run.journal import RunState
+from ..run.runner import ExecuteOptions, RunSettings, execute, resume
+from ..sandbox.sandbox import SandboxPolicy
 from .cases import Case
 from .checks import Evidence, find_cross_task_leaks, find_leaks, out_of_scope, score
 from .fixture import changed_files, make_fixture_repo

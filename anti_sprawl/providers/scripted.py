@@ -20,9 +20,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import UsageError
+from ..fs.userdata import load_document
 from ..ids import FINISH_TOOL, PLANNER_TASK_ID, SUBMIT_PLAN_TOOL
 from ..tokens import count_tokens
-from ..userdata import load_document
 from .base import ModelRequest, ModelResponse, ToolCall, Usage, raw_request_tokens, turn_text
 from .errors import BadRequest, ScriptExhausted
 

@@ -8,7 +8,7 @@ readers depend on writers), that reads stay in scope, tool-call caps and a rough
 estimate against each node's budget. Exit status 0 when everything holds.
 
 Usage: python tasks/sample/check_script.py [--keep DIR]  (from anywhere). Needs pyyaml and
-pytest, and uses anti_sprawl.scopes / .plan / .tokens from this repository. --keep copies the
+pytest, and uses anti_sprawl.fs.scopes / .plan / .tokens from this repository. --keep copies the
 final tree to DIR for inspection.
 """
 
@@ -30,10 +30,10 @@ REPO = HERE.parents[1]
 SANDBOX = REPO / "sandbox"
 sys.path.insert(0, str(REPO))
 
-from anti_sprawl.plan import Plan, command_argv  # noqa: E402
-from anti_sprawl.scopes import Scope, may_overlap  # noqa: E402
+from anti_sprawl.plan.model import Plan, command_argv  # noqa: E402
+from anti_sprawl.fs.scopes import Scope, may_overlap  # noqa: E402
 from anti_sprawl.tokens import count_tokens  # noqa: E402
-from anti_sprawl.validate import validate  # noqa: E402
+from anti_sprawl.plan.validate import validate  # noqa: E402
 
 WRITE_TOOLS = {"write_file", "edit_file"}
 KNOWN_TOOLS = {"read_file", "list_dir", "grep", "write_file", "edit_file", "run_tests", "finish"}
@@ -128,7 +128,7 @@ def check_with_validator(plan_data: dict[str, Any], plan: Plan) -> None:
     """
     report = validate(plan_data)
     if not report.valid:
-        fail(f"anti_sprawl.validate: {[e.message for e in report.errors]}")
+        fail(f"anti_sprawl.plan.validate: {[e.message for e in report.errors]}")
     anc = ancestors(plan)
     for problem in validate(plan_data, repo=SANDBOX).errors:
         created_upstream = problem.code == "read_scope_missing" and all(
@@ -140,7 +140,7 @@ def check_with_validator(plan_data: dict[str, Any], plan: Plan) -> None:
             for path in problem.paths
         )
         if not created_upstream:
-            fail(f"anti_sprawl.validate --repo sandbox: {problem.message}")
+            fail(f"anti_sprawl.plan.validate --repo sandbox: {problem.message}")
         print(f"  note: validator: {problem.message} (created by an upstream node)")
 
 

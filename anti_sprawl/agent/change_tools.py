@@ -1,0 +1,56 @@
+"""The worker's tools that change files: write (or append), delete and move.
+
+Each handler takes the node's ``Firewall`` and the validated arguments and returns the
+observation text for the model; refusals propagate as ``FirewallError`` (recorded by the
+firewall as violations) and other mistakes as ``EditError``, which the worker loop turns into
+error observations. Nothing here chooses a boundary: the firewall holds the node's scopes.
+"""
+
+from __future__ import annotations
+
+from ..fs.firewall import EditError, Firewall
+from ..redact import PLACEHOLDER
+from .tools import MoveFileArgs, PathArgs, WriteFileArgs
+
+__all__ = ["delete_file", "move_file", "refuse_placeholder", "write_file"]
+
+_LISTED = 20
+
+
+def refuse_placeholder(text: str) -> None:
+    """The model saw a redacted secret; writing the placeholder back would destroy it."""
+    if PLACEHOLDER in text:
+        raise EditError(
+            "the new text contains a [REDACTED:...] placeholder; edit around the secret "
+            "with edit_file instead of rewriting it"
+        )
+
+
+def write_file(fw: Firewall, args: WriteFileArgs) -> str:
+    """Create, replace or extend one file."""
+    refuse_placeholder(args.content)
+    kept = fw.write_text(args.path, args.content, append=args.append)
+    verb = "appended to" if args.append else "wrote"
+    note = f"; {kept}" if kept else ""
+    return f"{verb} {args.path} ({len(args.content)} chars{note})"
+
+
+def delete_file(fw: Firewall, args: PathArgs) -> str:
+    """Delete one file or symlink, or a directory with every file below it."""
+    removed = fw.delete(args.path)
+    if removed == [args.path.strip("/")]:
+        return f"deleted {removed[0]}"
+    shown = "\n".join(f"  {p}" for p in removed[:_LISTED])
+    more = f"\n  ... and {len(removed) - _LISTED} more" if len(removed) > _LISTED else ""
+    return f"deleted directory {args.path} ({len(removed)} files)\n{shown}{more}".rstrip()
+
+
+def move_file(fw: Firewall, args: MoveFileArgs) -> str:
+    """Move (rename) one file or directory; the destination must not exist."""
+    moved = fw.move(args.source, args.destination)
+    if len(moved) == 1 and moved[0][0] == args.source.strip("/"):
+        return f"moved {moved[0][0]} -> {moved[0][1]}"
+    shown = "\n".join(f"  {old} -> {new}" for old, new in moved[:_LISTED])
+    more = f"\n  ... and {len(moved) - _LISTED} more" if len(moved) > _LISTED else ""
+    head = f"moved directory {args.source} -> {args.destination} ({len(moved)} files)"
+    return f"{head}\n{shown}{more}".rstrip()

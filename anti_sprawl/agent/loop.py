@@ -1,0 +1,317 @@
+"""The one agent loop the worker and the planner share.
+
+A ``Loop`` holds a conversation, a ``Budget`` and a tool table (name -> argument model and
+handler). Each turn: fit the next request to the budget (compacting the conversation when the
+policy allows), call the provider, charge the response, then dispatch every tool call through
+one function that checks arguments, runs the handler and renders the observation. The
+``Policy`` supplies what differs: how to answer a text-only turn, per-call checks (caps), and
+what to do after a tool ran. Each step is appended to the transcript when a store is given.
+
+Adding a tool is one row in the table (``Tool(spec, args_model, handler)``) plus its handler.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from pydantic import BaseModel, ValidationError
+
+from ..errors import ProviderError, ToolError
+from ..fs.firewall import FirewallError
+from ..providers.base import (
+    INVALID_ARGUMENTS_KEY,
+    AssistantMessage,
+    Message,
+    ModelRequest,
+    ModelResponse,
+    Provider,
+    ScriptExhausted,
+    SystemBlock,
+    ToolCall,
+    ToolResult,
+    ToolResultMessage,
+    ToolSpec,
+    UserMessage,
+)
+from ..redact import redact_data
+from .artifacts import ArtifactStore, Observer
+from .budget import Budget, Refusal
+
+__all__ = [
+    "TRANSCRIPT",
+    "Ending",
+    "Handler",
+    "Loop",
+    "Policy",
+    "Tool",
+    "ToolOutcome",
+    "ToolRefusal",
+    "Transcript",
+    "dispatch",
+]
+
+
+@dataclass(frozen=True)
+class Ending:
+    """Why a loop stopped; ``value`` carries the policy's result (finish arguments, a plan)."""
+
+    reason: str
+    message: str = ""
+    value: Any = None
+
+
+class ToolRefusal(ToolError):
+    """Raised by a handler: the call is answered with this message as an error observation."""
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    """What a handler produced. ``kind`` names the data block; ``ending`` stops the loop.
+
+    ``summary`` is the essentials in a few words (``wrote a.py (120 chars)``, ``tests failed
+    (exit code 1)``): what a digest keeps of the call instead of its output.
+    """
+
+    text: str
+    status: str = "ok"  # ok | failed (e.g. tests failed) | error
+    summary: str = ""
+    kind: str = "observation"
+    wrap: bool = True  # untrusted output goes into a data block; orchestrator text does not
+    ending: Ending | None = None
+
+
+Handler = Callable[[Any], ToolOutcome]
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One row of a tool table: the schema the model sees, the argument model, the handler.
+
+    ``args`` None hands the raw argument mapping to the handler (``submit_plan``).
+    """
+
+    spec: ToolSpec
+    args: type[BaseModel] | None
+    run: Handler
+
+
+def dispatch(
+    tools: Mapping[str, Tool], call: ToolCall, observer: Observer
+) -> tuple[ToolResult, ToolOutcome | None]:
+    """Run one tool call; every failure becomes an error observation, never an exception."""
+    tool = tools.get(call.name)
+    if tool is None:
+        names = ", ".join(sorted(tools))
+        return observer.error(call, f"unknown tool {call.name!r}; available tools: {names}"), None
+    if INVALID_ARGUMENTS_KEY in call.arguments:
+        return observer.error(call, "arguments are not a JSON object"), None
+    args: Any = call.arguments
+    if tool.args is not None:
+        try:
+            args = tool.args.model_validate(call.arguments)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(map(str, e['loc'])) or 'args'}: {e['msg']}" for e in exc.errors()
+            )
+            return observer.error(call, f"invalid arguments for {call.name}: {problems}"), None
+    try:
+        outcome = tool.run(args)
+    except FirewallError as exc:
+        v = exc.violation
+        text = f"blocked by the scope firewall: {v.op} {v.path!r}: {v.reason}. {v.detail}"
+        return observer.error(call, text.strip()), None
+    except ToolError as exc:  # EditError, ToolRefusal: the message is for the model
+        return observer.error(call, str(exc)), None
+    content = observer.render(call, outcome)
+    return ToolResult(call_id=call.id, content=content, is_error=outcome.status == "error"), outcome
+
+
+TRANSCRIPT = "transcript.jsonl"
+"""A node's transcript artifact: JSON Lines, one event per line."""
+
+
+class Transcript:
+    """Every event of one conversation, one JSON line each, appended as it happens (an artifact).
+
+    Appending costs the same at the hundredth event as at the first (the file used to be
+    rewritten whole after every event), and a process killed mid-write leaves every earlier
+    event readable (``artifacts.read_json_lines``). Redacted first: tool arguments and the
+    model's text (a token it copied) are kept here. A new transcript starts its file over.
+    """
+
+    def __init__(
+        self,
+        artifacts: ArtifactStore,
+        task_id: str,
+        redact: Callable[[str], str] = str,
+        name: str = TRANSCRIPT,
+    ):
+        self.artifacts = artifacts
+        self.task_id = task_id
+        self.redact = redact
+        self.name = name
+        self.ref: str | None = None
+
+    def log(self, event: dict[str, Any]) -> None:
+        line = json.dumps(redact_data(event, self.redact), default=str) + "\n"
+        self.ref = self.artifacts.append(self.task_id, self.name, line, fresh=self.ref is None)
+
+
+class Policy(Protocol):
+    """What the worker and the planner decide differently."""
+
+    def text_turn(self, response: ModelResponse) -> str | Ending:
+        """A turn without tool calls: the message to send next, or the end."""
+        ...
+
+    def cut_turn(self, max_output_tokens: int) -> str | Ending:
+        """A response cut at the output limit (its tool calls dropped): what to say, or the end."""
+        ...
+
+    def before_tool(self, call: ToolCall) -> Ending | None:
+        """Before a tool call runs: end the loop here (a cap), or None to go on."""
+        ...
+
+    def after_tool(self, call: ToolCall, outcome: ToolOutcome | None) -> Ending | None:
+        """After a tool call ran (``outcome`` None when it was refused)."""
+        ...
+
+    def compactions(self) -> Sequence[Callable[[], bool]]:
+        """Ways to shrink the conversation when a request does not fit, mildest first."""
+        ...
+
+    def compact_early(self) -> int | None:
+        """Input size past which the mildest compaction runs even when the call would fit."""
+        ...
+
+    def explain(self) -> str:
+        """What the next request is made of, for a refusal message."""
+        ...
+
+
+@dataclass
+class Loop:
+    """One conversation with a model under a budget; ``run`` drives it to an ``Ending``."""
+
+    task_id: str
+    provider: Provider
+    system: list[SystemBlock]
+    tools: Mapping[str, Tool]
+    budget: Budget
+    max_calls: int
+    observer: Observer
+    messages: list[Message]
+    stop: threading.Event = field(default_factory=threading.Event)
+    on_request: Callable[[ModelRequest, int], None] | None = None
+    transcript: Transcript | None = None
+    calls: int = 0
+    model: str | None = None  # None: the provider's own
+    call_prefix: str | None = None  # call ids read "<prefix>-<n>" (default: the task id)
+
+    @property
+    def specs(self) -> list[ToolSpec]:
+        """The tool schemas, sorted by name: byte-identical for every conversation."""
+        return [self.tools[name].spec for name in sorted(self.tools)]
+
+    def build(self, max_output: int) -> ModelRequest:
+        return ModelRequest(
+            system=self.system,
+            messages=list(self.messages),
+            tools=self.specs,
+            max_output_tokens=max(1, max_output),
+            task_id=self.task_id,
+            call_id=f"{self.call_prefix or self.task_id}-{self.calls + 1}",
+            model=self.model,
+        )
+
+    def log(self, event: dict[str, Any]) -> None:
+        if self.transcript is not None:
+            self.transcript.log(event)
+
+    def run(self, policy: Policy) -> Ending:
+        """Call the model and run its tools until a tool, a cap, or the provider ends it."""
+        ending = self._run(policy)
+        self.log({"event": "end", "reason": ending.reason, "message": ending.message})
+        return ending
+
+    def _run(self, policy: Policy) -> Ending:
+        while True:
+            if self.stop.is_set():
+                return Ending("stopped", "stopped by the orchestrator")
+            if self.calls >= self.max_calls:
+                return Ending("calls", f"model-call cap of {self.max_calls} reached")
+            fitted = self.budget.fit(
+                self.build, policy.compactions(), policy.explain, policy.compact_early()
+            )
+            if isinstance(fitted, Refusal):
+                return Ending(fitted.reason, fitted.message)
+            self.calls += 1
+            if self.on_request:
+                self.on_request(fitted.request, self.calls)
+            try:
+                # providers retry retryable errors themselves, with bounded backoff
+                response = self.provider.complete(fitted.request)
+            except ProviderError as exc:
+                self.budget.release(fitted)
+                self.log({"event": "error", "message": str(exc)})
+                reason = "script" if isinstance(exc, ScriptExhausted) else "provider"
+                return Ending(reason, str(exc))
+            usage, overrun = self.budget.charge(fitted, response)
+            if self.stop.is_set():
+                # Stopped (Ctrl-C) while the call was in flight: the tokens are charged, the
+                # turn itself is discarded (none of its tools runs).
+                return Ending("stopped", "stopped by the orchestrator")
+            # A response cut at the output limit holds an incomplete tool call: never run it.
+            cut = response.stop_reason == "max_tokens"
+            calls = [] if cut else response.tool_calls
+            self.messages.append(AssistantMessage(text=response.text, tool_calls=calls))
+            self.log(
+                {
+                    "event": "response",
+                    "call": self.calls,
+                    "text": response.text,
+                    "tool_calls": [c.model_dump() for c in response.tool_calls],
+                    "usage": usage.model_dump(),
+                    "model": response.model,
+                    "stop_reason": response.stop_reason,
+                }
+            )
+            if overrun:
+                return Ending("budget", overrun)
+            if cut:
+                told = policy.cut_turn(fitted.request.max_output_tokens)
+                if isinstance(told, Ending):
+                    return told
+                self.log({"event": "cut", "message": told})
+                self.messages.append(UserMessage(content=told))
+                continue
+            if not response.tool_calls:
+                follow = policy.text_turn(response)
+                if isinstance(follow, Ending):
+                    return follow
+                self.messages.append(UserMessage(content=follow))
+                continue
+            ending = self._tools(policy, response.tool_calls)
+            if ending is not None:
+                return ending
+
+    def _tools(self, policy: Policy, calls: Sequence[ToolCall]) -> Ending | None:
+        results: list[ToolResult] = []
+        for call in calls:
+            ending = policy.before_tool(call)
+            if ending is not None:
+                return ending
+            result, outcome = dispatch(self.tools, call, self.observer)
+            self.log({"event": "tool", "call": call.model_dump(), "result": result.model_dump()})
+            ending = policy.after_tool(call, outcome)
+            if ending is None and outcome is not None:
+                ending = outcome.ending
+            if ending is not None:
+                return ending
+            results.append(result)
+        self.messages.append(ToolResultMessage(results=results))
+        return None

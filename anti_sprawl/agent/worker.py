@@ -1,0 +1,295 @@
+"""The worker: one node's policy over the agent loop (``loop.py``), with hard caps.
+
+Every file operation goes through the node's ``Firewall``; ``run_tests`` goes through the
+sandboxed runner the orchestrator hands in. Caps:
+
+- ``token_budget`` is the **per-call** cap: no model call carries more than this many tokens,
+  its input plus the output it may produce. Older observations are masked and then digested
+  (``digest.py``) to keep each call under it; the node fails only when even the essentials
+  (first prompt, digest, latest turn) do not fit.
+- ``max_tool_calls`` caps tool calls; model calls are capped at ``max_tool_calls + 2``
+  (``CALL_SLACK``: text-only turns count too), so a node spends at most about
+  ``token_budget × (max_tool_calls + 2)`` tokens.
+- A shared ``RunBudget`` (``execute --max-tokens``) refuses the call that could push the run
+  past its total.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from ..fs.firewall import Firewall, Violation
+from ..ids import FINISH_TOOL
+from ..lifecycle import WorkerFailure
+from ..providers.base import (
+    ModelRequest,
+    ModelResponse,
+    Provider,
+    SystemBlock,
+    ToolCall,
+    Usage,
+    UserMessage,
+)
+from ..providers.limits import cut_message
+from ..providers.prices import Price
+from ..tokens import TokenCounter
+from .artifacts import ArtifactStore, Observer
+from .budget import Budget, RunBudget
+from .digest import Compactor
+from .handlers import read_handlers, tool_table, write_handlers
+from .loop import TRANSCRIPT, Ending, Loop, ToolOutcome, Transcript
+from .tools import FinishArgs
+
+__all__ = [
+    "CALL_SLACK",
+    "CONTINUE_PROMPT",
+    "TestOutcome",
+    "WorkerContext",
+    "WorkerLimits",
+    "WorkerResult",
+    "run_worker",
+]
+
+# How the loop ended: a finish, or one of the worker's failures (lifecycle.FailReason).
+Reason = Literal["finished"] | WorkerFailure
+CONTINUE_PROMPT = "Continue with your tools; call `finish` when the task is done."
+CALL_SLACK = 2  # model calls beyond max_tool_calls: a text-only turn or two, and the last call
+
+
+class TestOutcome(BaseModel):
+    """One run of the node's test command."""
+
+    __test__ = False  # not a pytest test class
+
+    command: list[str]
+    exit_code: int | None
+    timed_out: bool = False
+    tail: str = ""
+    log: str | None = None
+    layer: str = ""
+    limit: str = ""  # which sandbox limit (probably) ended the run, in words; "" for none
+
+    @property
+    def passed(self) -> bool:
+        return self.exit_code == 0 and not self.timed_out
+
+
+class WorkerLimits(BaseModel):
+    """A node's caps; ``token_budget`` is per call (input + the output it may produce)."""
+
+    token_budget: int = Field(gt=0)
+    max_tool_calls: int = Field(gt=0)
+    max_output_tokens: int = 4096
+    min_output_tokens: int = 64
+    observation_chars: int = 6000
+    mask_ratio: float = 0.5  # mask old observations once a request's input needs this share
+
+    @property
+    def output_reserve(self) -> int:
+        """Output room compaction keeps free: a quarter of the cap, at most max_output_tokens."""
+        return max(self.min_output_tokens, min(self.max_output_tokens, self.token_budget // 4))
+
+    @property
+    def max_calls(self) -> int:
+        """Model calls allowed, text-only turns included."""
+        return self.max_tool_calls + CALL_SLACK
+
+
+class WorkerResult(BaseModel):
+    """What the loop produced; the reducer turns it (plus the worktree) into a TaskResult."""
+
+    task_id: str
+    status: Literal["succeeded", "failed"]
+    reason: Reason
+    message: str = ""
+    finish: FinishArgs | None = None
+    usage: Usage = Field(default_factory=Usage)
+    cost_usd: float | None = Field(default=None, description="None when the model is unpriced.")
+    calls: int = 0
+    tool_calls: int = 0
+    violations: list[Violation] = Field(default_factory=list)
+    tool_errors: list[str] = Field(default_factory=list)
+    tests: TestOutcome | None = None
+    transcript: str | None = None
+    truncated: int = Field(default=0, description="Responses cut at the output limit.")
+    masked: int = Field(default=0, description="Observations masked to references.")
+
+    @property
+    def failure(self) -> WorkerFailure | None:
+        """Why the loop stopped without a finish (None when it finished)."""
+        return None if self.reason == "finished" else self.reason
+
+    digests: int = Field(default=0, description="Times the conversation was digested.")
+
+
+@dataclass
+class WorkerContext:
+    """Everything one worker run needs; built by the scheduler from the plan and the run."""
+
+    task_id: str
+    provider: Provider
+    firewall: Firewall
+    system: list[SystemBlock]
+    first_message: str
+    limits: WorkerLimits
+    artifacts: ArtifactStore
+    counter: TokenCounter = field(default_factory=TokenCounter)
+    # the node's test command with extra arguments appended (none: the whole command)
+    run_tests: Callable[[Sequence[str]], TestOutcome] | None = None
+    run_budget: RunBudget | None = None
+    on_request: Callable[[ModelRequest, int], None] | None = None
+    on_tool: Callable[[str], None] | None = None  # after each executed tool call (crash tests)
+    redact: Callable[[str], str] = str  # scrubs secrets from observations (see redact.py)
+    stop: threading.Event = field(default_factory=threading.Event)
+    model: str | None = None  # the node's model (None: the provider's default)
+    price: Price | None = None  # its prices (None: unpriced, tokens only)
+    attempt: int = 1  # the node's attempt: later ones keep their own transcript and call ids
+
+
+def run_worker(ctx: WorkerContext) -> WorkerResult:
+    """Run the tool loop until ``finish``, a cap, a provider failure or a stop request."""
+    return _Worker(ctx).run()
+
+
+class _Worker:
+    """The worker policy: its tools, its caps, and how it keeps calls under the cap."""
+
+    def __init__(self, ctx: WorkerContext):
+        self.ctx = ctx
+        limits = ctx.limits
+        self.tool_calls = 0
+        self.truncated = 0
+        self.tool_errors: list[str] = []
+        self.tests: TestOutcome | None = None
+        handlers = {
+            **read_handlers(ctx.firewall, limits.observation_chars),
+            **write_handlers(ctx.firewall),
+            "run_tests": self._run_tests,
+            FINISH_TOOL: _finish,
+        }
+        self.loop = Loop(
+            task_id=ctx.task_id,
+            provider=ctx.provider,
+            system=ctx.system,
+            tools=tool_table(handlers),
+            budget=Budget(
+                per_call=limits.token_budget,
+                max_output=limits.max_output_tokens,
+                keep_free=limits.output_reserve,
+                min_output=limits.min_output_tokens,
+                counter=ctx.counter,
+                run=ctx.run_budget,
+                price=ctx.price,
+            ),
+            max_calls=limits.max_calls,
+            observer=Observer(ctx.task_id, limits.observation_chars, ctx.artifacts, ctx.redact),
+            messages=[UserMessage(content=ctx.first_message)],
+            stop=ctx.stop,
+            on_request=ctx.on_request,
+            transcript=Transcript(
+                ctx.artifacts,
+                ctx.task_id,
+                ctx.redact,
+                TRANSCRIPT if ctx.attempt == 1 else f"transcript-{ctx.attempt}.jsonl",
+            ),
+            model=ctx.model,
+            call_prefix=None if ctx.attempt == 1 else f"{ctx.task_id}.attempt{ctx.attempt}",
+        )
+        self.compactor = Compactor(self.loop, ctx.artifacts)
+
+    def run(self) -> WorkerResult:
+        ending = self.loop.run(self)
+        ctx, loop = self.ctx, self.loop
+        finished = ending.reason == "finished"
+        message = ending.message
+        if ending.reason == "budget":
+            message = (
+                f"{message}; raise the node's token_budget (resume --plan) or keep its turns "
+                "smaller (fewer tool calls at once, smaller reads)"
+            )
+        elif ending.reason == "calls":
+            message = (
+                f"{message} (max_tool_calls {ctx.limits.max_tool_calls} + {CALL_SLACK}; "
+                "turns without a tool call count too)"
+            )
+        return WorkerResult(
+            task_id=ctx.task_id,
+            status="succeeded" if finished else "failed",
+            reason=ending.reason,
+            message="" if finished else message,
+            finish=ending.value if finished else None,
+            usage=loop.budget.spent,
+            cost_usd=loop.budget.spent_cost if ctx.price is not None else None,
+            calls=loop.calls,
+            tool_calls=self.tool_calls,
+            violations=list(ctx.firewall.violations),
+            tool_errors=self.tool_errors,
+            truncated=self.truncated,
+            tests=self.tests,
+            transcript=loop.transcript.ref if loop.transcript else None,
+            masked=len(self.compactor.masked),
+            digests=self.compactor.digests,
+        )
+
+    # -- the policy ----------------------------------------------------------------------
+
+    def text_turn(self, response: ModelResponse) -> str | Ending:
+        self.compactor.text_turn()
+        return CONTINUE_PROMPT
+
+    def cut_turn(self, max_output_tokens: int) -> str | Ending:
+        """A response cut at the output limit: its tool call is lost; say so, and how to go on."""
+        self.truncated += 1
+        self.compactor.text_turn()
+        return cut_message(max_output_tokens)
+
+    def before_tool(self, call: ToolCall) -> Ending | None:
+        if self.tool_calls >= self.ctx.limits.max_tool_calls:
+            return Ending(
+                "tool_calls", f"tool-call cap of {self.ctx.limits.max_tool_calls} reached"
+            )
+        self.tool_calls += 1
+        return None
+
+    def after_tool(self, call: ToolCall, outcome: ToolOutcome | None) -> Ending | None:
+        if outcome is None:
+            kept = self.loop.observer.kept.get(call.id)
+            text = kept.text.removeprefix("error: ") if kept else "refused"
+            self.tool_errors.append(f"{call.name}: {text}")
+        self.compactor.record(call, outcome)
+        if self.ctx.on_tool:
+            self.ctx.on_tool(call.name)
+        return None
+
+    def compactions(self) -> list[Callable[[], bool]]:
+        return self.compactor.compactions()
+
+    def compact_early(self) -> int:
+        """Mask old observations once the input needs ``mask_ratio`` of the cap."""
+        return int(self.ctx.limits.token_budget * self.ctx.limits.mask_ratio)
+
+    def explain(self) -> str:
+        return self.compactor.explain()
+
+    # -- the worker's own tools ----------------------------------------------------------
+
+    def _run_tests(self, args: Any) -> ToolOutcome:
+        if self.ctx.run_tests is None:
+            return ToolOutcome("this task has no test command", status="error")
+        run = self.ctx.run_tests(args.args)
+        self.tests = run
+        verdict = "passed" if run.passed else ("timed out" if run.timed_out else "failed")
+        limit = f"; {run.limit}" if run.limit else ""
+        head = f"tests {verdict} (exit code {run.exit_code}{limit}): {' '.join(run.command)}"
+        status = "ok" if run.passed else "failed"
+        return ToolOutcome(f"{head}\n{run.tail}", status=status, summary=head)
+
+
+def _finish(args: Any) -> ToolOutcome:
+    assert isinstance(args, FinishArgs)
+    return ToolOutcome("finished", wrap=False, ending=Ending("finished", value=args))

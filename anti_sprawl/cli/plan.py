@@ -1,0 +1,195 @@
+"""``anti-sprawl plan``: run the planner, show the DAG and its cost, write the plan file.
+
+Exit codes: 0 a valid plan was written; 1 planning failed (still invalid after the repair
+limit, token budget spent, provider failure), with every error listed. A missing requirement
+file or repository is a ``UsageError`` (exit 2, raised to the CLI).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from ..context.essentials import start_commit
+from ..errors import UsageError
+from ..fs.userdata import read_user_file
+from ..git.layout import StateLayout
+from ..git.workspace import ensure_excluded
+from ..plan.model import save_plan
+from ..planner.estimate import Estimate, plan_estimate, render_estimate
+from ..planner.planner import PlannerResult, plan_requirement
+from ..providers.base import Provider
+from ..providers.limits import default_output_limit
+from ..providers.prices import PriceTable, call_cost, format_usd
+from ..views.plan import render_plan_tree
+
+__all__ = ["default_plan_path", "parse_models", "read_requirement", "run_plan_command"]
+
+
+def read_requirement(requirement: str) -> str:
+    """The requirement text; ``@FILE`` reads it from FILE (relative to the current directory)."""
+    if requirement.startswith("@"):
+        text = read_user_file(Path(requirement[1:]), "requirement")
+    else:
+        text = requirement
+    if not text.strip():
+        raise UsageError("the requirement is empty")
+    return text
+
+
+def parse_models(text: str | None) -> list[str]:
+    """``--models a,b,c``: the names, in order, each once; a bad name is a UsageError."""
+    names: list[str] = []
+    for raw in (text or "").split(","):
+        name = raw.strip()
+        if not name:
+            continue
+        if any(c.isspace() for c in name) or len(name) > 200:
+            raise UsageError(f"--models: {name[:60]!r} is not a model name")
+        if name not in names:
+            names.append(name)
+    if text is not None and not names:
+        raise UsageError("--models needs at least one model name (a,b,c)")
+    return names
+
+
+def default_plan_path(repo: Path, plan_id: str) -> Path:
+    """Where a plan goes without ``-o``: ``<repo>/.anti-sprawl/plans/<plan_id>.yaml``."""
+    return StateLayout.ensured(repo).plan_file(plan_id)
+
+
+def run_plan_command(
+    requirement: str,
+    repo: Path,
+    output: Path | None,
+    provider: Provider,
+    *,
+    expand_read_scope: bool,
+    max_rounds: int,
+    console: Console,
+    as_json: bool,
+    models: Sequence[str] = (),
+    prices: PriceTable | None = None,
+    max_output_tokens: int | None = None,
+    local_server: bool = False,
+) -> int:
+    """Plan ``requirement`` for ``repo``, print the result, write the plan file; the exit code."""
+    text = read_requirement(requirement)
+    if not repo.exists():
+        raise UsageError(f"repository not found: {repo}")
+    if not repo.is_dir():
+        raise UsageError(f"--repo must be a directory: {repo}")
+    if (repo / ".git").exists():
+        ensure_excluded(repo)  # planner manifests and default plan files never show in git
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    manifest_dir = StateLayout.ensured(repo).planner_manifests(stamp)
+    result = plan_requirement(
+        text,
+        repo,
+        provider,
+        max_rounds=max_rounds,
+        expand_read_scope=expand_read_scope,
+        manifest_dir=manifest_dir,
+        models=models,
+        max_output_tokens=max_output_tokens,
+    )
+    plan_file: Path | None = None
+    table = prices or PriceTable({})
+    cost = _cost(result, repo, provider, table, local_server)
+    if result.plan is not None:
+        if not as_json:
+            _show(result, console, cost, provider, table)
+        plan_file = output if output is not None else default_plan_path(repo, result.plan.plan_id)
+        try:
+            save_plan(result.plan, plan_file)
+        except OSError as exc:
+            raise UsageError(f"cannot write the plan file {plan_file}: {exc.strerror}") from exc
+    if as_json:
+        _print_json(_json_document(result, plan_file, cost))
+    elif plan_file is not None:
+        console.print(f"plan written to {escape(str(plan_file))}", soft_wrap=True)
+    else:
+        _show_failure(result, console)
+    return 0 if result.ok else 1
+
+
+def _cost(
+    result: PlannerResult, repo: Path, provider: Provider, prices: PriceTable, local_server: bool
+) -> Estimate | None:
+    """The plan's cost range in tokens and dollars, its low end from the real lean first
+    prompts (None: no plan). Nodes without a model use the plan's default or this provider's;
+    each call's output is capped at its model's default limit (providers/limits.py)."""
+    plan = result.plan
+    if plan is None:
+        return None
+    commit = start_commit(repo, plan.base)
+    est, _ = plan_estimate(
+        plan,
+        repo,
+        commit,
+        lambda n: plan.model_for(n) or provider.model,
+        prices,
+        lambda m: default_output_limit(provider.name, m, local_server=local_server),
+    )
+    return est
+
+
+def _show(
+    result: PlannerResult,
+    console: Console,
+    cost: Estimate | None,
+    provider: Provider,
+    prices: PriceTable,
+) -> None:
+    assert result.plan is not None
+    render_plan_tree(result.plan, console)
+    for warning in result.warnings:
+        console.print(f"[yellow]warning[/]: {escape(warning)}", soft_wrap=True)
+    u = result.usage
+    price = prices.price_for(provider.model)
+    spent = f", {format_usd(call_cost(u, price))}" if price is not None else ""
+    console.print(
+        f"planner: {result.rounds} submission(s), {result.requests} model call(s), "
+        f"{result.tool_calls} tool call(s), {u.input_tokens:,} input + {u.output_tokens:,} "
+        f"output tokens{spent}",
+        soft_wrap=True,
+    )
+    if cost is not None:
+        render_estimate(cost, console)
+
+
+def _show_failure(result: PlannerResult, console: Console) -> None:
+    errors = result.report.errors
+    reason = result.message or "no valid plan"
+    console.print(
+        f"[red]planning failed[/]: {escape(reason)}; {len(errors)} error(s)", soft_wrap=True
+    )
+    for p in errors:
+        console.print(f"  [red]error[/] \\[{escape(p.code)}] {escape(p.message)}", soft_wrap=True)
+
+
+def _json_document(
+    result: PlannerResult, plan_file: Path | None, cost: Estimate | None
+) -> dict[str, Any]:
+    return {
+        "plan_file": str(plan_file) if plan_file is not None else None,
+        "plan": result.plan.model_dump(mode="json", exclude_none=True) if result.plan else None,
+        "warnings": list(result.warnings),
+        "estimated_tokens": result.estimated_tokens,
+        "estimated_cost": cost.model_dump(mode="json") if cost is not None else None,
+        "valid": result.ok,
+        "errors": [p.model_dump(mode="json") for p in result.report.errors],
+    }
+
+
+def _print_json(data: dict[str, Any]) -> None:
+    # --json: the one document on stdout (people's output went to stderr), never wrapped
+    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    sys.stdout.flush()

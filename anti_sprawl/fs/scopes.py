@@ -1,0 +1,220 @@
+"""Scope entries: lexical checks, matching, and pattern overlap.
+
+A scope entry is a repo-relative POSIX path: a file (``orders/service.py``), a directory
+(``orders/`` — everything below it), or a glob where ``*`` and ``?`` never cross ``/`` and a
+whole ``**`` component crosses any number of them. Entries are matched component-wise, so
+``src/app`` never admits ``src/app2`` (the string-prefix bug in docs/security.md, P1).
+
+Matching uses ``pathspec`` (gitignore-style wildmatch, every entry anchored at the repo root); the
+pattern/pattern overlap test used by plan validation is a small product-automaton search
+over components, which is sound with respect to that matcher (tested with hypothesis).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from functools import lru_cache
+
+import pathspec
+
+from ..ids import STATE_DIR_NAME
+
+__all__ = [
+    "ALWAYS_DENIED_DIRS",
+    "MAX_COMPONENT",
+    "MAX_PATH",
+    "Scope",
+    "entry_problem",
+    "is_glob",
+    "literal_prefix",
+    "may_overlap",
+    "normalize_entry",
+]
+
+MAX_PATH = 4096
+MAX_COMPONENT = 255
+ALWAYS_DENIED_DIRS = (".git", STATE_DIR_NAME)
+_GLOB_CHARS = frozenset("*?[")
+_DRIVE = re.compile(r"^[A-Za-z]:")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def entry_problem(entry: object) -> str | None:
+    """Why ``entry`` is not an acceptable scope entry, or None when it is."""
+    if not isinstance(entry, str):
+        return "scope entries must be strings"
+    if entry == "" or entry.strip() == "":
+        return "empty scope entry"
+    if "\x00" in entry:
+        return "NUL byte in path"
+    if _CONTROL.search(entry):
+        return "control character in path"
+    if entry != entry.strip():
+        return "leading or trailing whitespace"
+    if "\\" in entry:
+        return "backslash in path (use POSIX '/' separators)"
+    if _DRIVE.match(entry):
+        return "drive letter in path"
+    if entry.startswith("/"):
+        return "absolute path (scopes are relative to the repository root)"
+    if entry.startswith("~"):
+        return "home-relative path (scopes are relative to the repository root)"
+    if len(entry) > MAX_PATH:
+        return f"path longer than {MAX_PATH} characters"
+    parts = [p for p in entry.split("/") if p not in ("", ".")]
+    if not parts:
+        return "scope entry names the repository root itself; use '**' for everything"
+    for part in parts:
+        if part == "..":
+            return "'..' segment escapes the repository"
+        if len(part) > MAX_COMPONENT:
+            return f"path component longer than {MAX_COMPONENT} characters"
+        if part.lower() in ALWAYS_DENIED_DIRS:
+            return f"'{part}/' is never in scope"
+    return None
+
+
+def normalize_entry(entry: str) -> str:
+    """Canonical form: no ``.`` or empty components; a trailing ``/`` kept for directories."""
+    is_dir = entry.endswith("/")
+    parts = [p for p in entry.split("/") if p not in ("", ".")]
+    return "/".join(parts) + ("/" if is_dir else "")
+
+
+def is_glob(entry: str) -> bool:
+    return any(ch in _GLOB_CHARS for ch in entry)
+
+
+def literal_prefix(entry: str) -> tuple[str, ...]:
+    """The leading components of ``entry`` that contain no glob characters."""
+    out: list[str] = []
+    for part in normalize_entry(entry).rstrip("/").split("/"):
+        if is_glob(part):
+            break
+        out.append(part)
+    return tuple(out)
+
+
+def _components(entry: str) -> tuple[str, ...]:
+    # Every entry also covers what lies below it (a file name may be a directory), so the
+    # pattern language is "entry" followed by an implicit "/**".
+    return (*normalize_entry(entry).rstrip("/").split("/"), "**")
+
+
+@lru_cache(maxsize=65536)
+def _segments_intersect(a: str, b: str) -> bool:
+    """Can one path component match both single-segment globs ``a`` and ``b``?"""
+    ta, tb = _tokens(a), _tokens(b)
+    seen: set[tuple[int, int]] = set()
+    stack = [(0, 0)]
+    while stack:
+        i, j = stack.pop()
+        if (i, j) in seen:
+            continue
+        seen.add((i, j))
+        if i == len(ta) and j == len(tb):
+            return True
+        # epsilon moves: a star may match nothing
+        if i < len(ta) and ta[i] == "*":
+            stack.append((i + 1, j))
+        if j < len(tb) and tb[j] == "*":
+            stack.append((i, j + 1))
+        if i < len(ta) and j < len(tb) and _chars_compatible(ta[i], tb[j]):
+            stack.append((i if ta[i] == "*" else i + 1, j if tb[j] == "*" else j + 1))
+    return False
+
+
+def _tokens(segment: str) -> list[str]:
+    """Split a glob segment into tokens: '*', '?' (also stands for a [class]), or a literal."""
+    out: list[str] = []
+    i = 0
+    while i < len(segment):
+        ch = segment[i]
+        if ch == "*":
+            if not out or out[-1] != "*":
+                out.append("*")
+        elif ch == "[":
+            end = segment.find("]", i + 2)
+            if end == -1:
+                out.append("[")
+            else:
+                out.append("?")  # over-approximate a class by "any character": stays sound
+                i = end
+        else:
+            out.append(ch)
+        i += 1
+    return out
+
+
+def _chars_compatible(x: str, y: str) -> bool:
+    if x in ("*", "?") or y in ("*", "?"):
+        return True
+    return x == y
+
+
+def may_overlap(a: str, b: str) -> bool:
+    """Could some path be matched by both scope entries ``a`` and ``b``?"""
+    ca, cb = _components(a), _components(b)
+    seen: set[tuple[int, int]] = set()
+    stack = [(0, 0)]
+    while stack:
+        i, j = stack.pop()
+        if (i, j) in seen:
+            continue
+        seen.add((i, j))
+        if i == len(ca) and j == len(cb):
+            return True
+        if i < len(ca) and ca[i] == "**":
+            stack.append((i + 1, j))
+        if j < len(cb) and cb[j] == "**":
+            stack.append((i, j + 1))
+        if i < len(ca) and j < len(cb):
+            x, y = ca[i], cb[j]
+            if x == "**" or y == "**" or _segments_intersect(x, y):
+                stack.append((i if x == "**" else i + 1, j if y == "**" else j + 1))
+    return False
+
+
+class Scope:
+    """A set of scope entries that answers "is this canonical relative path inside?"."""
+
+    def __init__(self, entries: Iterable[str]):
+        self.entries: tuple[str, ...] = tuple(normalize_entry(e) for e in entries)
+        for raw in self.entries:
+            problem = entry_problem(raw)
+            if problem:
+                raise ValueError(f"bad scope entry {raw!r}: {problem}")
+        self._spec = pathspec.PathSpec.from_lines("gitignore", ["/" + e for e in self.entries])
+
+    def __repr__(self) -> str:
+        return f"Scope({list(self.entries)!r})"
+
+    def __bool__(self) -> bool:
+        return bool(self.entries)
+
+    def matches(self, relpath: str) -> bool:
+        """True when the canonical repo-relative ``relpath`` lies inside this scope."""
+        if not relpath or relpath.startswith("/"):
+            return False
+        return bool(self._spec.match_file(relpath))
+
+    def may_contain(self, dir_relpath: str) -> bool:
+        """True when something below directory ``dir_relpath`` ('' for the root) may match."""
+        if dir_relpath in ("", "."):
+            return bool(self.entries)
+        probe = dir_relpath.rstrip("/") + "/"
+        return self.matches(dir_relpath) or any(may_overlap(probe, e) for e in self.entries)
+
+    def roots(self) -> list[str]:
+        """The directory each directory or glob entry hangs from (``src/app`` for
+        ``src/app/**``, ``""`` for ``**``); file entries have none."""
+        return [
+            "/".join(literal_prefix(e)) if is_glob(e) else e.rstrip("/")
+            for e in self.entries
+            if e.endswith("/") or is_glob(e)
+        ]
+
+    def union(self, other: Scope | Sequence[str]) -> Scope:
+        more = other.entries if isinstance(other, Scope) else tuple(other)
+        return Scope(dict.fromkeys((*self.entries, *more)))

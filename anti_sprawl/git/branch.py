@@ -1,0 +1,202 @@
+"""The run branch: one commit per node, landed with git plumbing, trailers as the truth.
+
+A node commits in its own worktree on top of the tip it started from. Landing replays that
+commit onto the run branch's current tip with ``git merge-tree --write-tree`` (an in-memory
+three-way merge: no working tree, no index, so the user's checkout is never touched),
+``commit-tree`` and a compare-and-swap ``update-ref``. Unordered nodes have disjoint write
+scopes, so this never conflicts; if it does, the node fails instead of corrupting the branch.
+Which nodes are done is read back from the branch's ``Anti-Sprawl-Task`` trailers.
+
+A branch checked out in any worktree of the repository (the user's main checkout or a
+``git worktree add``) is never moved: ``update-ref`` would change it underneath that checkout,
+whose files would then show the run's work as staged deletions. ``execute`` and ``resume``
+refuse such a branch, and landing checks again right before each update (the user may check
+the branch out while the run goes on): the run then stops cleanly, resumable once the branch
+is no longer checked out.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from pathlib import Path
+
+from ..errors import RunError, UsageError
+from .cmd import GitError, run_git
+
+__all__ = [
+    "TRAILER_RUN",
+    "TRAILER_TASK",
+    "TRAILER_TOKENS",
+    "BranchCheckedOut",
+    "LandingConflict",
+    "RunBranch",
+    "checked_out_in",
+    "refuse_checked_out",
+]
+
+TRAILER_RUN = "Anti-Sprawl-Run"
+TRAILER_TASK = "Anti-Sprawl-Task"
+TRAILER_TOKENS = "Anti-Sprawl-Tokens"
+_BRANCH_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,200}$")
+
+
+class LandingConflict(RunError):
+    """A node's commit does not apply cleanly on the run branch."""
+
+
+class BranchCheckedOut(UsageError):
+    """The run branch is some worktree's current branch: moving it would change that checkout."""
+
+
+def checked_out_in(repo: Path, name: str) -> Path | None:
+    """The worktree (main checkout included) whose HEAD is branch ``name``, if any."""
+    out = run_git(["worktree", "list", "--porcelain", "-z"], repo).stdout
+    ref = f"branch refs/heads/{name}".encode()
+    where: bytes = b""
+    for field in out.split(b"\0"):
+        if field.startswith(b"worktree "):
+            where = field[len(b"worktree ") :]
+        elif field == ref:
+            return Path(where.decode("utf-8", "surrogateescape"))
+    return None
+
+
+def refuse_checked_out(repo: Path, name: str, hint: str) -> None:
+    """BranchCheckedOut (exit 2) when ``name`` is checked out anywhere; ``hint`` says what to do."""
+    where = checked_out_in(repo, name)
+    if where is not None:
+        raise BranchCheckedOut(
+            f"branch {name!r} is checked out in {where}; a run never moves a checked-out "
+            f"branch: {hint}"
+        )
+
+
+def _out(repo: Path, args: list[str], *, input_text: str | None = None) -> str:
+    data = input_text.encode("utf-8") if input_text is not None else None
+    proc = run_git(args, repo, input_bytes=data)
+    return proc.stdout.decode("utf-8", "surrogateescape").strip()
+
+
+def check_branch_name(repo: Path, name: str) -> None:
+    """Refuse names git would reject or that look like options."""
+    if not _BRANCH_OK.match(name) or ".." in name or name.endswith((".lock", "/")):
+        raise UsageError(f"invalid branch name: {name!r}")
+    if run_git(["check-ref-format", "--branch", name], repo, check=False).returncode != 0:
+        raise UsageError(f"invalid branch name: {name!r}")
+
+
+class RunBranch:
+    """The branch a run builds; all updates are serialized through one lock."""
+
+    def __init__(self, repo: Path, name: str, run_id: str):
+        self.repo = repo
+        self.name = name
+        self.ref = f"refs/heads/{name}"
+        self.run_id = run_id
+        self._lock = threading.Lock()
+
+    def exists(self) -> bool:
+        return (
+            run_git(
+                ["rev-parse", "--verify", "--quiet", self.ref], self.repo, check=False
+            ).returncode
+            == 0
+        )
+
+    def tip(self) -> str:
+        return _out(self.repo, ["rev-parse", "--verify", f"{self.ref}^{{commit}}"])
+
+    def create(self, base: str) -> None:
+        """Create the branch at ``base``; an existing branch must belong to this run."""
+        if self.exists():
+            owners = self.run_ids()
+            if owners and owners != {self.run_id}:
+                raise UsageError(
+                    f"branch {self.name!r} already exists and belongs to run(s) {', '.join(sorted(owners))}; "
+                    "pass --branch NAME"
+                )
+            if not owners and self.tip() != base:
+                raise UsageError(
+                    f"branch {self.name!r} already exists; pass --branch NAME or delete it"
+                )
+            return
+        run_git(["update-ref", self.ref, base, "0" * 40], self.repo)
+
+    def _trailer_log(self) -> list[tuple[str, str, str]]:
+        """(commit, run_id, task_id) for every commit on the branch that carries our trailers."""
+        if not self.exists():
+            return []
+        fmt = (
+            f"%H%x00%(trailers:key={TRAILER_RUN},valueonly,separator=%x01)"
+            f"%x00%(trailers:key={TRAILER_TASK},valueonly,separator=%x01)"
+        )
+        out = []
+        for line in _out(self.repo, ["log", f"--format={fmt}", self.ref]).splitlines():
+            parts = line.split("\x00")
+            if len(parts) == 3 and parts[1]:
+                out.append((parts[0], parts[1].strip(), parts[2].strip()))
+        return out
+
+    def run_ids(self) -> set[str]:
+        return {run for _, run, _ in self._trailer_log()}
+
+    def landed_tasks(self) -> dict[str, int]:
+        """task_id -> how many commits of this run on the branch carry its trailer."""
+        counts: dict[str, int] = {}
+        for _, run, task in self._trailer_log():
+            if run == self.run_id and task:
+                counts[task] = counts.get(task, 0) + 1
+        return counts
+
+    def task_commit(self, task_id: str) -> str | None:
+        """The branch commit carrying ``task_id``'s trailer for this run, if any."""
+        for sha, run, task in self._trailer_log():
+            if run == self.run_id and task == task_id:
+                return sha
+        return None
+
+    def land(self, commit: str, task_id: str) -> str:
+        """Replay ``commit`` (made on top of an earlier tip) onto the current tip."""
+        with self._lock:
+            existing = self.task_commit(task_id)
+            if existing:
+                return existing  # idempotent: a resumed run never lands a node twice
+            tip = self.tip()
+            parent = _out(self.repo, ["rev-parse", f"{commit}^"])
+            if parent == tip:
+                new = commit
+            else:
+                try:
+                    tree = _out(
+                        self.repo, ["merge-tree", "--write-tree", "--no-messages", tip, commit]
+                    )
+                except GitError as exc:
+                    raise LandingConflict(
+                        f"task {task_id}: its changes conflict with the run branch; not landed"
+                    ) from exc
+                message = _out(self.repo, ["log", "-1", "--format=%B", commit]) + "\n"
+                tree_id = tree.splitlines()[0]
+                # The replayed commit keeps its author (the user) and date; we commit it.
+                who = _out(
+                    self.repo, ["log", "-1", "--format=%an%x00%ae%x00%ad", "--date=raw", commit]
+                )
+                name, email, date = [*who.split("\x00"), "", "", ""][:3]
+                data = message.encode("utf-8")
+                new = (
+                    run_git(
+                        ["commit-tree", tree_id, "-p", tip, "-F", "-"],
+                        self.repo,
+                        input_bytes=data,
+                        author=(name, email, date),
+                    )
+                    .stdout.decode("utf-8", "surrogateescape")
+                    .strip()
+                )
+            refuse_checked_out(
+                self.repo,
+                self.name,
+                f"the run stopped before landing {task_id}; check out another branch there first",
+            )
+            run_git(["update-ref", self.ref, new, tip], self.repo)
+            return new

@@ -1,0 +1,376 @@
+"""Per-node git worktrees, commits with trailers, and diffs for the reducer.
+
+A node works in its own worktree on a temporary branch ``anti-sprawl/wt/<name>`` under
+``<repo>/.anti-sprawl/worktrees/``; the user's branch, index and working tree are never
+touched (docs/architecture.md, guarantee 5). Git always runs through :mod:`.gitcmd` (no hooks,
+no repo-configured programs). The audit of a worktree is :mod:`.audit` (it takes a
+``Workspace``; this module never imports it), stale git locks are :mod:`.gitlocks`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import stat
+import subprocess
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+
+from pydantic import BaseModel
+
+from ..errors import RunError
+from ..fs.files import atomic_write_text
+from ..ids import STATE_DIR_NAME
+from .cmd import DEFAULT_IDENTITY, common_dir, git_dir, run_git
+
+__all__ = [
+    "BRANCH_PREFIX",
+    "DiffStat",
+    "FileStat",
+    "Workspace",
+    "commit",
+    "compose_message",
+    "diff",
+    "diffstat",
+    "ensure_excluded",
+    "remove_stale_worktrees",
+]
+
+BRANCH_PREFIX = "anti-sprawl/wt/"
+EXCLUDE_LINE = f"/{STATE_DIR_NAME}/"
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+_TRAILER_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
+
+
+# `git worktree add/remove/prune` read every admin dir: two at once in one repo can fail
+# ("failed to read .git/worktrees/x/commondir"). Other processes are kept out by the run lock.
+_worktree_locks: dict[Path, threading.Lock] = {}
+_locks_guard = threading.Lock()
+
+
+def _worktree_lock(repo: Path) -> threading.Lock:
+    with _locks_guard:
+        return _worktree_locks.setdefault(repo, threading.Lock())
+
+
+def _check_name(name: str) -> None:
+    if not _NAME.match(name) or ".." in name or name.endswith(".lock"):
+        raise RunError(f"bad workspace name {name!r}: use letters, digits, '_', '.', '-'")
+
+
+class Workspace:
+    """One git worktree for one node: created at a commit, removed when the node is done."""
+
+    def __init__(
+        self,
+        repo: Path,
+        path: Path,
+        name: str,
+        admin_dir: Path,
+        base: str,
+        sparse: tuple[str, ...] | None = None,
+    ):
+        self.repo = repo
+        self.path = path
+        self.name = name
+        self.branch = BRANCH_PREFIX + name
+        self.admin_dir = admin_dir
+        self.base = base
+        self.sparse = sparse
+
+    def __repr__(self) -> str:
+        return f"Workspace({self.name!r}, path={str(self.path)!r}, base={self.base[:12]!r})"
+
+    @classmethod
+    def create(
+        cls,
+        repo: Path,
+        worktrees_dir: Path,
+        name: str,
+        commit: str,
+        *,
+        sparse: Sequence[str] | None = None,
+    ) -> Workspace:
+        """Make a worktree of ``commit`` at ``worktrees_dir/name`` on its own branch.
+
+        With ``sparse`` (scope entries), only matching paths are checked out (non-cone
+        sparse-checkout kept in the worktree's own admin dir; the shared config is untouched).
+        """
+        _check_name(name)
+        repo = repo.resolve()
+        worktrees_dir.mkdir(parents=True, exist_ok=True)
+        worktrees_dir = worktrees_dir.resolve()
+        if worktrees_dir.is_relative_to(repo):
+            ensure_excluded(repo)
+        sha = run_git(["rev-parse", "--verify", "--end-of-options", f"{commit}^{{commit}}"], repo)
+        base = sha.stdout.decode().strip()
+        path = worktrees_dir / name
+        branch = BRANCH_PREFIX + name
+        _remove_worktree(repo, path, branch)
+        patterns = None if sparse is None else tuple(sparse)
+        add = ["worktree", "add", "--quiet", "-B", branch]
+        if patterns is not None:
+            add.append("--no-checkout")
+        try:
+            with _worktree_lock(repo):
+                run_git([*add, "--", str(path), base], repo)
+            ws = cls(repo, path, name, git_dir(path), base, patterns)
+            if patterns is not None:
+                lines = "".join(f"/{entry.lstrip('/')}\n" for entry in patterns)
+                atomic_write_text(ws.admin_dir / "info" / "sparse-checkout", lines)
+                ws.git(["read-tree", "-mu", "HEAD"])
+        except BaseException:
+            # Also on KeyboardInterrupt: never leave a half-made worktree behind.
+            _remove_worktree(repo, path, branch)
+            raise
+        return ws
+
+    def _config(self) -> list[str]:
+        if self.sparse is None:
+            return []
+        return ["core.sparseCheckout=true", "core.sparseCheckoutCone=false"]
+
+    def git(
+        self,
+        args: Sequence[str],
+        *,
+        check: bool = True,
+        input_bytes: bytes | None = None,
+        identity: tuple[str, str] = DEFAULT_IDENTITY,
+        author: tuple[str, str, str] | None = None,
+    ) -> subprocess.CompletedProcess[bytes]:
+        """Run git in this worktree; the admin dir is named explicitly, not read from ``.git``."""
+        argv = [f"--git-dir={self.admin_dir}", f"--work-tree={self.path}", *args]
+        return run_git(
+            argv,
+            self.path,
+            config=self._config(),
+            check=check,
+            input_bytes=input_bytes,
+            identity=identity,
+            author=author,
+        )
+
+    @property
+    def head(self) -> str:
+        """The commit the worktree's branch points at now."""
+        return self.git(["rev-parse", "HEAD"]).stdout.decode().strip()
+
+    def remove(self) -> None:
+        """Delete the worktree and its branch; idempotent and safe after a crash."""
+        _remove_worktree(self.repo, self.path, self.branch)
+
+    def __enter__(self) -> Workspace:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.remove()
+
+
+def _remove_worktree(repo: Path, path: Path, branch: str) -> None:
+    with _worktree_lock(repo.resolve()):
+        _remove_worktree_locked(repo, path, branch)
+
+
+def _remove_worktree_locked(repo: Path, path: Path, branch: str) -> None:
+    proc = run_git(["worktree", "remove", "--force", "--force", "--", str(path)], repo, check=False)
+    if proc.returncode != 0 and os.path.lexists(path):
+        # Not a registered worktree (or a half-created one): delete the entry itself, but
+        # only when its parent is a real directory, so a symlinked parent is never followed.
+        _remove_entry(path)
+    run_git(["worktree", "prune"], repo)
+    exists = run_git(
+        ["rev-parse", "--verify", "--quiet", f"refs/heads/{branch}"], repo, check=False
+    )
+    if exists.returncode == 0:
+        run_git(["branch", "-D", "--", branch], repo)
+
+
+def _remove_entry(path: Path) -> None:
+    """Delete ``path`` (a link is unlinked, never followed) below a symlink-free parent."""
+    parent = path.parent
+    if os.path.realpath(parent) != os.path.abspath(parent):
+        raise RunError(f"refusing to delete {path}: its parent directory is reached via a symlink")
+    st = os.lstat(path)
+    if stat.S_ISDIR(st.st_mode):
+        shutil.rmtree(path)  # rmtree never follows links inside the tree
+    else:
+        path.unlink()
+
+
+def _registered_worktrees(repo: Path) -> list[tuple[Path, str]]:
+    """``(path, branch)`` of every worktree git knows about, from ``--porcelain -z``."""
+    out = run_git(["worktree", "list", "--porcelain", "-z"], repo).stdout
+    found: list[tuple[Path, str]] = []
+    path: Path | None = None
+    for field in out.decode("utf-8", "surrogateescape").split("\0"):
+        if field.startswith("worktree "):
+            path = Path(field[len("worktree ") :])
+        elif field.startswith("branch ") and path is not None:
+            found.append((path, field[len("branch ") :].removeprefix("refs/heads/")))
+        elif not field:
+            path = None
+    return found
+
+
+def remove_stale_worktrees(
+    repo: Path, worktrees_dir: Path, run_id: str | None = None
+) -> list[Path]:
+    """Remove this run's leftover worktrees and temp branches (every run's when no ``run_id``).
+
+    Only worktrees that ``git worktree list`` reports, directly under ``worktrees_dir`` and on
+    one of our temp branches, are removed: the directory is never listed or followed, so a
+    symlinked ``worktrees_dir`` cannot turn the cleanup into a delete elsewhere.
+    """
+    prefix = BRANCH_PREFIX + (f"{run_id}-" if run_id else "")
+    where = os.path.abspath(worktrees_dir)
+    removed: list[Path] = []
+    for path, branch in _registered_worktrees(repo):
+        if branch.startswith(prefix) and os.path.dirname(os.path.abspath(path)) == where:
+            _remove_worktree(repo, path, branch)
+            removed.append(path)
+    with _worktree_lock(repo.resolve()):
+        run_git(["worktree", "prune"], repo)
+    # for-each-ref patterns match whole components: list all temp branches, filter here.
+    refs = run_git(
+        ["for-each-ref", "--format=%(refname:short)", f"refs/heads/{BRANCH_PREFIX}"], repo
+    )
+    for branch in refs.stdout.decode("utf-8", "surrogateescape").split():
+        if branch.startswith(prefix):
+            run_git(["branch", "-D", "--", branch], repo, check=False)
+    return removed
+
+
+def ensure_excluded(repo: Path) -> None:
+    """Add ``/.anti-sprawl/`` to the repo's ``info/exclude`` once, so run data never shows."""
+    exclude = common_dir(repo) / "info" / "exclude"
+    text = exclude.read_text(encoding="utf-8", errors="surrogateescape") if exclude.exists() else ""
+    lines = {line.strip() for line in text.splitlines()}
+    name = STATE_DIR_NAME
+    if lines & {EXCLUDE_LINE, f"{name}/", f"/{name}", name}:
+        return
+    if text and not text.endswith("\n"):
+        text += "\n"
+    atomic_write_text(exclude, text + EXCLUDE_LINE + "\n")
+
+
+def compose_message(message: str, trailers: Mapping[str, str]) -> str:
+    """The commit message: ``message``, a blank line, then one ``Key: value`` line per trailer."""
+    body = message.strip()
+    if not body:
+        raise RunError("empty commit message")
+    lines = []
+    for key, value in trailers.items():
+        if not _TRAILER_KEY.match(key) or "\n" in value or "\r" in value or not value.strip():
+            raise RunError(f"bad commit trailer {key!r}: {value!r}")
+        lines.append(f"{key}: {value.strip()}")
+    return body + ("\n\n" + "\n".join(lines) if lines else "") + "\n"
+
+
+def commit(
+    ws: Workspace,
+    message: str,
+    trailers: Mapping[str, str],
+    *,
+    identity: tuple[str, str] = DEFAULT_IDENTITY,
+    author: tuple[str, str] | None = None,
+    allow_empty: bool = False,
+) -> str | None:
+    """Stage everything in the (audited) worktree and commit; None when nothing changed.
+
+    ``identity`` commits; ``author`` (the user, see ``gitcmd.user_identity``) authors, so
+    the history says whose change it is and the trailers say which tool made it.
+    ``allow_empty`` commits even when nothing changed.
+    """
+    text = compose_message(message, trailers)
+    add = ["add", "-A"] if ws.sparse is None else ["add", "-A", "--sparse"]
+    ws.git(add)
+    unchanged = ws.git(["diff", "--cached", "--quiet", "--no-ext-diff"], check=False)
+    if unchanged.returncode == 0 and not allow_empty:
+        return None
+    argv = ["commit", "--quiet", "--no-verify", "--no-gpg-sign", "--cleanup=whitespace"]
+    ws.git(
+        [*argv, *(["--allow-empty"] if allow_empty else []), "-F", "-"],
+        input_bytes=text.encode("utf-8"),
+        identity=identity,
+        author=(*author, "") if author else None,
+    )
+    return ws.head
+
+
+def _diff_args(base: str, head: str, paths: Sequence[str] | None) -> list[str]:
+    args = ["--no-ext-diff", "--no-textconv", "--no-color", base, head, "--"]
+    return args + list(paths or ())
+
+
+def _where(target: Workspace | Path) -> tuple[Path, Workspace | None]:
+    return (target.path, target) if isinstance(target, Workspace) else (target, None)
+
+
+def _git_at(target: Workspace | Path, args: list[str]) -> str:
+    cwd, ws = _where(target)
+    proc = ws.git(args) if ws is not None else run_git(args, cwd)
+    return proc.stdout.decode("utf-8", "replace")
+
+
+def diff(target: Workspace | Path, base: str, head: str, paths: Sequence[str] | None = None) -> str:
+    """Unified diff ``base..head``, limited to literal repo-relative ``paths`` when given."""
+    return _git_at(target, ["diff", *_diff_args(base, head, paths)])
+
+
+class FileStat(BaseModel):
+    """Lines added/deleted in one file (None for binary files)."""
+
+    path: str
+    added: int | None
+    deleted: int | None
+
+
+class DiffStat(BaseModel):
+    """Per-file line counts of a diff plus totals."""
+
+    files: list[FileStat]
+    insertions: int
+    deletions: int
+
+    @property
+    def summary(self) -> str:
+        """``N files changed, A insertions(+), D deletions(-)``."""
+        return (
+            f"{len(self.files)} files changed, {self.insertions} insertions(+), "
+            f"{self.deletions} deletions(-)"
+        )
+
+
+def diffstat(
+    target: Workspace | Path, base: str, head: str, paths: Sequence[str] | None = None
+) -> DiffStat:
+    """Numeric stat of ``base..head`` (renames shown as delete + add)."""
+    out = _git_at(
+        target, ["diff", "--numstat", "-z", "--no-renames", *_diff_args(base, head, paths)]
+    )
+    files: list[FileStat] = []
+    for record in out.split("\0"):
+        if not record:
+            continue
+        added, deleted, path = record.split("\t", 2)
+        files.append(
+            FileStat(
+                path=path,
+                added=None if added == "-" else int(added),
+                deleted=None if deleted == "-" else int(deleted),
+            )
+        )
+    return DiffStat(
+        files=files,
+        insertions=sum(f.added or 0 for f in files),
+        deletions=sum(f.deleted or 0 for f in files),
+    )

@@ -1,0 +1,3 @@
+"""The plan: its data model, validation (acyclic, scopes, unordered writes) and graph algorithms.
+
+Layers: tests/test_dependencies.py; docs/architecture.md, "Areas"."""

@@ -1,0 +1,303 @@
+"""Scope assistance for a valid plan: test coverage warnings, one-hop read scopes, budgets.
+
+Applied by the planner after validation and before saving:
+
+- ``missing_test_warnings``: a module a task changes should have its tests
+  (``tests/…/test_<module>.py`` or a sibling ``<module>_test.py``) in some write scope.
+- ``expand_read_scopes``: add the *direct* in-repo imports of each task's write-scope Python
+  files to its read scope, never the transitive closure (that is the crawl we exist to stop),
+  and never an entry that another, unordered task writes (a stale read).
+- ``default_budgets``: estimate ``token_budget`` (the per-call cap) / ``max_tool_calls`` for
+  tasks whose submission left them out, from their lean first prompt (see ``budget_for``).
+- ``cost_estimate``: the plan's cost as a range per task and in total, from the lean first
+  calls to every call of every attempt at its cap (``estimate.py`` adds dollars).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import PurePosixPath
+
+from pydantic import BaseModel
+
+from ..agent.worker import CALL_SLACK
+from ..context.lean import LEAN_SHARE, Scoped, reserve_for
+from ..fs.scopes import Scope, is_glob, normalize_entry
+from ..outline.python import python_imports
+from ..outline.views import MIN_REGION_TOKENS
+from ..plan.model import Plan, TaskNode
+from .repomap.ranking import module_index
+
+__all__ = [
+    "MAX_DEFAULT_TOKENS",
+    "MAX_DEFAULT_TOOL_CALLS",
+    "MAX_ESSENTIAL_TOKENS",
+    "MIN_DEFAULT_TOKENS",
+    "MIN_DEFAULT_TOOL_CALLS",
+    "CostEstimate",
+    "Reader",
+    "TaskCost",
+    "budget_for",
+    "cost_estimate",
+    "default_budgets",
+    "estimated_tokens",
+    "expand_read_scopes",
+    "missing_test_warnings",
+    "prompt_sizes",
+    "tool_calls_for",
+]
+
+Reader = Callable[[str], str | None]
+"""Text of a repo-relative file, or None when it cannot be read (secret, binary, missing)."""
+
+MIN_DEFAULT_TOKENS = 24_000
+MAX_DEFAULT_TOKENS = 40_000  # at 40k the lean first prompt reaches its 16k ceiling
+MAX_ESSENTIAL_TOKENS = 200_000  # a model's context window: no default goes past it
+MIN_DEFAULT_TOOL_CALLS = 8
+MAX_DEFAULT_TOOL_CALLS = 60
+PROMPT_OVERHEAD = 1_500  # rules, tool schemas and brief of a worker's first call
+_AMBIGUOUS = 3  # a module name found in more places than this is not followed
+
+
+def _thousands(n: float) -> int:
+    return int(-(-n // 1000) * 1000)
+
+
+def budget_for(natural_tokens: int, minimal_tokens: int) -> int:
+    """Default per-call cap (``token_budget``): one at which the lean first prompt the node
+    needs (``natural_tokens``) is 40% or less, within 24k..40k; more only when its smallest
+    essentials (``minimal_tokens``) plus room for the conversation need it (up to 200k).
+    Rounded up to a thousand so plans stay readable."""
+    lean = max(MIN_DEFAULT_TOKENS, min(MAX_DEFAULT_TOKENS, _thousands(natural_tokens / LEAN_SHARE)))
+    essential = _thousands(minimal_tokens + reserve_for(MAX_ESSENTIAL_TOKENS))
+    return min(MAX_ESSENTIAL_TOKENS, max(lean, essential))
+
+
+def prompt_sizes(node: TaskNode, files: Sequence[str], read: Reader) -> tuple[int, int]:
+    """Estimated tokens of ``node``'s first prompt as it needs it (write files whole, read
+    files as full outlines) and at its smallest (write files at their smallest forms)."""
+    natural = minimal = PROMPT_OVERHEAD
+    write = Scope(node.write_scope)
+    for path in _scoped([*node.read_scope, *node.write_scope], files):
+        if not write.matches(path) and natural >= MAX_DEFAULT_TOKENS * LEAN_SHARE:
+            continue  # past the ceiling more reading changes nothing
+        text = read(path)
+        if text is None:
+            continue
+        f = Scoped(path, text, write=write.matches(path))
+        names, full = f.outline("names"), f.outline("full")
+        if f.write:
+            natural += f.tokens
+            smallest = names.item.tokens + MIN_REGION_TOKENS + 150 if names else f.tokens
+            minimal += min(f.tokens, smallest)
+        elif full is not None:
+            natural += min(f.tokens, full.item.tokens)
+    return natural, minimal
+
+
+def tool_calls_for(scoped_files: int) -> int:
+    """Default tool-call cap: a read and a write per scoped file plus six, clamped to 8..60."""
+    return max(MIN_DEFAULT_TOOL_CALLS, min(MAX_DEFAULT_TOOL_CALLS, 2 * scoped_files + 6))
+
+
+class TaskCost(BaseModel):
+    """What one node may spend: ``low`` its lean first call alone, ``high`` every call at
+    its per-call cap for every attempt (``token_budget × (max_tool_calls + CALL_SLACK) ×
+    max_attempts``: the worker's model calls are capped at ``max_tool_calls + 2``)."""
+
+    task_id: str
+    low: int
+    high: int
+    attempts: int = 1
+
+
+class CostEstimate(BaseModel):
+    """The plan's cost as a range, per task and in total."""
+
+    tasks: list[TaskCost]
+    low: int
+    high: int
+
+
+def cost_estimate(plan: Plan, first_calls: Mapping[str, int]) -> CostEstimate:
+    """The range from the first calls (``first_calls``, by task id) to every call at its cap."""
+    tasks = [
+        TaskCost(
+            task_id=t.task_id,
+            low=first_calls.get(t.task_id, 0),
+            high=t.token_budget * (t.max_tool_calls + CALL_SLACK) * plan.attempts_for(t),
+            attempts=plan.attempts_for(t),
+        )
+        for t in plan.tasks
+    ]
+    return CostEstimate(tasks=tasks, low=sum(t.low for t in tasks), high=sum(t.high for t in tasks))
+
+
+def estimated_tokens(plan: Plan) -> int:
+    """The plan's cost ceiling: every call of every attempt of every task at its cap."""
+    return cost_estimate(plan, {}).high
+
+
+def _literal_files(entries: Sequence[str]) -> list[str]:
+    return [normalize_entry(e) for e in entries if not is_glob(e) and not e.endswith("/")]
+
+
+def _scoped(entries: Sequence[str], files: Sequence[str]) -> list[str]:
+    scope = Scope(entries)
+    return [f for f in files if scope.matches(f)]
+
+
+def _is_test(path: str) -> bool:
+    p = PurePosixPath(path)
+    return (
+        p.name.startswith("test_")
+        or p.stem.endswith("_test")
+        or p.name == "conftest.py"
+        or "tests" in p.parent.parts
+    )
+
+
+def _changed_modules(node: TaskNode, files: Sequence[str]) -> list[str]:
+    """Python modules (not tests, not ``__init__``) the node may change or create."""
+    paths = dict.fromkeys([*_literal_files(node.write_scope), *_scoped(node.write_scope, files)])
+    return [
+        p
+        for p in paths
+        if p.endswith(".py") and not _is_test(p) and PurePosixPath(p).name != "__init__.py"
+    ]
+
+
+def _tests_of(module: str, candidates: Sequence[str]) -> list[str]:
+    p = PurePosixPath(module)
+    sibling = str(p.with_name(f"{p.stem}_test.py"))
+    return [
+        c
+        for c in candidates
+        if c == sibling
+        or (PurePosixPath(c).name == f"test_{p.stem}.py" and "tests" in PurePosixPath(c).parts)
+    ]
+
+
+def missing_test_warnings(plan: Plan, files: Sequence[str]) -> list[str]:
+    """One warning per changed module whose tests are in no task's write scope."""
+    writes = Scope([e for t in plan.tasks for e in t.write_scope])
+    literals = [f for t in plan.tasks for f in _literal_files(t.write_scope)]
+    pool = sorted({*files, *literals})
+    warnings: list[str] = []
+    seen: set[str] = set()
+    for node in plan.tasks:
+        for module in _changed_modules(node, files):
+            if module in seen:
+                continue
+            seen.add(module)
+            found = _tests_of(module, pool)
+            p = PurePosixPath(module)
+            defaults = [f"tests/test_{p.stem}.py", str(p.with_name(f"{p.stem}_test.py"))]
+            if any(writes.matches(c) for c in [*found, *defaults]):
+                continue
+            existing = [c for c in found if c in set(files)]
+            if existing:
+                warnings.append(
+                    f"task '{node.task_id}' changes {module} but its tests "
+                    f"({', '.join(existing)}) are in no task's write scope"
+                )
+            else:
+                warnings.append(
+                    f"task '{node.task_id}' changes {module} but no task writes a test for it "
+                    f"(expected {' or '.join(defaults)})"
+                )
+    return warnings
+
+
+def _ordering(plan: Plan) -> dict[str, set[str]]:
+    """task_id -> its transitive dependencies (the plan is valid, hence acyclic)."""
+    by_id = {t.task_id: t for t in plan.tasks}
+    memo: dict[str, set[str]] = {}
+
+    def ancestors(tid: str) -> set[str]:
+        if tid not in memo:
+            out: set[str] = set()
+            for dep in by_id[tid].dependencies:
+                out |= {dep, *ancestors(dep)}
+            memo[tid] = out
+        return memo[tid]
+
+    return {tid: ancestors(tid) for tid in by_id}
+
+
+def _direct_imports(source: str, path: str, index: Mapping[str, list[str]]) -> list[str]:
+    """In-repo files ``path`` imports directly.
+
+    ``from pkg import mod`` names both ``pkg`` and ``pkg.mod``; the package itself is left out
+    when every name imported from it is a submodule that resolves (then its ``__init__`` is
+    not what the code uses), and kept when one is a name defined in the package.
+    """
+    raw = python_imports(source, path)
+    resolved = {n for n in raw if 0 < len(index.get(n, ())) <= _AMBIGUOUS}
+    out: dict[str, None] = {}
+    for name in raw:
+        if name not in resolved:
+            continue
+        children = [c for c in raw if c.startswith(name + ".") and "." not in c[len(name) + 1 :]]
+        if children and all(c in resolved for c in children):
+            continue
+        out.update(dict.fromkeys(index[name]))
+    return [f for f in out if f != path]
+
+
+def expand_read_scopes(plan: Plan, files: Sequence[str], read: Reader) -> tuple[Plan, list[str]]:
+    """``plan`` with each task's read scope grown by its write files' direct imports."""
+    index = module_index(files)
+    fileset = set(files)
+    anc = _ordering(plan)
+    writers = {t.task_id: Scope(t.write_scope) for t in plan.tasks}
+    warnings: list[str] = []
+    tasks: list[TaskNode] = []
+    for node in plan.tasks:
+        own = Scope([*node.read_scope, *node.write_scope])
+        added: list[str] = []
+        for path in _scoped(node.write_scope, files):
+            source = read(path) if path.endswith(".py") and path in fileset else None
+            if source is None:
+                continue
+            for target in _direct_imports(source, path, index):
+                if target == path or target in added or own.matches(target):
+                    continue
+                clash = [
+                    t.task_id
+                    for t in plan.tasks
+                    if t.task_id != node.task_id
+                    and writers[t.task_id].matches(target)
+                    and t.task_id not in anc[node.task_id]
+                    and node.task_id not in anc[t.task_id]
+                ]
+                if clash:
+                    warnings.append(
+                        f"task '{node.task_id}': not adding import {target} to its read "
+                        f"scope: task '{clash[0]}' writes it and neither depends on the other"
+                    )
+                    continue
+                added.append(target)
+        tasks.append(node.model_copy(update={"read_scope": [*node.read_scope, *added]}))
+    return plan.model_copy(update={"tasks": tasks}), warnings
+
+
+def default_budgets(
+    plan: Plan, missing: Mapping[str, set[str]], files: Sequence[str], read: Reader
+) -> Plan:
+    """Fill the budgets each task left out (``missing[task_id]`` names the fields)."""
+    tasks: list[TaskNode] = []
+    for node in plan.tasks:
+        fields = missing.get(node.task_id, set())
+        if not fields:
+            tasks.append(node)
+            continue
+        update: dict[str, int] = {}
+        if "token_budget" in fields:
+            update["token_budget"] = budget_for(*prompt_sizes(node, files, read))
+        if "max_tool_calls" in fields:
+            scoped = _scoped([*node.read_scope, *node.write_scope], files)
+            new = [f for f in _literal_files(node.write_scope) if f not in set(files)]
+            update["max_tool_calls"] = tool_calls_for(len(scoped) + len(new))
+        tasks.append(node.model_copy(update=update))
+    return plan.model_copy(update={"tasks": tasks})

@@ -1,0 +1,376 @@
+"""The planner: requirement + repository map -> a validated Plan, with a bounded repair loop.
+
+The model gets read-only tools (``read_file``, ``list_dir``, ``grep`` through a ``Firewall``
+whose write scope is empty, so secrets and ``.git/`` are refused) and ``submit_plan``. Each
+submission is validated against the repository; its errors go back as the tool's error result,
+up to ``max_rounds`` submissions. A valid plan gets scope assistance (``scope_assist``) before
+it is returned. Tokens are capped over the whole planning conversation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from ..agent.artifacts import Observer
+from ..agent.budget import Budget
+from ..agent.handlers import read_handlers, tool_table
+from ..agent.loop import Ending, Handler, Loop, Tool, ToolOutcome, ToolRefusal
+from ..context.manifest import save_manifest
+from ..errors import UsageError
+from ..fs.firewall import Firewall, FirewallError, Violation
+from ..fs.repofiles import list_repo_files
+from ..git.cmd import run_git
+from ..ids import PLANNER_TASK_ID, SUBMIT_PLAN_TOOL
+from ..plan.model import Plan
+from ..plan.validate import Problem, Report, validate
+from ..providers.base import ModelRequest, ModelResponse, Provider, ToolCall, Usage, UserMessage
+from ..providers.limits import cut_message
+from .assist import (
+    default_budgets,
+    estimated_tokens,
+    expand_read_scopes,
+    missing_test_warnings,
+)
+from .prompt import (
+    PromptPart,
+    first_message_parts,
+    planner_manifest,
+    planner_system,
+    submit_plan_spec,
+)
+from .repomap.map import build_repo_map
+from .tools import (
+    OBSERVATION_CHARS,
+    default_plan_id,
+    feedback,
+    missing_budgets,
+    model_problems,
+    submission_data,
+)
+
+__all__ = ["NUDGE", "Outcome", "PlannerResult", "default_plan_id", "plan_requirement"]
+
+Outcome = Literal["planned", "invalid", "budget", "stalled", "provider"]
+NUDGE = (
+    "Call submit_plan now with the whole plan (read_file, list_dir and grep are there if you "
+    "still need to look at the repository)."
+)
+MAX_OUTPUT_TOKENS = 8192
+CUT_ADVICE = "Call submit_plan again with a shorter plan: concise goals, no code in them."
+MIN_OUTPUT_TOKENS = 512  # less than this cannot hold a plan: stop instead of asking
+MAX_NUDGES = 3
+MAX_LISTED_FILES = 200_000
+
+
+class PlannerResult(BaseModel):
+    """What planning produced: the plan (when valid), the last validation report, the cost."""
+
+    outcome: Outcome
+    message: str = ""
+    plan: Plan | None = None
+    report: Report
+    rounds: int = Field(description="submit_plan calls made.")
+    requests: int = Field(description="Model calls made.")
+    tool_calls: int = Field(description="Exploration tool calls made (read_file/list_dir/grep).")
+    usage: Usage = Field(default_factory=Usage)
+    warnings: list[str] = Field(default_factory=list)
+    estimated_tokens: int = Field(
+        default=0, description="Cost ceiling: every call of every task at its per-call cap."
+    )
+    violations: list[Violation] = Field(default_factory=list)
+    manifest_paths: list[Path] = Field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == "planned" and self.plan is not None
+
+
+def plan_requirement(
+    requirement: str,
+    repo: Path,
+    provider: Provider,
+    *,
+    max_rounds: int = 3,
+    max_tool_calls: int = 20,
+    map_budget: int = 6000,
+    expand_read_scope: bool = False,
+    plan_id: str | None = None,
+    manifest_dir: Path | None = None,
+    token_budget: int = 200_000,
+    models: Sequence[str] = (),
+    max_output_tokens: int | None = None,
+) -> PlannerResult:
+    """Ask ``provider`` for a plan of ``requirement`` on ``repo`` and validate it.
+
+    With ``models`` (``plan --models``) the planner may give each task one of them, saying
+    why in the task's goal; the plan's default model is the first unless it picks another.
+
+    At most ``max_rounds`` submissions, ``max_tool_calls`` exploration calls and
+    ``token_budget`` tokens over all model calls, each response capped at
+    ``max_output_tokens`` (default ``MAX_OUTPUT_TOKENS``). Provider failures end planning with outcome
+    ``provider``; nothing is raised for a model that does not produce a valid plan.
+    """
+    if not requirement.strip():
+        raise UsageError("the requirement is empty")
+    if not repo.is_dir():
+        raise UsageError(f"repository not found: {repo}")
+    if max_rounds < 1 or max_tool_calls < 0 or token_budget < 1:
+        raise UsageError("max_rounds and token_budget must be >= 1, max_tool_calls >= 0")
+    # One listing for the map and for scope assistance (the map shows its first part).
+    listing = list_repo_files(repo, max_files=MAX_LISTED_FILES)
+    repo_map = build_repo_map(repo, requirement, token_budget=map_budget, listing=listing)
+    parts = first_message_parts(
+        requirement,
+        repo_map.text,
+        max_tool_calls=max_tool_calls,
+        plan_id=plan_id,
+        omitted=repo_map.omitted,
+        models=models,
+    )
+    with Firewall(repo, ["**"], []) as firewall:
+        session = _Session(
+            requirement=requirement,
+            repo=repo,
+            provider=provider,
+            firewall=firewall,
+            parts=parts,
+            max_rounds=max_rounds,
+            max_tool_calls=max_tool_calls,
+            token_budget=token_budget,
+            expand=expand_read_scope,
+            files=listing.files,
+            plan_id=plan_id,
+            manifest_dir=manifest_dir,
+            base=_head(repo),
+            models=tuple(models),
+            max_output_tokens=max_output_tokens or MAX_OUTPUT_TOKENS,
+        )
+        return session.run()
+
+
+def _head(repo: Path) -> str | None:
+    if not (repo / ".git").exists():
+        return None
+    proc = run_git(["rev-parse", "--verify", "-q", "HEAD"], repo, check=False)
+    sha = proc.stdout.decode("ascii", "replace").strip()
+    return sha if proc.returncode == 0 and sha else None
+
+
+@dataclass
+class _Session:
+    """The planner policy over the agent loop: explore, submit, repair."""
+
+    requirement: str
+    repo: Path
+    provider: Provider
+    firewall: Firewall
+    parts: list[PromptPart]
+    max_rounds: int
+    max_tool_calls: int
+    token_budget: int
+    expand: bool
+    files: list[str]  # the repository's listing, made once with the map
+    plan_id: str | None
+    manifest_dir: Path | None
+    base: str | None
+    models: tuple[str, ...] = ()
+    max_output_tokens: int = MAX_OUTPUT_TOKENS
+    tool_calls: int = 0
+    rounds: int = 0
+    nudges: int = 0
+    report: Report | None = None
+    manifests: list[Path] = field(default_factory=list)
+    violations: list[Violation] = field(default_factory=list)
+    _seen: int = 0
+
+    def __post_init__(self) -> None:
+        explore = read_handlers(self.firewall, OBSERVATION_CHARS)
+        tools = {
+            name: Tool(spec=tool.spec, args=tool.args, run=self._capped(tool.run))
+            for name, tool in tool_table(explore).items()
+        }
+        tools[SUBMIT_PLAN_TOOL] = Tool(spec=submit_plan_spec(), args=None, run=self._submit)
+        self.loop = Loop(
+            task_id=PLANNER_TASK_ID,
+            provider=self.provider,
+            system=planner_system(),
+            tools=tools,
+            budget=Budget(
+                total=self.token_budget,
+                max_output=self.max_output_tokens,
+                min_output=MIN_OUTPUT_TOKENS,
+            ),
+            # every turn either spends a tool call or a round, or is one of a few nudges/refusals
+            max_calls=self.max_tool_calls + self.max_rounds + 2 * MAX_NUDGES,
+            observer=Observer(PLANNER_TASK_ID, OBSERVATION_CHARS),
+            messages=[UserMessage(content="".join(p.text for p in self.parts))],
+            on_request=self._save_manifest,
+        )
+
+    def run(self) -> PlannerResult:
+        ending = self.loop.run(self)
+        if isinstance(ending.value, PlannerResult):
+            return ending.value
+        left = self.token_budget - self.loop.budget.spent.total
+        outcome: Outcome
+        message = ending.message
+        if ending.reason == "budget" and left >= 0:
+            outcome = "budget"
+            message = (
+                f"the planner's token budget of {self.token_budget:,} is spent "
+                f"({left:,} left, not enough for another call)"
+            )
+        elif ending.reason == "budget":
+            outcome = "budget"
+            message = (
+                f"the planner used {self.loop.budget.spent.total:,} tokens, over its budget "
+                f"of {self.token_budget:,}"
+            )
+        elif ending.reason == "calls":
+            outcome, message = "stalled", f"no valid plan after {self.loop.calls} model calls"
+        elif ending.reason in ("invalid", "stalled"):
+            outcome = ending.reason  # type: ignore[assignment]
+        else:
+            outcome, message = "provider", f"model call failed: {ending.message}"
+        return self._fail(outcome, message)
+
+    # -- the policy ----------------------------------------------------------------------
+
+    def text_turn(self, response: ModelResponse) -> str | Ending:
+        self.nudges += 1
+        if self.nudges > MAX_NUDGES:
+            return Ending("stalled", "the model did not call submit_plan")
+        return NUDGE
+
+    def cut_turn(self, max_output_tokens: int) -> str | Ending:
+        self.nudges += 1
+        if self.nudges > MAX_NUDGES:
+            return Ending("stalled", "the model's responses kept hitting the output limit")
+        return cut_message(max_output_tokens, CUT_ADVICE)
+
+    def before_tool(self, call: ToolCall) -> Ending | None:
+        self.nudges = 0
+        self._seen = len(self.firewall.violations)
+        return None
+
+    def after_tool(self, call: ToolCall, outcome: ToolOutcome | None) -> Ending | None:
+        # only the model's refused calls count; the orchestrator's own reads are not violations
+        self.violations += self.firewall.violations[self._seen :]
+        return None
+
+    def compactions(self) -> list[Callable[[], bool]]:
+        return []
+
+    def compact_early(self) -> None:
+        return None
+
+    def explain(self) -> str:
+        return f"the planner's budget is {self.token_budget:,} tokens over all its calls"
+
+    # -- tools ---------------------------------------------------------------------------
+
+    def _capped(self, run: Handler) -> Handler:
+        def capped(args: Any) -> ToolOutcome:
+            if self.tool_calls >= self.max_tool_calls:
+                raise ToolRefusal(
+                    f"the cap of {self.max_tool_calls} exploration calls is reached; "
+                    f"call {SUBMIT_PLAN_TOOL} with the whole plan now"
+                )
+            self.tool_calls += 1
+            return run(args)
+
+        return capped
+
+    def _submit(self, raw: dict[str, Any]) -> ToolOutcome:
+        """Validate one submission: the planner's result when valid, else the errors."""
+        self.rounds += 1
+        data = submission_data(
+            raw,
+            requirement=self.requirement,
+            plan_id=self.plan_id or default_plan_id(self.requirement),
+            force_id=self.plan_id is not None,
+            base=self.base,
+        )
+        report = validate(data, self.repo)
+        chosen = model_problems(report.plan, self.models) if report.plan is not None else []
+        if chosen:
+            errors = [*report.errors, *chosen]
+            report = Report(valid=False, errors=errors, warnings=report.warnings, plan=report.plan)
+        self.report = report
+        if not report.valid or report.plan is None:
+            text = feedback(self.report, self.rounds, self.max_rounds)
+            ending = None
+            if self.rounds >= self.max_rounds:
+                message = f"the plan is still invalid after {self.rounds} submission(s)"
+                ending = Ending("invalid", message)
+            return ToolOutcome(text, status="error", wrap=False, ending=ending)
+        plan = report.plan
+        if self.models and plan.default_model is None:
+            plan = plan.model_copy(update={"default_model": self.models[0]})
+        plan, warnings = self._assist(plan, missing_budgets(raw))
+        final = validate(plan, self.repo)
+        if not final.valid or final.plan is None:  # assistance must never break a valid plan
+            warnings.append("scope assistance was not applied: it made the plan invalid")
+            plan, final = report.plan, report
+        warnings += [p.message for p in final.warnings]
+        self.report = final
+        result = self._result("planned", "", plan, warnings)
+        return ToolOutcome("planned", wrap=False, ending=Ending("planned", value=result))
+
+    def _assist(self, plan: Plan, missing: dict[str, set[str]]) -> tuple[Plan, list[str]]:
+        files = self.files
+        warnings: list[str] = []
+        if self.expand:
+            plan, warnings = expand_read_scopes(plan, files, self._read)
+        plan = default_budgets(plan, missing, files, self._read)
+        return plan, missing_test_warnings(plan, files) + warnings
+
+    def _read(self, path: str) -> str | None:
+        try:
+            return self.firewall.read_text(path)
+        except FirewallError:
+            return None
+
+    # -- results and manifests -----------------------------------------------------------
+
+    def _fail(self, outcome: Outcome, message: str) -> PlannerResult:
+        report = self.report or Report(valid=False)
+        if outcome != "invalid":
+            code = f"planner_{outcome}"
+            extra = Problem(code=code, message=message)
+            report = Report(valid=False, errors=[*report.errors, extra], warnings=report.warnings)
+        return self._result(outcome, message, None, [], report)
+
+    def _result(
+        self,
+        outcome: Outcome,
+        message: str,
+        plan: Plan | None,
+        warnings: list[str],
+        report: Report | None = None,
+    ) -> PlannerResult:
+        return PlannerResult(
+            outcome=outcome,
+            message=message,
+            plan=plan,
+            report=report or self.report or Report(valid=False),
+            rounds=self.rounds,
+            requests=self.loop.calls,
+            tool_calls=self.tool_calls,
+            usage=self.loop.budget.spent,
+            warnings=warnings,
+            estimated_tokens=estimated_tokens(plan) if plan is not None else 0,
+            violations=list(self.violations),
+            manifest_paths=list(self.manifests),
+        )
+
+    def _save_manifest(self, request: ModelRequest, n: int) -> None:
+        if self.manifest_dir is None:
+            return
+        manifest = planner_manifest(request, self.parts, n=n)
+        self.manifests.append(save_manifest(self.manifest_dir, manifest))

@@ -1,0 +1,119 @@
+"""The planner's side of ``submit_plan``: turning a submission into a plan document.
+
+Exploration (``read_file``, ``list_dir``, ``grep``) uses the worker's handlers through the
+planner's ``Firewall`` (read scope the whole repository, write scope empty), so secrets,
+``.git/`` and anything outside the repository are refused by the same dispatch and with the
+same messages as a worker's (``loop.py``).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from ..ids import SUBMIT_PLAN_TOOL
+from ..plan.model import Plan
+from ..plan.validate import Problem, Report
+
+__all__ = [
+    "OBSERVATION_CHARS",
+    "default_plan_id",
+    "feedback",
+    "missing_budgets",
+    "model_problems",
+    "submission_data",
+]
+
+OBSERVATION_CHARS = 24_000  # about 6k tokens: one file must not eat the planner's budget
+
+
+def default_plan_id(requirement: str) -> str:
+    """A readable, stable id: the requirement's first words plus a short hash."""
+    words = re.sub(r"[^a-z0-9]+", "-", requirement.lower()).strip("-")[:40].strip("-")
+    digest = hashlib.sha256(requirement.encode("utf-8")).hexdigest()[:6]
+    return f"{words}-{digest}" if words else f"plan-{digest}"
+
+
+def submission_data(
+    raw: dict[str, Any], *, requirement: str, plan_id: str, force_id: bool, base: str | None
+) -> dict[str, Any]:
+    """The plan document to validate: the submission with orchestrator-owned fields set.
+
+    The requirement is always the user's own text, never the model's paraphrase; ``plan_id``
+    replaces the model's when ``force_id``, else fills it in when missing; ``base`` (the
+    commit planned against) fills in when the model left it out.
+    """
+    data = copy.deepcopy(raw)
+    data["requirement"] = requirement
+    if force_id or "plan_id" not in data:
+        data["plan_id"] = plan_id
+    if base is not None and not data.get("base"):
+        data["base"] = base
+    return data
+
+
+def missing_budgets(raw: dict[str, Any]) -> dict[str, set[str]]:
+    """task_id -> the budget fields (``token_budget``, ``max_tool_calls``) a submission omits."""
+    out: dict[str, set[str]] = {}
+    tasks = raw.get("tasks")
+    for task in tasks if isinstance(tasks, list) else []:
+        if isinstance(task, dict) and isinstance(task.get("task_id"), str):
+            fields = {f for f in ("token_budget", "max_tool_calls") if task.get(f) is None}
+            out[task["task_id"]] = fields
+    return out
+
+
+def feedback(report: Report | None, rounds: int, max_rounds: int) -> str:
+    """The error text of an invalid ``submit_plan``: every validation error, one a line."""
+    errors = report.errors if report is not None else []
+    lines = [
+        f"The plan is invalid ({len(errors)} error(s)). Fix every one and call "
+        f"{SUBMIT_PLAN_TOOL} again with the whole corrected plan "
+        f"(submission {rounds} of {max_rounds}):",
+        *(f"- [{p.code}] {p.message}" for p in errors),
+    ]
+    return "\n".join(lines)
+
+
+def model_problems(plan: Plan, allowed: Sequence[str]) -> list[Problem]:
+    """Models a submission may not use: only those of ``plan --models``, each with a reason.
+
+    Without ``--models`` the user chose no models for the planner to pick from, so a
+    submission that names one is sent back. With it, a task's model must be one of the list
+    and its goal must say why (``Model: NAME, because ...``).
+    """
+    problems: list[Problem] = []
+    shown = ", ".join(allowed)
+    if plan.default_model is not None and plan.default_model not in allowed:
+        problems.append(
+            Problem(
+                code="model_not_allowed",
+                message=f"default_model '{plan.default_model}' is not allowed"
+                + (f" (allowed: {shown})" if allowed else ": leave it out"),
+            )
+        )
+    for task in plan.tasks:
+        if task.model is None:
+            continue
+        if task.model not in allowed:
+            why = f"allowed: {shown}" if allowed else "the user allowed no models: leave it out"
+            problems.append(
+                Problem(
+                    code="model_not_allowed",
+                    message=f"task '{task.task_id}' model '{task.model}' is not allowed ({why})",
+                    tasks=[task.task_id],
+                )
+            )
+        elif task.model not in task.goal:
+            problems.append(
+                Problem(
+                    code="model_reason",
+                    message=f"task '{task.task_id}' uses model '{task.model}' but its goal does "
+                    f"not say why: end the goal with 'Model: {task.model}, because ...'",
+                    tasks=[task.task_id],
+                )
+            )
+    return problems

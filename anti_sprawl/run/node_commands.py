@@ -1,0 +1,108 @@
+"""A node's commands in its worktree: the plan's setup command and the node's test runner.
+
+Both run sandboxed (sandbox.py) with the job's policy, timeout and environment, ``{checkout}``
+bound to the user's checkout read-only (command_template.py); their output goes, redacted, to
+the job's artifacts: ``setup-<attempt>.log`` and ``tests-<n>.log``, numbered on across attempts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from ..agent.artifacts import ArtifactStore
+from ..agent.worker import TestOutcome
+from ..errors import RunError
+from ..fs.path_rules import Violation
+from ..git.workspace import Workspace
+from ..plan.model import command_argv
+from ..sandbox.command_template import bind_command
+from ..sandbox.sandbox import run_command
+from .node_job import NodeJob
+from .result import TaskResult
+from .setup_step import failure_message, run_setup
+
+__all__ = ["TestRunner", "run_setup_command"]
+
+
+def run_setup_command(
+    job: NodeJob,
+    ws: Workspace,
+    record: TaskResult,
+    artifacts: ArtifactStore,
+    redact: Callable[[str], str],
+) -> list[Violation] | None:
+    """The plan's setup_command in the fresh worktree (setup_step.py): the violations it
+    caused, or None when it failed (``record`` then says why; no model call is made)."""
+    argv = command_argv(job.plan.setup_command)
+    if not argv:
+        return []
+    log = artifacts.root / job.task_id / f"setup-{job.attempt}.log"
+    try:
+        done = run_setup(
+            ws,
+            argv,
+            checkout=job.paths.repo,
+            policy=job.settings.sandbox,
+            timeout=job.settings.test_timeout,
+            log=log,
+            env=job.settings.command_env,
+            redact=redact,
+        )
+    except RunError as exc:
+        record.fail("setup", str(exc))
+        return None
+    artifacts.ref(job.task_id, log.name)
+    record.setup = done.outcome
+    if not done.outcome.passed:
+        record.violations = done.violations
+        record.fail("setup", failure_message(done.outcome))
+        return None
+    return done.violations
+
+
+class TestRunner:
+    """The node's test command in its worktree; the worker may append arguments."""
+
+    __test__ = False  # not a pytest test class
+
+    def __init__(
+        self,
+        job: NodeJob,
+        ws: Workspace,
+        argv: list[str],
+        artifacts: ArtifactStore,
+        redact: Callable[[str], str],
+    ):
+        self.job, self.ws, self.artifacts, self.redact = job, ws, artifacts, redact
+        self.bound = bind_command(argv, job.paths.repo, ws.path)
+        self.runs = 0  # logs numbered so far in this attempt
+
+    def __call__(self, extra: Sequence[str] = ()) -> TestOutcome:
+        """The test command, plus the worker's extra arguments (the final check has none)."""
+        job, bound = self.job, self.bound
+        command = [*bound.argv, *extra]
+        n = job.first_test_log + self.runs
+        self.runs += 1
+        log = self.artifacts.root / job.task_id / f"tests-{n}.log"
+        log.parent.mkdir(parents=True, exist_ok=True)
+        res = run_command(
+            command,
+            self.ws.path,
+            timeout=job.settings.test_timeout,
+            readable=bound.readable,
+            unscanned=bound.unscanned,
+            policy=job.settings.sandbox,
+            log_path=log,
+            env=job.settings.command_env,
+            redact=self.redact,
+        )
+        self.artifacts.ref(job.task_id, log.name)
+        return TestOutcome(
+            command=command,
+            exit_code=res.exit_code,
+            timed_out=res.timed_out,
+            limit=res.limit_detail,
+            tail="\n".join(res.output.splitlines()[-40:]),
+            log=str(log),
+            layer=res.layer,
+        )

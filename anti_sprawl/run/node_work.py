@@ -1,0 +1,294 @@
+"""The node's work: ``run_node_job(job, env)`` runs one attempt in four phases.
+
+    prepare   a fresh worktree at ``job.base``, the firewall, the plan's setup command, the
+              clean-slate prompt and the node's test runner
+    work      the worker loop under the node's caps (worker.py)
+    verify    the audit (nothing outside the write scope survives), the final test run, the
+              secret scan of what would be committed
+    commit    one commit with the run's trailers, authored by the user
+
+node_job.py states the contract (the job in, the outcome out, what stays central).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+
+from ..agent.artifacts import ArtifactStore
+from ..agent.worker import TestOutcome, WorkerContext, WorkerLimits, WorkerResult, run_worker
+from ..context.assemble import AssembledPrompt, assemble_worker_prompt, manifest_for_request
+from ..context.lean import lean_target
+from ..context.manifest import save_manifest
+from ..errors import RunError, StorageError, at_boundary
+from ..fs.firewall import DEFAULT_DENY, Firewall
+from ..fs.path_rules import Violation
+from ..git.audit import audit
+from ..git.branch import TRAILER_RUN, TRAILER_TASK, TRAILER_TOKENS
+from ..git.cmd import run_git
+from ..git.secret_scan import staged_secrets
+from ..git.workspace import Workspace, commit
+from ..lifecycle import NodeVerdict
+from ..providers.base import ModelRequest
+from .ablations import NodeScopes
+from .failure_note import with_failure_note
+from .node_commands import TestRunner, run_setup_command
+from .node_job import NodeEnv, NodeJob, NodeOutcome
+from .result import TaskResult, reduce
+
+__all__ = ["record_failure", "run_node_job"]
+
+
+def run_node_job(job: NodeJob, env: NodeEnv) -> NodeOutcome:
+    """Run one attempt of one node: prepare, work, verify, commit (see the module docstring)."""
+    return _Attempt(job, env).run()
+
+
+class _Attempt:
+    """One attempt's state as it goes through the phases."""
+
+    def __init__(self, job: NodeJob, env: NodeEnv):
+        self.job, self.env = job, env
+        self.record = job.record.model_copy(deep=True)
+        self.artifacts = ArtifactStore(job.paths.artifacts)
+        self.worker: WorkerResult | None = None
+        self.changed: list[str] = []
+        self.manifests: list[Path] = []
+        self.tests: TestRunner | None = None
+        self.commit: str | None = None
+
+    def crash(self, point: str) -> None:
+        if self.env.crash is not None:
+            self.env.crash(point, self.job.task_id)
+
+    def run(self) -> NodeOutcome:
+        record = self.record
+        try:
+            verdict = self._in_worktree()
+        except Exception as exc:
+            record_failure(record, exc, self.artifacts)
+            verdict = "failed"
+        return NodeOutcome(
+            verdict=verdict,
+            record=record,
+            commit=self.commit if verdict == "succeeded" else None,
+            worker=self.worker,
+            changed=tuple(self.changed),
+            manifests=tuple(self.manifests),
+            logs=tuple(self.artifacts.written),
+            test_runs=self.tests.runs if self.tests else 0,
+        )
+
+    def _in_worktree(self) -> NodeVerdict:
+        job, node, ablations = self.job, self.job.node, self.job.settings.ablations
+        scopes = ablations.scopes(node)
+        sparse = None
+        if job.settings.sparse:
+            sparse = [*scopes.read, *scopes.write, *_root_files(job.paths.repo, job.base)]
+        name = f"{job.run_id}-{node.task_id}-{job.attempt}"
+        with (
+            Workspace.create(
+                job.paths.repo, job.paths.worktrees, name, job.base, sparse=sparse
+            ) as ws,
+            Firewall(
+                ws.path,
+                scopes.read,
+                scopes.write,
+                deny=DEFAULT_DENY if scopes.deny is None else scopes.deny,
+                redact=self.env.redactor,
+            ) as firewall,
+        ):
+            prepared = self._prepare(ws, scopes)
+            if prepared is None:
+                return "failed"
+            setup_violations, prompt, tests = prepared
+            result = self._work(firewall, prompt, tests)
+            verified = self._verify(ws, result, setup_violations, tests)
+            if verified is None:
+                return "failed"
+            return self._commit(ws, result, *verified)
+
+    # -- prepare ---------------------------------------------------------------------------
+
+    def _prepare(
+        self, ws: Workspace, scopes: NodeScopes
+    ) -> tuple[list[Violation], AssembledPrompt, Callable[..., TestOutcome] | None] | None:
+        """The setup command, the first prompt and the test runner; None when setup failed."""
+        job = self.job
+        setup_violations = run_setup_command(
+            job, ws, self.record, self.artifacts, self.env.redactor
+        )
+        if setup_violations is None:
+            return None
+        ablations, node = job.settings.ablations, job.node
+        budget = ablations.prompt_budget(
+            lean_target(node.token_budget, job.settings.context_budget),
+            job.settings.context_window,
+        )
+        # A firewall of its own: refusals while building the prompt (a binary file in a
+        # read-scope directory) are not the worker's violations.
+        with Firewall(ws.path, scopes.read, scopes.write, redact=self.env.redactor) as fw:
+            prompt = assemble_worker_prompt(
+                plan=job.plan,
+                node=ablations.prompt_node(node, scopes),
+                upstream=list(job.upstream),
+                firewall=fw,
+                context_budget=budget,
+                memory=list(job.memory),
+                eager_reads=ablations.eager_reads,
+            )
+        if job.history:
+            prompt = prompt.model_copy(
+                update={"first_user_message": job.history + prompt.first_user_message}
+            )
+        if job.note is not None:
+            prompt = with_failure_note(prompt, job.note, job.attempt)
+        argv = job.plan.test_command_for(node)
+        if argv:
+            self.tests = TestRunner(job, ws, argv, self.artifacts, self.env.redactor)
+        return setup_violations, prompt, self.tests
+
+    # -- work ------------------------------------------------------------------------------
+
+    def _work(
+        self,
+        firewall: Firewall,
+        prompt: AssembledPrompt,
+        tests: Callable[..., TestOutcome] | None,
+    ) -> WorkerResult:
+        job, env, node = self.job, self.env, self.job.node
+        max_output = job.settings.output_limit(env.provider.name, job.model)
+        ctx = WorkerContext(
+            task_id=node.task_id,
+            provider=env.provider,
+            firewall=firewall,
+            system=prompt.system,
+            first_message=prompt.first_user_message,
+            limits=WorkerLimits(
+                token_budget=node.token_budget,
+                max_tool_calls=node.max_tool_calls,
+                max_output_tokens=max_output,
+            ),
+            artifacts=self.artifacts,
+            counter=env.counter,
+            run_tests=tests,
+            run_budget=env.run_budget,
+            on_request=self._manifest_hook(prompt),
+            on_tool=lambda name: self.crash("mid_write") if name == "write_file" else None,
+            stop=env.stop,
+            redact=env.redactor,
+            model=job.model,
+            price=job.price,
+            attempt=job.attempt,
+        )
+        result = self.worker = run_worker(ctx)
+        return result
+
+    def _manifest_hook(self, prompt: AssembledPrompt) -> Callable[[ModelRequest, int], None]:
+        job, record = self.job, self.record
+
+        def hook(request: ModelRequest, n: int) -> None:
+            if n > 1:
+                self.crash("after_llm_response")
+            manifest = manifest_for_request(
+                prompt, request, n=job.first_call + n, attempt=job.attempt
+            )
+            path = save_manifest(job.paths.manifests, self.env.redactor.model(manifest))
+            self.manifests.append(path)
+            for item in manifest.items:
+                if item.hidden_chars:
+                    record.hidden_chars[item.source] = item.hidden_chars
+
+        return hook
+
+    # -- verify ----------------------------------------------------------------------------
+
+    def _verify(
+        self,
+        ws: Workspace,
+        result: WorkerResult,
+        setup_violations: list[Violation],
+        tests: Callable[..., TestOutcome] | None,
+    ) -> tuple[list[Violation], TestOutcome | None] | None:
+        """The audit, the final tests and the secret scan: the violations and the final test
+        run to record, or None when the attempt failed (the record says why)."""
+        job, record = self.job, self.record
+        self.crash("before_audit")
+        checked = audit(ws, job.settings.ablations.audit_scope(job.node))
+        self.changed = [c.path for c in checked.kept]
+        violations = [*setup_violations, *checked.violations]
+        final = tests() if tests and result.status == "succeeded" else None
+        if result.status != "succeeded" or (final is not None and not final.passed):
+            reduce(record, result, ws, job.base, None, violations, final)
+            if result.failure is not None:
+                record.fail(result.failure, result.message)
+            else:
+                assert final is not None
+                limit = f"; {final.limit}" if final.limit else ""
+                record.fail(
+                    "tests", f"tests failed after the audit (exit code {final.exit_code}{limit})"
+                )
+            return None
+        leaked = staged_secrets(ws, self.env.redactor)
+        if leaked:
+            reduce(record, result, ws, job.base, None, violations, final)
+            record.fail(
+                "secret", f"the change adds what looks like a secret ({leaked}); not committed"
+            )
+            return None
+        return violations, final
+
+    # -- commit ----------------------------------------------------------------------------
+
+    def _commit(
+        self,
+        ws: Workspace,
+        result: WorkerResult,
+        violations: list[Violation],
+        final: TestOutcome | None,
+    ) -> NodeVerdict:
+        job, node = self.job, self.job.node
+        self.crash("before_commit")
+        summary = result.finish.summary if result.finish else ""
+        trailers = {
+            TRAILER_RUN: job.run_id,
+            TRAILER_TASK: node.task_id,
+            TRAILER_TOKENS: f"{result.usage.total} (cap {node.token_budget} per call)",
+        }
+        # The summary is the model's text: a token it copied must not reach the branch.
+        message = self.env.redactor(f"{node.name}\n\n{summary}")
+        # A node that changed nothing still leaves its one commit: git records what is done.
+        sha = commit(ws, message, trailers, author=job.author, allow_empty=True)
+        if sha is None:
+            raise RunError(f"git made no commit for task {node.task_id!r}")
+        reduce(self.record, result, ws, job.base, sha, violations, final)
+        # The commit outlives the worktree; the central process lands it in the run's order.
+        self.commit = sha
+        return "succeeded"
+
+
+def record_failure(record: TaskResult, exc: Exception, artifacts: ArtifactStore) -> None:
+    """Fail ``record`` for an exception: a ``RunError`` is the node's ``error``; anything else
+    (a full disk, a bug) is ``storage`` or ``internal``, with the traceback kept as an artifact
+    beside the transcript. A node is never left running, and the run goes on or stops cleanly."""
+    if isinstance(exc, RunError) and not isinstance(exc, StorageError):
+        record.fail("error", str(exc))
+        return
+    error = at_boundary(exc)
+    record.fail("storage" if isinstance(error, StorageError) else "internal", str(error))
+    with contextlib.suppress(OSError):
+        text = "".join(traceback.format_exception(exc))
+        artifacts.put(record.task_id, "error.txt", text)
+
+
+def _root_files(repo: Path, commit: str) -> list[str]:
+    """Files (not directories) at the top of ``commit``'s tree: configs tests tend to need."""
+    out = run_git(["ls-tree", "-z", "--full-tree", commit], repo).stdout.decode("utf-8", "replace")
+    files = []
+    for entry in filter(None, out.split("\0")):
+        meta, _, name = entry.partition("\t")
+        if meta.split()[1] == "blob":
+            files.append(name)
+    return files

@@ -1,0 +1,365 @@
+"""``execute`` and ``resume``: preconditions, the run branch and journal, the scheduler.
+
+Each node's life is in ``node.py``. The journal is written after every state change; git
+decides what is done: on resume, a node whose commit is on the run branch is never redone.
+
+A run can stop early: Ctrl-C (``interrupts.py``), a journal write that fails (disk full), or
+its branch checked out somewhere. Then no further node starts, the journal is written one last
+time as ``interrupted`` with the unfinished nodes ``pending``, and one line says why and how to
+resume. A process that lets go of the lock writes nothing more: when nodes are still stuck in
+model calls after the grace period (or at a second Ctrl-C), they are abandoned, the journal is
+closed to them, and the lock is held until the process exits (the kernel frees it), so a
+``resume`` can never overlap them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import shutil
+from pathlib import Path
+
+from ..context.essentials import check_first_prompts
+from ..errors import Interrupted, RunError, StorageError, UsageError
+from ..git.branch import RunBranch, check_branch_name, refuse_checked_out
+from ..git.cmd import GitError, run_git
+from ..git.layout import StateLayout
+from ..git.locks import clean_stale_locks
+from ..git.workspace import ensure_excluded, remove_stale_worktrees
+from ..plan.model import Plan
+from ..plan.validate import validate
+from ..sandbox.sandbox import probe_sandbox, umask_problem, unavailable_message
+from .ablations import ABLATIONS
+from .interrupts import ctrl_c_stops
+from .journal import Journal, RepoLock, RunState, new_run_id
+from .node import ExecuteOptions, NodeRunner
+from .replan import check_revision
+from .result import TaskResult
+from .scheduler import run_dag
+from .settings import CRASH_POINTS, RunHooks, RunSettings
+
+__all__ = [
+    "ABLATIONS",
+    "CRASH_POINTS",
+    "ExecuteOptions",
+    "RunHooks",
+    "RunSettings",
+    "check_cost_cap",
+    "check_repo",
+    "execute",
+    "resolve_base",
+    "resume",
+    "uncommitted_changes",
+]
+
+
+def _git_out(repo: Path, args: list[str]) -> str:
+    return run_git(args, repo).stdout.decode("utf-8", "replace").strip()
+
+
+def uncommitted_changes(repo: Path) -> int:
+    """How many paths differ from HEAD in the user's checkout (not part of a run's base)."""
+    out = run_git(["status", "--porcelain", "-z", "--untracked-files=all"], repo, check=False)
+    return sum(1 for entry in out.stdout.split(b"\0") if entry[:2].strip())
+
+
+def check_repo(repo: Path) -> Path:
+    """The repository root for ``repo``; UsageError unless it is a git root with a commit."""
+    if not repo.is_dir():
+        raise UsageError(f"repository not found: {repo}")
+    probe = run_git(["rev-parse", "--show-toplevel"], repo, check=False)
+    if probe.returncode != 0:
+        raise UsageError(f"not a git repository: {repo}")
+    top = Path(probe.stdout.decode().strip()).resolve()
+    if top != repo.resolve():
+        # Scopes are relative to the repository root; a subdirectory would shift every path.
+        raise UsageError(f"{repo} is inside the repository {top}; pass the root with --repo")
+    if run_git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], top, check=False).returncode:
+        raise UsageError(f"repository {top} has no commits yet; commit something first")
+    return top
+
+
+def _recover(saved: Path, record: TaskResult, commit: str) -> TaskResult:
+    """A node whose commit landed but whose journal entry was lost: rebuild its record."""
+    try:
+        recovered = TaskResult.model_validate_json(saved.read_text(encoding="utf-8"))
+        recovered.recover(commit, recovered.message)
+    except (OSError, ValueError):
+        recovered = record.model_copy()
+        recovered.recover(commit, "recovered from the run branch (details lost)")
+    return recovered
+
+
+def _finish(run: NodeRunner) -> RunState:
+    state = run.journal.state
+    statuses = {t.status for t in state.tasks.values()}
+    if run.opts.stop.is_set() and statuses != {"succeeded"}:
+        # Stopped: whatever did not land is left for `resume`, not reported as failed.
+        state.status = "interrupted"
+        why = f"interrupted: {state.stopped_by}" if state.stopped_by else "interrupted"
+        for record in state.tasks.values():
+            if record.status != "succeeded":
+                record.interrupt(why)
+    else:
+        state.status = "succeeded" if statuses == {"succeeded"} else "failed"
+    state.tokens = run.run_budget.spent
+    state.cost_usd = run.run_budget.spent_cost
+    try:
+        run.journal.save()
+    except StorageError as exc:  # the previous journal stays; resume reconciles with git
+        run.stop_run(exc)
+    run.journal.close()  # from here on, a straggling node thread writes nothing
+    finished = state.status not in ("interrupted", "running") and run.stop_error is None
+    if finished and run.opts.hooks.on_finish:  # the views write PR.md, while the lock is held
+        run.opts.hooks.on_finish(state, run.journal.paths)
+    return state
+
+
+# Locks of runs that abandoned node threads: held until the process exits, never released.
+_HELD_UNTIL_EXIT: list[RepoLock] = []
+
+
+def _drive(run: NodeRunner, lock: RepoLock, already: list[str]) -> RunState:
+    plan = run.plan
+    deps = {t.task_id: list(t.dependencies) for t in plan.tasks}
+    if run.opts.hooks.on_start:
+        run.opts.hooks.on_start(run.journal.state)
+    hint = f"'anti-sprawl resume {run.journal.state.run_id} --repo {run.repo}' finishes the run"
+    try:
+        with ctrl_c_stops(run.opts.stop) as ctrl_c:
+            try:
+                run_dag(
+                    deps,
+                    run.run_node,
+                    jobs=run.settings.jobs,
+                    already_succeeded=already,
+                    order=[t.task_id for t in plan.tasks],
+                    on_skip=run.skip,
+                    stop=run.opts.stop,
+                    land=run.land,
+                    grace=run.settings.stop_grace,
+                )
+            finally:
+                _wind_up(run, lock)
+    except KeyboardInterrupt:  # a second Ctrl-C: the journal is written, nothing waited for
+        raise Interrupted(f"interrupted: {hint}") from None
+    if run.stop_error is not None:
+        error = run.stop_error
+        raise type(error)(f"{error}; {hint}") from error
+    if ctrl_c.pressed and run.journal.state.status != "succeeded":
+        raise Interrupted(f"interrupted: {hint}")
+    return run.journal.state
+
+
+def _wind_up(run: NodeRunner, lock: RepoLock) -> None:
+    """Clean up, write the journal one last time, then let go of the run.
+
+    With node threads still running (abandoned after a stop: stuck in a model call, or left
+    by a second Ctrl-C), their worktrees are left for ``resume`` to remove and the lock is kept
+    until the process exits, so nothing they do can overlap a ``resume``; the journal is
+    closed to them either way.
+    """
+    abandoned = run.active_nodes > 0
+    if abandoned:
+        _HELD_UNTIL_EXIT.append(lock)
+    try:
+        if not abandoned:
+            # Leftovers (a failed removal) are removed by the next resume, before anything runs.
+            with contextlib.suppress(RunError, OSError):
+                remove_stale_worktrees(run.repo, run.worktrees, run.journal.state.run_id)
+        _finish(run)
+    finally:
+        if not abandoned:
+            lock.release()
+
+
+def execute(plan: Plan, repo: Path, opts: ExecuteOptions) -> RunState:
+    """Run ``plan`` against ``repo``; returns the final run state (see ``state.status``)."""
+    repo = check_repo(repo)
+    report = validate(plan, repo)
+    if not report.valid:
+        first = report.errors[0].message
+        raise UsageError(
+            f"the plan is invalid against {repo}: {first} (run 'anti-sprawl validate')"
+        )
+    settings = opts.settings
+    check_cost_cap(plan, opts, settings.max_cost)
+    base_ref = settings.base or "HEAD"
+    base = resolve_base(repo, base_ref)
+    check_first_prompts(plan, repo, base)  # before any node spends a token
+    sandbox = probe_sandbox(settings.sandbox)
+    if sandbox.layer is None:
+        raise UsageError(unavailable_message(sandbox))
+    if problem := umask_problem(sandbox):
+        raise UsageError(problem)
+    if base_ref == "HEAD":
+        head = run_git(["symbolic-ref", "--quiet", "--short", "HEAD"], repo, check=False)
+        base_branch = head.stdout.decode("utf-8", "replace").strip() or None
+    else:
+        is_branch = run_git(
+            ["show-ref", "--verify", "--quiet", f"refs/heads/{base_ref}"], repo, check=False
+        )
+        base_branch = base_ref if is_branch.returncode == 0 else None
+    branch_name = settings.branch or f"anti-sprawl/{plan.plan_id}"
+    check_branch_name(repo, branch_name)
+    refuse_checked_out(repo, branch_name, "pass --branch NAME")
+    # Before anything is written: the state directory must be ours, not repository content.
+    layout = StateLayout.ensured(repo)
+    run_id = new_run_id(plan.plan_id)
+    lock = RepoLock(repo)
+    lock.acquire(run_id)
+    try:
+        ensure_excluded(repo)
+        branch = RunBranch(repo, branch_name, run_id)
+        created = not branch.exists()
+        branch.create(base)
+        state = RunState(
+            run_id=run_id,
+            plan_id=plan.plan_id,
+            repo=str(repo),
+            base=base,
+            base_branch=base_branch,
+            branch=branch.name,
+            jobs=settings.jobs,
+            sparse=settings.sparse,
+            provider=opts.provider.name,
+            model=opts.provider.model,
+            sandbox=sandbox.policy,
+            plan=plan,
+            max_tokens=settings.max_tokens,
+            max_cost=settings.max_cost,
+            prices=settings.prices.described,
+            tasks={
+                t.task_id: TaskResult(
+                    task_id=t.task_id,
+                    name=t.name,
+                    token_budget=t.token_budget,
+                    max_tool_calls=t.max_tool_calls,
+                    max_attempts=plan.attempts_for(t),
+                    model=plan.model_for(t, opts.settings.model) or opts.provider.model,
+                )
+                for t in plan.tasks
+            },
+        )
+        journal = Journal(layout.run(run_id), state)
+        try:
+            journal.save()
+        except StorageError as exc:
+            # Nothing ran: leave nothing behind, so the same execute works once there is room.
+            shutil.rmtree(journal.paths.root, ignore_errors=True)
+            if created:
+                run_git(["update-ref", "-d", branch.ref, base], repo, check=False)
+            raise StorageError(f"{exc}; nothing was started") from exc
+    except BaseException:
+        lock.release()
+        raise
+    return _drive(NodeRunner(repo, journal, branch, opts), lock, [])
+
+
+def resume(
+    run_id: str, repo: Path, opts: ExecuteOptions, plan: Plan | None = None, source: str = ""
+) -> RunState:
+    """Continue an interrupted or failed run: git first, then only what is left.
+
+    With ``plan`` (``resume --plan``), the run goes on with that plan: nodes already on the
+    run branch must keep their id, scopes and dependencies (UsageError naming the node),
+    the others take the new budgets, goals and scopes. ``settings.max_tokens`` replaces the run's
+    cap when given.
+    """
+    repo = check_repo(repo)
+    layout = StateLayout.ensured(repo)
+    journal = Journal.load(repo, run_id)
+    refuse_checked_out(
+        repo, journal.state.branch, "check out another branch there, then resume again"
+    )
+    if plan is not None:
+        report = validate(plan, repo)
+        if not report.valid:
+            first = report.errors[0].message
+            raise UsageError(
+                f"the plan is invalid against {repo}: {first} (run 'anti-sprawl validate')"
+            )
+    sandbox = probe_sandbox(opts.settings.sandbox)
+    if sandbox.layer is None:
+        raise UsageError(unavailable_message(sandbox))
+    if problem := umask_problem(sandbox):
+        raise UsageError(problem)
+    lock = RepoLock(repo)
+    lock.acquire(run_id)
+    try:
+        clean_stale_locks(repo)
+        state = journal.state
+        branch = RunBranch(repo, state.branch, run_id)
+        if not branch.exists():
+            branch.create(state.base)
+        remove_stale_worktrees(repo, layout.worktrees, run_id)
+        landed = branch.landed_tasks()
+        already: list[str] = []
+        artifacts = journal.paths.artifacts
+        for tid, record in state.tasks.items():
+            if landed.get(tid):
+                if record.status != "succeeded":
+                    saved = artifacts / tid / "result.json"
+                    commit = branch.task_commit(tid) or ""  # landed: it has one
+                    state.tasks[tid] = _recover(saved, record, commit)
+                already.append(tid)
+            elif record.status != "pending":
+                record.interrupt(record.message)
+        if plan is not None:
+            _revise(state, plan, already, source or "the new plan")
+        if opts.settings.max_tokens is not None:
+            state.max_tokens = opts.settings.max_tokens
+        if opts.settings.max_cost is not None:
+            state.max_cost = opts.settings.max_cost
+        check_cost_cap(state.plan, opts, state.max_cost)
+        state.prices = opts.settings.prices.described
+        state.status, state.stopped_by = "running", None
+        state.sandbox = sandbox.policy
+        journal.save()
+    except BaseException:
+        lock.release()
+        raise
+    # The journal fills what the caller left unset; the caller's settings stay as they were.
+    settings = dataclasses.replace(
+        opts.settings,
+        jobs=opts.settings.jobs or state.jobs,
+        sparse=opts.settings.sparse or state.sparse,
+    )
+    resumed = dataclasses.replace(opts, settings=settings)
+    return _drive(NodeRunner(repo, journal, branch, resumed), lock, already)
+
+
+def resolve_base(repo: Path, ref: str) -> str:
+    """The commit a run starts from (``--base``, default HEAD); UsageError if there is none."""
+    try:
+        return _git_out(repo, ["rev-parse", "--verify", f"{ref}^{{commit}}"])
+    except GitError:
+        raise UsageError(f"unknown base revision: {ref}") from None
+
+
+def check_cost_cap(plan: Plan, opts: ExecuteOptions, max_cost: float | None) -> None:
+    """A dollar cap needs a price for every model the plan's nodes use (UsageError if not)."""
+    if max_cost is None:
+        return
+    models = [plan.model_for(t, opts.settings.model) or opts.provider.model for t in plan.tasks]
+    missing = opts.settings.prices.unpriced(models)
+    if missing:
+        raise UsageError(
+            f"--max-cost needs a price for every model, and {', '.join(missing)} has none: "
+            "add it to a prices file (--prices FILE)"
+        )
+
+
+def _revise(state: RunState, plan: Plan, succeeded: list[str], source: str) -> None:
+    """Put ``plan`` in the journal in place of the run's plan, if the edit is allowed."""
+    revision = check_revision(state.plan, plan, succeeded, source)
+    state.revisions.append(revision)
+    state.plan = plan
+    tasks: dict[str, TaskResult] = {}
+    for node in plan.tasks:
+        record = state.tasks.get(node.task_id) or TaskResult(task_id=node.task_id)
+        if node.task_id not in succeeded:
+            record.name, record.token_budget = node.name, node.token_budget
+            record.max_tool_calls = node.max_tool_calls
+        tasks[node.task_id] = record
+    state.tasks = tasks

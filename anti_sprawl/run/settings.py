@@ -1,0 +1,95 @@
+"""What one ``execute``/``resume`` is told: frozen settings apart from the caller's hooks.
+
+The CLI resolves everything once (defaults < config < environment < flags) and hands down an
+``ExecuteOptions`` (node.py), which is frozen like its parts:
+
+- ``RunSettings``: plain, frozen data (jobs, branch, sandbox policy, caps, timeouts, ablations,
+  ...). Nothing changes it after construction; ``resume`` derives a copy with
+  ``dataclasses.replace`` where the journal fills a gap (jobs, sparse).
+- ``RunHooks``: the callbacks a caller installs: live progress, the PR body written by the views
+  when a run finishes, and ``crash``, which only the test launcher sets (it kills the process at
+  a named point, for the crash-safety tests; see ``CRASH_POINTS``).
+- the provider, the redactor, the stop event and the job runner (``run_node_job`` here, or
+  an executor's): live objects, on ``ExecuteOptions`` itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from ..providers.limits import default_output_limit
+from ..providers.prices import PriceTable
+from ..sandbox.policy import SandboxPolicy
+from .ablations import Ablations
+
+if TYPE_CHECKING:
+    from ..git.layout import RunPaths
+    from .journal import RunState
+    from .result import TaskResult
+
+__all__ = ["CRASH_POINTS", "RunHooks", "RunSettings"]
+
+# Named points where the test launcher's ``crash`` hook may kill the process.
+CRASH_POINTS = (
+    "after_llm_response",
+    "mid_write",
+    "before_audit",
+    "before_commit",
+    "after_commit_before_journal",
+    "between_attempts",
+)
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """The settings of one execute/resume, resolved once by the CLI (plain, frozen data)."""
+
+    jobs: int = 1
+    branch: str | None = None
+    base: str | None = None
+    sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
+    test_timeout: float = 600.0
+    # Ceiling of the lean first prompt; a node's target is min(this, 40% of its token_budget).
+    context_budget: int | None = None  # default: lean.LEAN_CEILING (16k)
+    context_window: int = 200_000
+    # Output cap of one model response (``--max-output-tokens``); None: the default of each
+    # node's model (providers/limits.py), small for unknown models behind a local server.
+    max_output_tokens: int | None = None
+    local_server: bool = False
+    # After a stop (Ctrl-C), how long running nodes get to wind down before they are abandoned.
+    stop_grace: float = 5.0
+    # The environment of test and setup commands (None: the sandbox's minimal one).
+    command_env: Mapping[str, str] | None = None
+    ablations: Ablations = field(default_factory=Ablations)
+    # Check out only each node's scopes plus the repository's root-level files: much faster
+    # on large repositories, for test commands that need nothing else.
+    sparse: bool = False
+    # Run-wide caps over every model call (``--max-tokens``, ``--max-cost`` in dollars); on
+    # resume, None keeps the cap the run was started with.
+    max_tokens: int | None = None
+    max_cost: float | None = None
+    # ``--model``: the model of nodes without their own (it overrides the plan's default).
+    model: str | None = None
+    # Prices of the models (``--prices``, the user's config, the bundled table).
+    prices: PriceTable = field(default_factory=lambda: PriceTable({}))
+
+    def output_limit(self, provider: str, model: str) -> int:
+        """The output cap of one response of ``model`` (served by ``provider``): the flag, else
+        the model's default."""
+        return self.max_output_tokens or default_output_limit(
+            provider, model, local_server=self.local_server
+        )
+
+
+@dataclass(frozen=True)
+class RunHooks:
+    """Callbacks a caller installs; each may be None."""
+
+    on_start: Callable[[RunState], None] | None = None
+    on_event: Callable[[TaskResult], None] | None = None
+    # A finished (not interrupted) run, before its lock is released: the CLI writes PR.md.
+    on_finish: Callable[[RunState, RunPaths], None] | None = None
+    # ``crash(point, task_id)`` at each of ``CRASH_POINTS``: set only by the test launcher.
+    crash: Callable[[str, str], None] | None = None

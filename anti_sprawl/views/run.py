@@ -1,0 +1,319 @@
+"""Views of a run: live progress, the end-of-run verdict, the status list and the PR body."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from rich.console import Console
+from rich.live import Live
+from rich.markup import escape
+from rich.padding import Padding
+from rich.table import Table
+
+from ..fs.files import atomic_write_text
+from ..providers.prices import format_usd
+from ..run.journal import RunState
+from ..run.result import TaskResult
+from .plan import plan_mermaid
+
+__all__ = ["Progress", "pr_body", "render_runs", "render_verdict", "write_pr_body"]
+
+_STYLE = {
+    "succeeded": "green",
+    "failed": "red",
+    "skipped": "yellow",
+    "running": "cyan",
+    "pending": "dim",
+}
+
+
+def _verdict_text(r: TaskResult) -> str:
+    tries = f" after {r.attempts} attempts" if r.attempts > 1 else ""
+    if r.status == "failed":
+        return f"failed ({r.reason or 'error'}){tries}: {r.message}".strip()
+    if r.status == "skipped":
+        return f"skipped: {r.skipped_because} failed"
+    if r.status == "running" and r.attempts > 1:
+        return f"running (attempt {r.attempts} of {r.max_attempts})"
+    text = str(r.status)
+    if r.status == "succeeded" and r.attempts > 1:
+        text += f" on attempt {r.attempts}"
+    if r.status == "succeeded" and r.violations:
+        # Its in-scope work landed, but it also tried something it was not allowed to do
+        # (a prompt injection, scope creep): say so next to the success, not only in a count.
+        text += f", {len(r.violations)} blocked"
+    return text
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+def _table(state: RunState, *, title: str) -> Table:
+    """One row per node with short cells, so the table fits 80 columns; reasons go below."""
+    table = Table(title=title, expand=False)
+    table.add_column("task", overflow="fold")
+    table.add_column("status", no_wrap=True)
+    table.add_column("tokens (cap/call)", no_wrap=True, justify="right")
+    table.add_column("calls", no_wrap=True, justify="right")
+    table.add_column("blocked", no_wrap=True, justify="right")
+    table.add_column("tests", no_wrap=True)
+    for task in state.plan.tasks:
+        r = state.tasks[task.task_id]
+        style = _STYLE.get(r.status, "")
+        tests = "-" if r.tests is None else ("passed" if r.tests.passed else "failed")
+        table.add_row(
+            escape(r.task_id),
+            f"[{style}]{r.status}[/]",
+            _tokens_cell(r),
+            f"{r.tool_calls}/{r.max_tool_calls}",
+            str(len(r.violations)),
+            tests,
+        )
+    return table
+
+
+def _spend_line(r: TaskResult) -> str:
+    """A node's model, dollars and cache share (below the table: model names are long)."""
+    cached = f", {_share(r.cache_share)} of input cached" if r.cache_share is not None else ""
+    tries = f", {r.attempts} attempts" if r.attempts > 1 else ""
+    return f"{r.task_id}: {r.model or '-'}, {format_usd(r.cost_usd)}{cached}{tries}"
+
+
+def _node_tokens(r: TaskResult) -> int:
+    """Every attempt's tokens (journals before retries only have the last attempt's)."""
+    return r.total_tokens.total or r.tokens.total
+
+
+def _last_output_line(r: TaskResult) -> str:
+    lines = [ln.strip() for ln in (r.tests.tail if r.tests else "").splitlines() if ln.strip()]
+    return lines[-1] if lines else ""
+
+
+def _details(r: TaskResult) -> list[str]:
+    """What the table's short status leaves out, one line each (Rich markup escaped)."""
+    out: list[str] = []
+    tid = escape(r.task_id)
+    if r.status == "failed":
+        out.append(f"[red]failed[/] {tid} ({escape(r.reason or 'error')}): {escape(r.message)}")
+        if r.tests is not None and not r.tests.passed and (last := _last_output_line(r)):
+            out.append(f"  last test output: {escape(last)}")
+    elif r.status == "skipped":
+        out.append(f"[yellow]skipped[/] {tid}: {escape(str(r.skipped_because))} failed")
+    if r.truncated_responses:
+        n = r.truncated_responses
+        out.append(
+            f"[yellow]cut[/] {tid}: {n} response{'s' if n != 1 else ''} cut at the output limit "
+            "(tool call lost; the worker was told to write in parts)"
+        )
+    for v in r.violations:
+        out.append(f"[yellow]blocked[/] {tid}: {v.op} {escape(v.path)} ({escape(v.reason)})")
+    for source, count in sorted(r.hidden_chars.items()):
+        out.append(f"[yellow]hidden characters[/] {tid}: {count} in {escape(source)}")
+    return out
+
+
+def _tokens_cell(r: TaskResult) -> str:
+    """A node's tokens over all its calls and attempts, and its per-call cap."""
+    return f"{_node_tokens(r):,} ({r.token_budget:,}/call)"
+
+
+def _totals(state: RunState) -> str:
+    tasks = list(state.tasks.values())
+    counts = {s: sum(1 for t in tasks if t.status == s) for s in ("succeeded", "failed", "skipped")}
+    # The run's own total counts every attempt of every node; older journals only have the
+    # nodes' last attempts.
+    run = state.tokens
+    tokens = run.total or sum(_node_tokens(t) for t in tasks)
+    cached = run.cache_read_tokens if run.total else sum(t.tokens.cache_read_tokens for t in tasks)
+    share = f", {_share(state.cache_share)} of input" if state.cache_share is not None else ""
+    cap = f" of --max-tokens {state.max_tokens:,}" if state.max_tokens else ""
+    violations = sum(len(t.violations) for t in tasks)
+    retried = sum(1 for t in tasks if t.attempts > 1)
+    retries = f"; {retried} retried" if retried else ""
+    cut = sum(t.truncated_responses for t in tasks)
+    return (
+        f"{counts['succeeded']} succeeded, {counts['failed']} failed, {counts['skipped']} skipped"
+        f"{retries}; {tokens:,} tokens{cap} ({cached:,} cache reads{share}); {_cost(state)}; "
+        f"{violations} violations blocked"
+        + (f"; {cut} response{'s' if cut != 1 else ''} cut at the output limit" if cut else "")
+    )
+
+
+def _cost(state: RunState) -> str:
+    """The run's dollars, its cap, and which models are not in them."""
+    cap = f" of --max-cost {format_usd(state.max_cost)}" if state.max_cost is not None else ""
+    # only nodes that made calls: a skipped or pending node has no dollars, priced or not
+    tasks = state.tasks.values()
+    unpriced = sorted({t.model for t in tasks if t.cost_usd is None and t.model and t.attempts})
+    missing = f" (not priced: {', '.join(unpriced)})" if unpriced else ""
+    return f"{format_usd(state.cost_usd)}{cap}{missing}"
+
+
+def render_verdict(state: RunState, console: Console) -> None:
+    """The end-of-run table: per node succeeded / failed (why) / skipped (because of which)."""
+    console.print(_table(state, title=f"run {state.run_id}: {state.status}"))
+    console.print(_totals(state))  # prose wraps at the terminal's width; names below do not
+    if state.status == "interrupted" and state.stopped_by:
+        flag = "--max-cost" if "--max-cost" in state.stopped_by else "--max-tokens"
+        console.print(
+            f"interrupted: {escape(state.stopped_by)}; 'anti-sprawl resume {state.run_id}' "
+            f"with a higher {flag} finishes it"
+        )
+    if state.prices and state.cost_usd:
+        console.print(f"dollars at {escape(state.prices)}", soft_wrap=True)
+    console.print(f"branch: {state.branch}", soft_wrap=True)
+    for task in state.plan.tasks:
+        r = state.tasks[task.task_id]
+        if r.attempts:
+            console.print(Padding(escape(_spend_line(r)), (0, 0, 0, 2), expand=False))
+        for line in _details(r):
+            console.print(Padding(line, (0, 0, 0, 2), expand=False))
+
+
+class Progress:
+    """Live node table on a terminal; one plain line per state change otherwise."""
+
+    def __init__(self, console: Console):
+        self.console = console
+        self._lock = threading.Lock()
+        self._live: Live | None = None
+        self._state: RunState | None = None
+        self._shown: dict[str, str] = {}  # task -> the status last printed
+
+    def start(self, state: RunState) -> None:
+        self._state = state
+        if self.console.is_terminal:
+            self._live = Live(
+                _table(state, title="anti-sprawl"), console=self.console, refresh_per_second=4
+            )
+            self._live.start()
+
+    def event(self, record: TaskResult) -> None:
+        with self._lock:
+            if self._live is not None and self._state is not None:
+                self._live.update(_table(self._state, title="anti-sprawl"))
+                return
+            if self._shown.get(record.task_id) == record.status:
+                return  # journal updates within one status (timestamps) print nothing
+            self._shown[record.task_id] = record.status
+            line = f"{record.task_id}: {_verdict_text(record)}"
+            if record.status in ("succeeded", "failed"):
+                cost = f", {format_usd(record.cost_usd)}" if record.cost_usd is not None else ""
+                model = f", {record.model}" if record.model else ""
+                line += (
+                    f" [{_tokens_cell(record)} tokens{cost}, {record.tool_calls} tool calls{model}]"
+                )
+            self.console.print(escape(line), highlight=False, soft_wrap=True)
+
+    def stop(self) -> None:
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+
+def render_runs(runs: list[RunState], console: Console) -> None:
+    """The runs of a repository; run ids are never shortened (inspect and pr need them)."""
+    table = Table(title="runs")
+    table.add_column("run", no_wrap=True, min_width=max((len(s.run_id) for s in runs), default=3))
+    table.add_column("status", no_wrap=True)
+    table.add_column("branch", overflow="fold")
+    table.add_column("tasks", no_wrap=True)
+    table.add_column("created", no_wrap=True)
+    for s in runs:
+        done = sum(1 for t in s.tasks.values() if t.status == "succeeded")
+        created = s.created_at.replace("T", " ")[:16]
+        table.add_row(s.run_id, s.status, s.branch, f"{done}/{len(s.tasks)}", created)
+    console.print(table)
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def pr_body(state: RunState) -> str:
+    """Markdown for the pull request: requirement, DAG, per-node table, summaries."""
+    plan = state.plan
+    statuses: dict[str, str] = {tid: str(r.status) for tid, r in state.tasks.items()}
+    lines = [
+        f"# {plan.plan_id}",
+        "",
+        plan.requirement.strip(),
+        "",
+        f"Run `{state.run_id}` on `{state.branch}` (base `{state.base[:12]}`): **{state.status}**. "
+        f"{_totals(state)}. Sandbox: {state.sandbox or 'n/a'}."
+        + (f" Dollars at {state.prices}." if state.prices and state.cost_usd else ""),
+        "",
+        "## DAG",
+        "",
+        "```mermaid",
+        plan_mermaid(plan, statuses).rstrip(),
+        "```",
+        "",
+        "## Nodes",
+        "",
+        "| task | status | model | write scope | read scope | files changed | tokens (cap/call) | cost | cache | tool calls | violations blocked | tests |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for task in plan.tasks:
+        r = state.tasks[task.task_id]
+        tests = (
+            "-"
+            if r.tests is None
+            else ("passed" if r.tests.passed else f"failed ({r.tests.exit_code})")
+        )
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    f"`{task.task_id}`",
+                    _md(_verdict_text(r)),
+                    _md(f"`{r.model}`" if r.model else "-"),
+                    _md(", ".join(f"`{e}`" for e in task.write_scope)),
+                    _md(", ".join(f"`{e}`" for e in task.read_scope) or "-"),
+                    _md(", ".join(f"`{f}`" for f in r.files_changed) or "-"),
+                    _tokens_cell(r),
+                    format_usd(r.cost_usd),
+                    _share(r.cache_share),
+                    f"{r.tool_calls} / {r.max_tool_calls}",
+                    str(len(r.violations)),
+                    tests,
+                ]
+            )
+            + " |"
+        )
+    lines += ["", "## Summaries", ""]
+    for task in plan.tasks:
+        r = state.tasks[task.task_id]
+        lines.append(f"### {task.task_id}: {task.name}")
+        lines.append("")
+        lines.append(r.summary.summary if r.summary else f"_{_verdict_text(r)}_")
+        if r.summary and r.summary.interfaces:
+            lines += ["", "Interfaces:", "", "```", r.summary.interfaces.strip(), "```"]
+        if len(r.attempt_log) > 1:
+            lines += ["", "Attempts:"]
+            lines += [
+                f"- {a.attempt}: {a.outcome}"
+                + (f" ({a.reason})" if a.outcome == "failed" else "")
+                + f", `{a.model}`, {a.tokens.total:,} tokens, {format_usd(a.cost_usd)}"
+                for a in r.attempt_log
+            ]
+        if r.hidden_chars:
+            lines += ["", "Hidden characters (zero-width, bidi or tag) in inputs:"]
+            lines += [f"- `{src}`: {n}" for src, n in sorted(r.hidden_chars.items())]
+        if r.truncated_responses:
+            lines += [
+                "",
+                f"Responses cut at the output limit: {r.truncated_responses} (their tool calls "
+                "were lost; the worker was told to write large files in parts).",
+            ]
+        if r.violations:
+            lines += ["", "Blocked:"]
+            lines += [f"- `{v.op}` `{v.path}`: {v.reason}" for v in r.violations]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def write_pr_body(state: RunState, path: Path) -> None:
+    atomic_write_text(path, pr_body(state))
