@@ -9,8 +9,6 @@ refusal raises ``FirewallError`` and is appended to ``violations``.
 
 from __future__ import annotations
 
-from ..run import runner as _runner  # noqa: F401  throwaway: an upward import
-
 import os
 import re
 import stat
