@@ -224,6 +224,15 @@ ScriptOpt = Annotated[
     Path | None, typer.Option("--script", help="Script file for the scripted (offline) provider.")
 ]
 RepoReq = Annotated[Path, typer.Option("--repo", help="The git repository to work on.")]
+LeanCeilingOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--lean-ceiling",
+        min=1_000,
+        help="Ceiling of a node's lean first prompt, in tokens (default 16,000); a node's "
+        "target is the smaller of this and 40% of its token_budget.",
+    ),
+]
 MaxOutOpt = Annotated[
     int | None,
     typer.Option(
@@ -530,6 +539,7 @@ def execute(
     max_tokens: MaxTokensOpt = None,
     max_cost: MaxCostOpt = None,
     max_output_tokens: MaxOutOpt = None,
+    lean_ceiling: LeanCeilingOpt = None,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
@@ -572,6 +582,7 @@ def execute(
         model=model,
         prices=table,
         max_output_tokens=max_output_tokens,
+        context_budget=lean_ceiling,
         local_server=_local_server(chosen, base_url),
     )
     _warn_unpriced(table, [plan.model_for(t, model) or chosen.model for t in plan.tasks])
@@ -641,6 +652,7 @@ def resume(
     ] = None,
     jobs: JobsOpt = 2,
     max_output_tokens: MaxOutOpt = None,
+    lean_ceiling: LeanCeilingOpt = None,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
@@ -670,6 +682,7 @@ def resume(
         model=model,
         prices=_prices(prices, chosen, base_url),
         max_output_tokens=max_output_tokens,
+        context_budget=lean_ceiling,
         local_server=_local_server(chosen, base_url),
     )
     source = str(plan_file) if plan_file is not None else ""
