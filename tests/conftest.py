@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from .fake_llm_server import FakeLLMServer
 
 GIT_ENV = {
     "GIT_AUTHOR_NAME": "test",
@@ -55,3 +59,18 @@ def make_repo(tmp_path: Path) -> Callable[[dict[str, str]], Path]:
         return repo
 
     return make
+
+
+@pytest.fixture
+def python_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Test commands resolve their interpreter through PATH inside the sandbox: this venv's
+    interpreter first (use with ``pytestmark = pytest.mark.usefixtures("python_on_path")``)."""
+    bindir = os.path.dirname(sys.executable)
+    monkeypatch.setenv("PATH", f"{bindir}:{os.environ.get('PATH', '/usr/bin:/bin')}")
+
+
+@pytest.fixture
+def server() -> Iterator[FakeLLMServer]:
+    """A fake model server on 127.0.0.1 for tests that drive the real SDKs."""
+    with FakeLLMServer() as srv:
+        yield srv

@@ -10,7 +10,6 @@ A malformed base URL, from the flag or the environment, is one line and exit 2.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -67,12 +66,6 @@ KINDS = [
     "absurd_usage",
 ]
 EXPECTED = {"truncated": "not JSON", "html": "not JSON"}
-
-
-@pytest.fixture
-def server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as srv:
-        yield srv
 
 
 def provider_args(provider: str, server: FakeLLMServer) -> tuple[list[str], dict[str, str | None]]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -20,10 +19,7 @@ runner = CliRunner()
 NARROW = {"COLUMNS": "80"}
 
 
-@pytest.fixture(autouse=True)
-def _python_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    bindir = os.path.dirname(sys.executable)
-    monkeypatch.setenv("PATH", f"{bindir}:{os.environ.get('PATH', '/usr/bin:/bin')}")
+pytestmark = pytest.mark.usefixtures("python_on_path")
 
 
 def _execute(tmp_path: Path, plan: dict, script: dict) -> tuple[Path, object]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -24,10 +23,7 @@ from .test_file_views import big_module
 runner = CliRunner()
 
 
-@pytest.fixture(autouse=True)
-def _python_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    bindir = os.path.dirname(sys.executable)
-    monkeypatch.setenv("PATH", f"{bindir}:{os.environ.get('PATH', '/usr/bin:/bin')}")
+pytestmark = pytest.mark.usefixtures("python_on_path")
 
 
 def commit_all(repo: Path, message: str) -> None:

@@ -8,7 +8,6 @@ is checked against what a real scripted run spends, node by node.
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -31,10 +30,7 @@ runner = CliRunner()
 PRICED = "claude-sonnet-5-5"  # in the bundled table: $2 in, $10 out per million
 
 
-@pytest.fixture(autouse=True)
-def _python_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    bindir = os.path.dirname(sys.executable)
-    monkeypatch.setenv("PATH", f"{bindir}:{os.environ.get('PATH', '/usr/bin:/bin')}")
+pytestmark = pytest.mark.usefixtures("python_on_path")
 
 
 def test_each_node_ranges_from_its_first_call_to_every_call_of_every_attempt() -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -18,11 +17,7 @@ from . import e2e_fixture as fx
 runner = CliRunner()
 
 
-@pytest.fixture(autouse=True)
-def _python_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    # test commands resolve their interpreter through PATH inside the sandbox
-    bindir = os.path.dirname(sys.executable)
-    monkeypatch.setenv("PATH", f"{bindir}:{os.environ.get('PATH', '/usr/bin:/bin')}")
+pytestmark = pytest.mark.usefixtures("python_on_path")
 
 
 def execute(tmp_path: Path, plan: dict, script: dict, *extra: str) -> tuple[Path, object]:

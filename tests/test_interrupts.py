@@ -15,7 +15,6 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,12 +33,6 @@ def _env() -> dict[str, str]:
     for key in ("ANTI_SPRAWL_CRASH_AT", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY"):
         env.pop(key, None)
     return env
-
-
-@pytest.fixture
-def server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as srv:
-        yield srv
 
 
 def _wait(predicate: Any, proc: subprocess.Popen[str], what: str) -> None:

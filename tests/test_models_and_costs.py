@@ -10,9 +10,6 @@ bundled table, the user's config directory (an environment override through the 
 from __future__ import annotations
 
 import json
-import os
-import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,16 +26,7 @@ runner = CliRunner()
 KEY = "sk-ant-test-models-000"
 
 
-@pytest.fixture(autouse=True)
-def _python_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    bindir = os.path.dirname(sys.executable)
-    monkeypatch.setenv("PATH", f"{bindir}:{os.environ.get('PATH', '/usr/bin:/bin')}")
-
-
-@pytest.fixture
-def server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as srv:
-        yield srv
+pytestmark = pytest.mark.usefixtures("python_on_path")
 
 
 def enqueue_node(server: FakeLLMServer, task: str, usage: dict[str, int] | None = None) -> None:

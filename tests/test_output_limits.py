@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -64,12 +63,6 @@ def test_a_long_answer_gets_time() -> None:
     assert response_timeout(120.0, 4096) == 120.0
     assert response_timeout(120.0, 1000) == 120.0
     assert response_timeout(120.0, 128_000) > 3000
-
-
-@pytest.fixture
-def server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as srv:
-        yield srv
 
 
 def _inputs(tmp_path: Path, workers: dict[str, Any] | None = None) -> tuple[Path, Path, Path]:

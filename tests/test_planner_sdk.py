@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +24,6 @@ FILES = {"app/core.py": "def run():\n    return 1\n", "tests/test_core.py": "", 
 GOOD = plan_data(node("core", write_scope=["app/core.py", "tests/test_core.py"]), plan_id="sdk")
 BAD = plan_data(node("core", write_scope=["../escape.py"]), plan_id="sdk")
 EXPLORE = {"grep", "list_dir", "read_file", "submit_plan"}
-
-
-@pytest.fixture
-def server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as srv:
-        yield srv
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ import os
 import shlex
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +25,7 @@ TITLE = "Add modules a, b and c"
 JSON_KEYS = {"run_id", "branch", "remote", "pushed", "pr_body", "opened", "command"}
 
 
-@pytest.fixture(autouse=True)
-def _python_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    # test commands resolve their interpreter through PATH inside the sandbox
-    bindir = os.path.dirname(sys.executable)
-    monkeypatch.setenv("PATH", f"{bindir}:{os.environ.get('PATH', '/usr/bin:/bin')}")
+pytestmark = pytest.mark.usefixtures("python_on_path")
 
 
 def invoke(*args: str) -> Result:

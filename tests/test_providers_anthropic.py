@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import socket
-from collections.abc import Iterator
 
 import pytest
 
@@ -43,12 +42,6 @@ SYSTEM = [
     SystemBlock(name="tools", text="Tool rules.", cache=True),
     SystemBlock(name="task", text="Task: add an event.", cache=False),
 ]
-
-
-@pytest.fixture
-def server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as srv:
-        yield srv
 
 
 class Sleeps(list[float]):

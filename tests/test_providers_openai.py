@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
 
 import pytest
 
@@ -38,12 +37,6 @@ TOOLS = [
     )
 ]
 SYSTEM = [SystemBlock(text="You are a careful worker.", cache=True), SystemBlock(text="Task: X.")]
-
-
-@pytest.fixture
-def server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as srv:
-        yield srv
 
 
 class Sleeps(list[float]):

@@ -14,7 +14,6 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,16 +33,7 @@ MARKER = "ATTEMPT-ONE-MARKER"
 CHECK_A = "import sys, pkg.a; print('A is', pkg.a.A); sys.exit(0 if pkg.a.A == 2 else 1)"
 
 
-@pytest.fixture(autouse=True)
-def _python_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    bindir = os.path.dirname(sys.executable)
-    monkeypatch.setenv("PATH", f"{bindir}:{os.environ.get('PATH', '/usr/bin:/bin')}")
-
-
-@pytest.fixture
-def server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as srv:
-        yield srv
+pytestmark = pytest.mark.usefixtures("python_on_path")
 
 
 def one_node_plan(**node: Any) -> dict[str, Any]:

@@ -9,8 +9,6 @@
 from __future__ import annotations
 
 import json
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +24,7 @@ runner = CliRunner()
 BIG = "pkg/data.txt"
 
 
-@pytest.fixture(autouse=True)
-def _python_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    bindir = os.path.dirname(sys.executable)
-    monkeypatch.setenv("PATH", f"{bindir}:{os.environ.get('PATH', '/usr/bin:/bin')}")
+pytestmark = pytest.mark.usefixtures("python_on_path")
 
 
 def cli(*args: str) -> Any:

@@ -7,10 +7,7 @@ before success; usage (cache fields included) is accounted into the worker's res
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from anti_sprawl.agent.artifacts import ArtifactStore
 from anti_sprawl.agent.worker import WorkerContext, WorkerLimits, WorkerResult, run_worker
@@ -29,12 +26,6 @@ from .fake_llm_server import (
 
 KEY = "sk-test-CANARY-KEY-123"
 EDIT = {"path": "src/app.py", "old": "'hi'", "new": "'hello'"}
-
-
-@pytest.fixture
-def server() -> Iterator[FakeLLMServer]:
-    with FakeLLMServer() as srv:
-        yield srv
 
 
 def run(tmp_path: Path, provider: Provider) -> tuple[WorkerResult, Path]:
