@@ -30,8 +30,19 @@ NodeVerdict = Literal["succeeded", "failed"]
 WorkerFailure = Literal[
     "budget", "max_tokens", "max_cost", "calls", "tool_calls", "script", "provider", "stopped"
 ]
-# Why the node failed in a phase around the worker (node_job.py, node.py).
+# Why the node failed in a phase around the worker (node_job.py, node.py), or on its way back
+# from a remote executor (dask_executor.py: the worker died, or the central re-audit refused
+# what it returned).
 NodeFailure = Literal[
-    "setup", "tests", "secret", "landing", "error", "storage", "internal", "dependency_failed"
+    "setup",
+    "tests",
+    "secret",
+    "landing",
+    "error",
+    "storage",
+    "internal",
+    "dependency_failed",
+    "worker_lost",
+    "refused",
 ]
 FailReason = WorkerFailure | NodeFailure

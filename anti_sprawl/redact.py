@@ -31,6 +31,7 @@ __all__ = [
     "Finding",
     "Redactor",
     "env_secrets",
+    "is_secret_name",
     "placeholder",
     "redact_data",
 ]
@@ -105,6 +106,11 @@ class Finding(NamedTuple):
 
     kind: str
     value: str
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether an environment variable's name looks like it holds a secret (``*KEY*``, ...)."""
+    return bool(_SECRET_NAME.search(name))
 
 
 def env_secrets(env: Mapping[str, str]) -> list[str]:

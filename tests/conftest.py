@@ -74,3 +74,60 @@ def server() -> Iterator[FakeLLMServer]:
     """A fake model server on 127.0.0.1 for tests that drive the real SDKs."""
     with FakeLLMServer() as srv:
         yield srv
+
+
+# --- Dask clusters for the --executor dask tests (real LocalClusters, offline) ---------------
+
+
+@pytest.fixture(scope="session")
+def _dask_env(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Worker processes inherit this at spawn: a private cache and the venv's python."""
+    os.environ["ANTI_SPRAWL_CACHE_DIR"] = str(tmp_path_factory.mktemp("dask-cache"))
+    bindir = os.path.dirname(sys.executable)
+    if not os.environ.get("PATH", "").startswith(bindir):
+        os.environ["PATH"] = f"{bindir}:{os.environ.get('PATH', '/usr/bin:/bin')}"
+    import dask
+
+    # A worker that dies fails its task at once (KilledWorker): retries are ours to decide.
+    dask.config.set({"distributed.scheduler.allowed-failures": 0})
+
+
+def _cluster(processes: bool) -> Any:
+    from distributed import LocalCluster
+
+    return LocalCluster(
+        n_workers=2,
+        processes=processes,
+        threads_per_worker=2,
+        dashboard_address=":0",  # no fixed port: another cluster may hold 8787
+        protocol="tcp",
+        host="127.0.0.1",
+    )
+
+
+# Module-scoped: a live cluster's threads in this process use the `random` module, which
+# hypothesis (rightly) takes for a strategy depending on outside state in other modules' tests.
+@pytest.fixture(scope="module")
+def dask_inprocess(_dask_env: None) -> Iterator[Any]:
+    """A real Dask cluster whose workers are threads of this process."""
+    with _cluster(processes=False) as cluster:
+        yield cluster
+
+
+@pytest.fixture(scope="module")
+def dask_processes(_dask_env: None) -> Iterator[Any]:
+    """A real Dask cluster with two worker processes (what a killed worker needs)."""
+    with _cluster(processes=True) as cluster:
+        yield cluster
+
+
+EXECUTORS = ["local", "dask-inprocess", "dask-processes"]
+
+
+@pytest.fixture(params=EXECUTORS)
+def executor_args(request: pytest.FixtureRequest) -> list[str]:
+    """CLI arguments choosing where nodes run; the same test runs once per executor."""
+    if request.param == "local":
+        return []
+    cluster = request.getfixturevalue(request.param.replace("-", "_"))
+    return ["--executor", "dask", "--dask-scheduler", cluster.scheduler_address]

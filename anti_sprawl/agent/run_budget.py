@@ -108,6 +108,16 @@ class RunBudget:
             self._on_exhausted(message)
         return None
 
+    def exhaust(self, reason: RefusalReason, message: str) -> None:
+        """A cap refused a call elsewhere (a remote node's share of it ran out): the run is
+        told as if a call here had been refused (``on_exhausted``, once)."""
+        with self._lock:
+            first = self.exhausted is None
+            if first:
+                self.exhausted_reason, self.exhausted = reason, message
+        if first and self._on_exhausted:
+            self._on_exhausted(message)
+
     def _exhausted_message(self, reason: RefusalReason, price: Price | None) -> str:
         if reason == "max_tokens":
             return (

@@ -7,6 +7,7 @@ exactly one JSON document on stdout.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -252,6 +253,30 @@ MaxTokensOpt = Annotated[
         "not made and the run ends interrupted (resume with a higher cap to finish).",
     ),
 ]
+
+
+class ExecutorChoice(StrEnum):
+    local = "local"
+    dask = "dask"
+
+
+ExecutorOpt = Annotated[
+    ExecutorChoice,
+    typer.Option(
+        "--executor",
+        help="Where nodes run: local (threads here) or dask (a Dask cluster; the journal, "
+        "branch and landing stay here).",
+    ),
+]
+DaskSchedulerOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--dask-scheduler",
+        envvar="DASK_SCHEDULER_ADDRESS",
+        metavar="ADDRESS",
+        help="The Dask scheduler for --executor dask, e.g. tcp://10.0.0.5:8786.",
+    ),
+]
 MaxCostOpt = Annotated[
     float | None,
     typer.Option(
@@ -416,7 +441,11 @@ _crash_hook: Callable[[str, str], None] | None = None
 
 
 def _run_and_report(
-    start: Callable[[Any], Any], provider: Any, settings: Any, as_json: bool
+    start: Callable[[Any], Any],
+    provider: Any,
+    settings: Any,
+    as_json: bool,
+    run_job: Callable[..., Any] | None = None,
 ) -> None:
     """Run ``start(options)`` with live progress, the PR body and the verdict (or --json)."""
     from ..redact import Redactor, env_secrets
@@ -441,6 +470,8 @@ def _run_and_report(
         hooks=hooks,
         redactor=Redactor(env_secrets(os.environ)),
     )
+    if run_job is not None:  # --executor dask
+        opts = dataclasses.replace(opts, run_job=run_job)
     try:
         state = start(opts)
     finally:
@@ -550,6 +581,8 @@ def execute(
     sandbox_limit: SandboxLimitOpt = None,
     allow_unsandboxed: UnsafeOpt = False,
     allow_setup_network: SetupNetworkOpt = False,
+    executor: ExecutorOpt = ExecutorChoice.local,
+    dask_scheduler: DaskSchedulerOpt = None,
     dry_run: Annotated[
         bool,
         typer.Option(
@@ -564,12 +597,15 @@ def execute(
     from ..run.runner import execute as run_execute
     from ..run.runner import uncommitted_changes
     from ..run.settings import RunSettings
+    from .executor import choose, executor_for
 
     plan = _plan_for(plan_file, repo)
     policy = _sandbox_policy(
         sandbox, sandbox_allow, sandbox_limit, allow_unsandboxed, allow_setup_network
     )
-    chosen = _provider(provider, model, base_url, script)
+    local = functools.partial(_provider, provider, model, base_url, script)
+    mine = {"provider": provider, "model": model, "base_url": base_url, "script": script}
+    remote, chosen = choose(executor is ExecutorChoice.dask, dask_scheduler, local, **mine)
     table = _prices(prices, chosen, base_url)
     settings = RunSettings(
         jobs=jobs,
@@ -596,7 +632,8 @@ def execute(
             "run; it starts from HEAD",
             markup=False,
         )
-    _run_and_report(lambda o: run_execute(plan, repo, o), chosen, settings, as_json)
+    with executor_for(remote, plan) as run_job:
+        _run_and_report(lambda o: run_execute(plan, repo, o), chosen, settings, as_json, run_job)
 
 
 def _dry_run(plan: Any, repo: Path, provider: Any, settings: Any, as_json: bool) -> None:
@@ -663,17 +700,22 @@ def resume(
     sandbox_limit: SandboxLimitOpt = None,
     allow_unsandboxed: UnsafeOpt = False,
     allow_setup_network: SetupNetworkOpt = False,
+    executor: ExecutorOpt = ExecutorChoice.local,
+    dask_scheduler: DaskSchedulerOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Continue an interrupted run; nodes already on the branch are never redone."""
     from ..run.runner import resume as run_resume
     from ..run.settings import RunSettings
+    from .executor import choose, executor_for, journal_plan
 
     plan = _plan_for(plan_file, repo) if plan_file is not None else None
     policy = _sandbox_policy(
         sandbox, sandbox_allow, sandbox_limit, allow_unsandboxed, allow_setup_network
     )
-    chosen = _provider(provider, model, base_url, script)
+    local = functools.partial(_provider, provider, model, base_url, script)
+    mine = {"provider": provider, "model": model, "base_url": base_url, "script": script}
+    remote, chosen = choose(executor is ExecutorChoice.dask, dask_scheduler, local, **mine)
     settings = RunSettings(
         jobs=jobs,
         sandbox=policy,
@@ -686,7 +728,11 @@ def resume(
         local_server=_local_server(chosen, base_url),
     )
     source = str(plan_file) if plan_file is not None else ""
-    _run_and_report(lambda o: run_resume(run_id, repo, o, plan, source), chosen, settings, as_json)
+    known = plan if plan is not None or remote is None else journal_plan(repo, run_id)
+    with executor_for(remote, known) as run_job:
+        _run_and_report(
+            lambda o: run_resume(run_id, repo, o, plan, source), chosen, settings, as_json, run_job
+        )
 
 
 def _plan_for(plan_file: Path, repo: Path) -> Any:
@@ -827,10 +873,16 @@ def eval_cmd(
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
     allow_unsandboxed: UnsafeOpt = False,
+    executor: ExecutorOpt = ExecutorChoice.local,
+    dask_scheduler: DaskSchedulerOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Run the evaluation suite: success, tokens, violations; ablations switch one boundary off."""
     from ..eval.cli import run_eval_command
+    from .executor import NEEDS_SCHEDULER
+
+    if executor is ExecutorChoice.dask and not dask_scheduler:
+        raise UsageError(NEEDS_SCHEDULER)
 
     code = run_eval_command(
         cases_dir,
@@ -844,6 +896,7 @@ def eval_cmd(
         allow_unsandboxed=allow_unsandboxed,
         keep=keep,
         console=_stdout(),
+        dask_scheduler=dask_scheduler if executor is ExecutorChoice.dask else None,
         max_output_tokens=max_output_tokens,
     )
     if code:

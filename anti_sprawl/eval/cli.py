@@ -62,6 +62,7 @@ def run_eval_command(
     allow_unsandboxed: bool = False,
     keep: Path | None = None,
     console: Console | None = None,
+    dask_scheduler: str | None = None,
     max_output_tokens: int | None = None,
 ) -> int:
     """Run the suite in ``cases_dir``; print a table (or one JSON document); 0/1 as above.
@@ -93,6 +94,7 @@ def run_eval_command(
         sandbox=SandboxPolicy(allow_unsandboxed=allow_unsandboxed),
         keep=keep,
         on_case=on_case,
+        dask_scheduler=dask_scheduler,
         max_output_tokens=max_output_tokens,
     )
     suite = run_suite(cases, variants, opts)

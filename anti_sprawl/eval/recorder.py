@@ -48,6 +48,10 @@ class RecordingProvider:
         self._add(RecordedCall(request, response.usage))
         return response
 
+    def add_remote(self, request: ModelRequest, usage: Usage | None, error: str | None) -> None:
+        """A call a node made on a Dask worker (``--executor dask``), recorded as if here."""
+        self._add(RecordedCall(request, usage, error))
+
     def _add(self, call: RecordedCall) -> None:
         with self._lock:
             self._calls.append(call)

@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -30,7 +31,9 @@ from ..planner.planner import plan_requirement
 from ..providers.base import Provider, raw_request_tokens
 from ..providers.scripted import Script, ScriptedProvider
 from ..run.ablations import ABLATIONS, Ablations
+from ..run.dask_executor import DaskExecutor
 from ..run.journal import RunState
+from ..run.remote_settings import DaskSettings, ProviderSpec
 from ..run.runner import ExecuteOptions, RunSettings, execute, resume
 from ..sandbox.sandbox import SandboxPolicy
 from .cases import Case
@@ -103,6 +106,8 @@ class EvalOptions:
     keep: Path | None = None
     on_case: Callable[[CaseResult], None] | None = None
     max_output_tokens: int | None = None  # None: the provider/model default
+    # ``--executor dask``: the Dask scheduler the cases' nodes run on (None: here).
+    dask_scheduler: str | None = None
 
 
 @contextmanager
@@ -227,17 +232,36 @@ def _run(
                     ablations=Ablations.of(variant.ablate),
                     max_output_tokens=opts.max_output_tokens,
                 )
-                run_opts = ExecuteOptions(provider=provider, settings=settings)
-                out.state = execute(out.plan, repo, run_opts)
+                with _executor(opts.dask_scheduler, provider.inner) as run_job:
+                    run_opts = ExecuteOptions(provider=provider, settings=settings)
+                    if run_job is not None:
+                        run_opts = dataclasses.replace(run_opts, run_job=run_job)
+                    out.state = execute(out.plan, repo, run_opts)
                 if case.resume is not None and out.state.status != "succeeded":
                     # `resume RUN_ID --plan FILE`: the same provider goes on with its script
                     edited = case.load_plan(case.resume)
-                    again = dataclasses.replace(run_opts, stop=threading.Event())
-                    out.state = resume(out.state.run_id, repo, again, edited, str(case.resume))
+                    with _executor(opts.dask_scheduler, provider.inner) as run_job:
+                        again = dataclasses.replace(run_opts, stop=threading.Event())
+                        if run_job is not None:
+                            again = dataclasses.replace(again, run_job=run_job)
+                        out.state = resume(out.state.run_id, repo, again, edited, str(case.resume))
                     out.plan = edited
         except AntiSprawlError as exc:
             out.error = f"{type(exc).__name__}: {exc}"
     return out, provider
+
+
+@contextmanager
+def _executor(scheduler: str | None, inner: Provider) -> Iterator[Any]:
+    """The ``run_job`` of a case's run on Dask (None: here): the script travels, a live
+    provider goes by name (its key comes from the workers' environment)."""
+    if scheduler is None:
+        yield None
+        return
+    script = inner.script if isinstance(inner, ScriptedProvider) else None
+    spec = ProviderSpec(name=inner.name, model=inner.model, script=script)
+    with DaskExecutor.connect(DaskSettings(scheduler=scheduler, provider=spec)) as executor:
+        yield executor.run_job
 
 
 def _planner_seen(case: Case, calls: list[RecordedCall]) -> Tokens | None:

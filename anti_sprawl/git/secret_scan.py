@@ -10,12 +10,14 @@ old one: a node that edits next to a secret already committed is not blamed for 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 
 from ..redact import Finding, Redactor
+from .cmd import run_git
 from .workspace import Workspace
 
-__all__ = ["staged_secrets"]
+__all__ = ["commit_secrets", "staged_secrets"]
 
 _NULL_SHA = "0" * 40
 
@@ -26,6 +28,11 @@ def _staged_blobs(ws: Workspace) -> list[tuple[str, str, str]]:
     raw = ws.git(
         ["diff", "--cached", "--raw", "-z", "--no-renames", "--no-abbrev", "--no-ext-diff"]
     ).stdout
+    return _added_blobs(raw)
+
+
+def _added_blobs(raw: bytes) -> list[tuple[str, str, str]]:
+    """``(path, old_blob, new_blob)`` from ``--raw -z`` output, deletions and gitlinks left out."""
     fields = raw.split(b"\0")
     out: list[tuple[str, str, str]] = []
     for meta, path in zip(fields[0::2], fields[1::2], strict=False):
@@ -41,12 +48,12 @@ def _staged_blobs(ws: Workspace) -> list[tuple[str, str, str]]:
     return out
 
 
-def _read_blobs(ws: Workspace, shas: list[str]) -> dict[str, bytes]:
+def _read_blobs(git: Callable[[list[str], bytes], bytes], shas: list[str]) -> dict[str, bytes]:
     wanted = [s for s in dict.fromkeys(shas) if s != _NULL_SHA]
     if not wanted:
         return {}
-    data = ws.git(["cat-file", "--batch"], input_bytes="".join(f"{s}\n" for s in wanted).encode())
-    return dict(_parse_batch(data.stdout))
+    data = git(["cat-file", "--batch"], "".join(f"{s}\n" for s in wanted).encode())
+    return dict(_parse_batch(data))
 
 
 def _parse_batch(data: bytes) -> Iterator[tuple[str, bytes]]:
@@ -73,8 +80,30 @@ def _findings(redactor: Redactor, blob: bytes) -> set[Finding]:
 
 def staged_secrets(ws: Workspace, redactor: Redactor) -> str:
     """``"<kind> in <path>"`` for the first secret the staged change adds, else ``""``."""
-    staged = _staged_blobs(ws)
-    blobs = _read_blobs(ws, [sha for _, old, new in staged for sha in (old, new)])
+
+    def git(args: list[str], stdin: bytes) -> bytes:
+        return ws.git(args, input_bytes=stdin).stdout
+
+    return _first_added(git, _staged_blobs(ws), redactor)
+
+
+def commit_secrets(repo: Path, base: str, commit: str, redactor: Redactor) -> str:
+    """Like ``staged_secrets``, for what ``commit`` adds over ``base`` in ``repo`` (the central
+    re-audit of a commit a remote worker made: landing_audit.py)."""
+
+    def git(args: list[str], stdin: bytes) -> bytes:
+        return run_git(args, repo, input_bytes=stdin).stdout
+
+    args = ["diff-tree", "-r", "--raw", "-z", "--no-renames", "--no-abbrev", base, commit]
+    return _first_added(git, _added_blobs(git(args, b"")), redactor)
+
+
+def _first_added(
+    git: Callable[[list[str], bytes], bytes],
+    staged: list[tuple[str, str, str]],
+    redactor: Redactor,
+) -> str:
+    blobs = _read_blobs(git, [sha for _, old, new in staged for sha in (old, new)])
     for path, old, new in staged:
         added = _findings(redactor, blobs.get(new, b"")) - _findings(redactor, blobs.get(old, b""))
         if added:

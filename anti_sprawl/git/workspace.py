@@ -9,13 +9,15 @@ no repo-configured programs). The audit of a worktree is :mod:`.audit` (it takes
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import re
 import shutil
 import stat
 import subprocess
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -28,6 +30,7 @@ from .cmd import DEFAULT_IDENTITY, common_dir, git_dir, run_git
 
 __all__ = [
     "BRANCH_PREFIX",
+    "SHARED_LOCK",
     "DiffStat",
     "FileStat",
     "Workspace",
@@ -51,9 +54,26 @@ _worktree_locks: dict[Path, threading.Lock] = {}
 _locks_guard = threading.Lock()
 
 
-def _worktree_lock(repo: Path) -> threading.Lock:
+# A Dask worker's cache clone (transport.py) is shared by the worker processes of a machine,
+# which no run lock keeps apart: a lock file in the clone makes them take turns too.
+SHARED_LOCK = "anti-sprawl-shared.lock"
+
+
+@contextlib.contextmanager
+def _worktree_lock(repo: Path) -> Iterator[None]:
     with _locks_guard:
-        return _worktree_locks.setdefault(repo, threading.Lock())
+        lock = _worktree_locks.setdefault(repo, threading.Lock())
+    with lock:
+        shared = repo / SHARED_LOCK
+        if not (repo / "objects").is_dir() or not shared.is_file():
+            yield  # a checkout: the run lock keeps other processes out
+            return
+        fd = os.open(shared, os.O_RDONLY | os.O_NOFOLLOW)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
 
 
 def _check_name(name: str) -> None:

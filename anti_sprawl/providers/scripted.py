@@ -116,6 +116,16 @@ class ScriptedProvider:
         with self._lock:
             self._cursor.pop(task_id, None)
 
+    def position(self, task_id: str) -> int:
+        """How many of ``task_id``'s turns were served (a remote node reports it back)."""
+        with self._lock:
+            return self._cursor.get(task_id, 0)
+
+    def seek(self, task_id: str, position: int) -> None:
+        """Serve ``task_id``'s script from turn ``position`` (a remote node's next attempt)."""
+        with self._lock:
+            self._cursor[task_id] = position
+
     def complete(self, request: ModelRequest) -> ModelResponse:
         """The next scripted turn for ``request.task_id``; ``ScriptExhausted`` when none is left."""
         task = request.task_id

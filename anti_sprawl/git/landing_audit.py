@@ -1,0 +1,176 @@
+"""The central re-audit of a node commit that came back from a remote worker.
+
+A worker runs the same firewall, audit and secret scan as a local node, but its machine is
+not the run's: what it returns is checked again here, assuming it was tampered with, before
+anything can land (docs/security.md, "Remote nodes"). The bundle is fetched with git's object
+checks into a quarantine ref of the user's repository (``refs/anti-sprawl/quarantine/...``),
+never onto a branch. It is refused unless:
+
+- the bundle holds one ref and needs nothing but the node's base;
+- the commit is exactly one commit whose only parent is that base;
+- every path it adds, edits, deletes, renames or re-modes lies in the node's write scope and
+  is neither internal (``.git``, ``.anti-sprawl``, ``.gitmodules``) nor a secret name, with no
+  nested repository and no symlink pointing out of the write scope;
+- the secret scan of its blobs (``secret_scan.py``) finds nothing new.
+
+An accepted commit is then rebuilt here with a message the central process writes (node name,
+redacted summary, trailers): of the worker's commit only its audited tree is kept, so no text
+of the worker's choosing reaches the branch, and no trailer can claim another node is done.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from ..errors import RunError
+from ..fs.firewall import DEFAULT_ALLOW, DEFAULT_DENY
+from ..fs.path_rules import DenyRules
+from ..fs.scopes import Scope
+from ..redact import Redactor
+from .cmd import GitError, run_git
+from .secret_scan import commit_secrets
+from .transport import BUNDLE_REF, parse_header, write_bundle
+from .workspace import compose_message
+
+__all__ = ["QUARANTINE_PREFIX", "ResultRefused", "clear_quarantine", "rebuild", "receive"]
+
+QUARANTINE_PREFIX = "refs/anti-sprawl/quarantine"
+_SYMLINK = "120000"
+_GITLINK = "160000"
+
+
+class ResultRefused(RunError):
+    """What a worker returned does not pass the central re-audit; nothing of it lands."""
+
+
+def _out(repo: Path, args: list[str], stdin: bytes | None = None) -> bytes:
+    return run_git(args, repo, input_bytes=stdin).stdout
+
+
+def _quarantine(run_id: str, task_id: str) -> str:
+    return f"{QUARANTINE_PREFIX}/{run_id}/{task_id}"
+
+
+def receive(
+    repo: Path,
+    bundle: bytes,
+    *,
+    run_id: str,
+    task_id: str,
+    base: str,
+    write_scope: Sequence[str],
+    redactor: Redactor,
+) -> str:
+    """Fetch ``bundle`` into the node's quarantine ref and check it; its commit, or refused."""
+    header = parse_header(bundle)
+    if list(header.refs) != [BUNDLE_REF]:
+        raise ResultRefused(f"the result bundle must hold one ref, not {sorted(header.refs)}")
+    if set(header.prerequisites) - {base}:
+        raise ResultRefused("the result bundle builds on commits other than the node's base")
+    ref = _quarantine(run_id, task_id)
+    # A private (0700) scratch directory: git reads bundles from files.
+    with tempfile.TemporaryDirectory(prefix="anti-sprawl-result-") as tmp:
+        path = write_bundle(Path(tmp), bundle)
+        fetch = [
+            "-c",
+            "fetch.fsckObjects=true",
+            "-c",
+            "transfer.fsckObjects=true",
+            "fetch",
+            "--quiet",
+            "--no-tags",
+            "--no-write-fetch-head",
+            "--no-recurse-submodules",
+            str(path),
+            f"+{BUNDLE_REF}:{ref}",
+        ]
+        try:
+            run_git(fetch, repo)
+        except GitError as exc:
+            raise ResultRefused(f"the result bundle does not unpack cleanly: {exc}") from exc
+    commit = _out(repo, ["rev-parse", "--verify", f"{ref}^{{commit}}"]).decode().strip()
+    try:
+        check(repo, commit, base=base, write_scope=write_scope, redactor=redactor)
+    except ResultRefused:
+        clear_quarantine(repo, run_id, task_id)
+        raise
+    return commit
+
+
+def check(
+    repo: Path, commit: str, *, base: str, write_scope: Sequence[str], redactor: Redactor
+) -> None:
+    """ResultRefused unless ``commit`` is one in-scope, secret-free commit on ``base``."""
+    parents = _out(repo, ["rev-list", "--parents", "-n", "1", commit]).decode().split()[1:]
+    if parents != [base]:
+        raise ResultRefused(
+            f"the result commit's parents are {[p[:12] for p in parents]}, "
+            f"not the node's base {base[:12]}"
+        )
+    scope, rules = Scope(write_scope), DenyRules(DEFAULT_DENY, DEFAULT_ALLOW)
+    raw = _out(
+        repo, ["diff-tree", "-r", "-z", "--raw", "--no-renames", "--no-abbrev", base, commit]
+    )
+    fields = raw.split(b"\0")
+    for meta, name in zip(fields[0::2], fields[1::2], strict=False):
+        parts = meta.decode("ascii", "replace").lstrip(":").split()
+        if len(parts) < 5:
+            continue
+        old_mode, new_mode, _, new_sha, status = parts[:5]
+        path = name.decode("utf-8", "surrogateescape")
+        if rules.reason(path) or not scope.matches(path):
+            raise ResultRefused(f"the result changes {path!r}, outside the node's write scope")
+        if _GITLINK in (old_mode, new_mode):
+            raise ResultRefused(f"the result adds or changes a nested repository at {path!r}")
+        if new_mode == _SYMLINK and not status.startswith("D"):
+            target = _out(repo, ["cat-file", "blob", new_sha]).decode("utf-8", "surrogateescape")
+            if _escapes(path, target, scope):
+                raise ResultRefused(f"the result's symlink {path!r} points out of scope")
+    leaked = commit_secrets(repo, base, commit, redactor)
+    if leaked:
+        raise ResultRefused(f"the result adds what looks like a secret ({leaked})")
+
+
+def _escapes(path: str, target: str, scope: Scope) -> bool:
+    if posixpath.isabs(target) or "\0" in target:
+        return True
+    joined = posixpath.normpath(posixpath.join(posixpath.dirname(path), target))
+    return joined == ".." or joined.startswith("../") or not scope.matches(joined)
+
+
+def rebuild(
+    repo: Path,
+    commit: str,
+    base: str,
+    message: str,
+    trailers: Mapping[str, str],
+    *,
+    run_id: str,
+    task_id: str,
+    author: tuple[str, str] | None = None,
+) -> str:
+    """The audited tree of ``commit`` as a new commit on ``base`` with our own message,
+    authored by ``author`` (the user) and committed by the tool, as a local node's is."""
+    tree = _out(repo, ["rev-parse", "--verify", f"{commit}^{{tree}}"]).decode().strip()
+    text = compose_message(message, trailers).encode("utf-8")
+    argv = ["commit-tree", tree, "-p", base, "-F", "-"]
+    made = run_git(argv, repo, input_bytes=text, author=(*author, "") if author else None)
+    new = made.stdout.decode().strip()
+    # Held by the quarantine ref until it lands: a gc cannot take it meanwhile.
+    run_git(["update-ref", _quarantine(run_id, task_id), new], repo)
+    return new
+
+
+def clear_quarantine(repo: Path, run_id: str, task_id: str | None = None) -> None:
+    """Drop the quarantine ref of one node (or of every node of the run)."""
+    if task_id:
+        run_git(["update-ref", "-d", _quarantine(run_id, task_id)], repo, check=False)
+        return
+    prefix = f"{QUARANTINE_PREFIX}/{run_id}/"
+    out = _out(repo, ["for-each-ref", "--format=%(refname)", QUARANTINE_PREFIX]).decode()
+    for ref in out.split():
+        if ref.startswith(prefix):
+            run_git(["update-ref", "-d", ref], repo, check=False)

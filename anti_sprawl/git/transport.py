@@ -1,0 +1,230 @@
+"""Repositories over the network as git bundles: the run's tips in, one node commit out.
+
+Central side: ``BundleChain`` turns each run-branch tip a node starts from into a bundle,
+made once and shared by every node that starts from that tip. The first is the whole history
+up to the run's base; each later one holds only what is new since the tips bundled before it
+(a thin pack, whose prerequisites are those earlier tips). A bundle's bytes are published
+once (for Dask: scattered to the cluster) and named by a key.
+
+Worker side: ``CacheRepo`` is a bare clone kept on the worker's disk per repository (keyed by
+the repository's root commits), shared by the worker processes of that machine under a file
+lock. For a node it fetches only the bundles it lacks, newest first until it reaches a commit
+it has, and adds the node's worktree from it (``workspace.py``). The node's commit goes back
+as a one-commit bundle whose only prerequisite is the node's base (``landing_audit.py``
+checks it before anything lands).
+
+Bundles are written here rather than by ``git bundle create``, which refuses to bundle a bare
+commit id: that would mean a temporary ref in the user's repository for every tip.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import tempfile
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+from ..errors import RunError
+from .cmd import run_git
+from .workspace import SHARED_LOCK
+
+__all__ = [
+    "BUNDLE_REF",
+    "BundleChain",
+    "BundleHeader",
+    "BundleRef",
+    "CacheRepo",
+    "make_bundle",
+    "parse_header",
+    "repo_identity",
+    "write_bundle",
+]
+
+BUNDLE_REF = "refs/anti-sprawl/tip"
+_SIGNATURE = b"# v2 git bundle\n"
+_MAX_HEADER = 1 << 20
+
+
+class BundleRef(BaseModel):
+    """One published bundle: where to get it, the commit it brings, what it needs first."""
+
+    model_config = ConfigDict(frozen=True)
+
+    key: str
+    tip: str
+    prerequisites: tuple[str, ...] = ()
+    size: int = 0
+
+
+class BundleHeader(BaseModel):
+    """What a bundle says it holds (refs) and needs (prerequisite commits)."""
+
+    refs: dict[str, str]
+    prerequisites: tuple[str, ...]
+    header_size: int
+
+
+def _git_out(repo: Path, args: list[str], stdin: bytes | None = None) -> bytes:
+    return run_git(args, repo, input_bytes=stdin).stdout
+
+
+def repo_identity(repo: Path, commit: str) -> str:
+    """A short name for a repository: its root commits, so clones and forks share a cache."""
+    roots = sorted(_git_out(repo, ["rev-list", "--max-parents=0", commit]).decode().split())
+    return hashlib.sha256(" ".join(roots).encode()).hexdigest()[:20]
+
+
+def make_bundle(repo: Path, tip: str, exclude: Sequence[str] = ()) -> tuple[bytes, tuple[str, ...]]:
+    """A v2 bundle of ``tip`` without what ``exclude`` reaches: (bytes, prerequisites)."""
+    revs = "".join(f"{r}\n" for r in [tip, *(f"^{e}" for e in exclude)]).encode()
+    listing = _git_out(repo, ["rev-list", "--boundary", "--stdin"], stdin=revs).decode()
+    prerequisites = tuple(sorted({ln[1:] for ln in listing.split() if ln.startswith("-")}))
+    pack = _git_out(
+        repo,
+        ["pack-objects", "--stdout", "--revs", "--thin", "--delta-base-offset", "-q"],
+        stdin=revs,
+    )
+    header = _SIGNATURE
+    header += b"".join(f"-{p}\n".encode() for p in prerequisites)
+    header += f"{tip} {BUNDLE_REF}\n\n".encode()
+    return header + pack, prerequisites
+
+
+def parse_header(data: bytes) -> BundleHeader:
+    """The header of a v2 bundle; RunError when ``data`` is not one."""
+    if not data.startswith(_SIGNATURE):
+        raise RunError("not a git bundle (v2)")
+    end = data.find(b"\n\n", 0, _MAX_HEADER)
+    if end < 0:
+        raise RunError("malformed git bundle: no end of header")
+    refs: dict[str, str] = {}
+    prerequisites: list[str] = []
+    for line in data[len(_SIGNATURE) : end].decode("ascii", "replace").split("\n"):
+        if line.startswith("-"):
+            prerequisites.append(line[1:].split(" ", 1)[0])
+        else:
+            sha, _, name = line.partition(" ")
+            if not name or name in refs:
+                raise RunError(f"malformed git bundle: bad ref line {line[:80]!r}")
+            refs[name] = sha
+    return BundleHeader(refs=refs, prerequisites=tuple(prerequisites), header_size=end + 2)
+
+
+def write_bundle(directory: Path, data: bytes) -> Path:
+    """``data`` in a fresh file under ``directory`` (git reads bundles from files)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    fd, name = tempfile.mkstemp(prefix="in-", suffix=".bundle", dir=directory)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    return Path(name)
+
+
+class BundleChain:
+    """The bundles of one run's tips, each made once; ``publish`` stores bytes, returns a key."""
+
+    def __init__(self, repo: Path, publish: Callable[[bytes], str]):
+        self.repo = repo
+        self.publish = publish
+        self._lock = threading.Lock()
+        self._bundles: list[BundleRef] = []
+        self.bytes_made = 0
+
+    def chain_for(self, tip: str) -> list[BundleRef]:
+        """Every bundle a worker may need to reach ``tip``, oldest first (``tip``'s is last)."""
+        with self._lock:
+            ancestors = self._ancestors(tip)
+            mine = next((b for b in self._bundles if b.tip == tip), None)
+            if mine is None:
+                earlier = [b.tip for b in self._bundles if b.tip in ancestors]
+                data, prerequisites = make_bundle(self.repo, tip, earlier)
+                mine = BundleRef(
+                    key=self.publish(data), tip=tip, prerequisites=prerequisites, size=len(data)
+                )
+                self._bundles.append(mine)
+                self.bytes_made += len(data)
+            return [b for b in self._bundles if b is mine or b.tip in ancestors]
+
+    def _ancestors(self, tip: str) -> set[str]:
+        """The bundled tips that ``tip`` descends from, in two git calls however many there are
+        (a run branch only grows: every later tip descends from the first one bundled)."""
+        if not self._bundles:
+            return set()
+        first = self._bundles[0].tip
+        args = ["merge-base", "--is-ancestor", first, tip]
+        if first == tip or run_git(args, self.repo, check=False).returncode != 0:
+            return set()
+        since = _git_out(self.repo, ["rev-list", tip, f"^{first}"]).decode().split()
+        return {first, *since} - {tip}
+
+
+class CacheRepo:
+    """A worker's bare clone of one repository, shared by the processes of that machine."""
+
+    def __init__(self, root: Path, identity: str):
+        self.root = root
+        self.path = root / f"{identity}.git"
+        self.worktrees = root / "worktrees"
+        self._lock_path = root / f"{identity}.lock"
+
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Held while bundles are fetched: two processes never write the same refs at once."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self._lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    def ensure(self) -> None:
+        if (self.path / "HEAD").is_file():
+            return
+        self.path.mkdir(parents=True, exist_ok=True)
+        run_git(["init", "--quiet", "--bare", str(self.path)], self.root)
+        # gc never runs on its own here: a node's commit must outlive its worktree.
+        run_git(["config", "gc.auto", "0"], self.path)
+        (self.path / SHARED_LOCK).touch()
+
+    def has(self, commits: Sequence[str]) -> bool:
+        """True when every commit in ``commits`` is in the clone."""
+        if not commits:
+            return True
+        query = "".join(f"{c}^{{commit}}\n" for c in commits).encode()
+        out = _git_out(self.path, ["cat-file", "--batch-check"], stdin=query)
+        return b"missing" not in out
+
+    def materialize(self, chain: Sequence[BundleRef], fetch: Callable[[str], bytes]) -> int:
+        """Bring the clone up to ``chain[-1].tip``; returns the bundle bytes fetched."""
+        fetched = 0
+        with self.locked():
+            self.ensure()
+            if self.has([chain[-1].tip]):
+                return 0
+            start = len(chain) - 1
+            while start > 0 and not self.has(chain[start].prerequisites):
+                start -= 1
+            for ref in chain[start:]:
+                if self.has([ref.tip]):
+                    continue
+                data = fetch(ref.key)
+                fetched += len(data)
+                path = write_bundle(self.root / "incoming", data)
+                try:
+                    run_git(["bundle", "unbundle", str(path)], self.path)
+                finally:
+                    path.unlink(missing_ok=True)
+                # A ref keeps each tip (and so its history) for later nodes and runs.
+                run_git(["update-ref", f"refs/anti-sprawl/have/{ref.tip}", ref.tip], self.path)
+        return fetched
+
+    def bundle_commit(self, commit: str, base: str) -> bytes:
+        """The node's commit as a bundle whose only prerequisite is ``base``."""
+        data, _ = make_bundle(self.path, commit, [base])
+        return data
