@@ -40,8 +40,11 @@ def _setup(tmp_path: Path) -> tuple[Path, Path, Path]:
     return repo, plan_path, script_path
 
 
-def _execute(repo: Path, plan: Path, script: Path, **env: str) -> subprocess.CompletedProcess[str]:
+def _execute(
+    repo: Path, plan: Path, script: Path, *extra: str, **env: str
+) -> subprocess.CompletedProcess[str]:
     args = [*CLI, "execute", str(plan), "--repo", str(repo), "--script", str(script), "--jobs", "2"]
+    args += extra
     return subprocess.run(args, env=_env(**env), capture_output=True, text=True, timeout=300)
 
 
@@ -50,9 +53,19 @@ def _run_ids(repo: Path) -> list[str]:
     return sorted(p.name for p in runs.iterdir()) if runs.is_dir() else []
 
 
-def _resume(repo: Path, script: Path, run_id: str) -> subprocess.CompletedProcess[str]:
-    args = [*CLI, "resume", run_id, "--repo", str(repo), "--script", str(script)]
+def _resume(repo: Path, script: Path, run_id: str, *extra: str) -> subprocess.CompletedProcess[str]:
+    args = [*CLI, "resume", run_id, "--repo", str(repo), "--script", str(script), *extra]
     return subprocess.run(args, env=_env(), capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(params=["local", "dask-processes"])
+def where(request: pytest.FixtureRequest) -> list[str]:
+    """Nodes run here, or on a real Dask cluster of two worker processes (the central CLI
+    is the subprocess either way, so a central crash point kills it in both)."""
+    if request.param == "local":
+        return []
+    cluster = request.getfixturevalue("dask_processes")
+    return ["--executor", "dask", "--dask-scheduler", cluster.scheduler_address]
 
 
 def _assert_clean(repo: Path, golden: dict[str, str]) -> None:
@@ -87,21 +100,32 @@ def golden(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         "after_commit_before_journal:a",
     ],
 )
-def test_kill_at_point_then_resume(tmp_path: Path, golden: dict[str, str], point: str) -> None:
+def test_kill_at_point_then_resume(
+    tmp_path: Path, golden: dict[str, str], point: str, where: list[str]
+) -> None:
     repo, plan, script = _setup(tmp_path)
-    crashed = _execute(repo, plan, script, ANTI_SPRAWL_CRASH_AT=point)
-    assert crashed.returncode == -signal.SIGKILL, crashed.stdout + crashed.stderr
+    crashed = _execute(repo, plan, script, *where, ANTI_SPRAWL_CRASH_AT=point)
     (run_id,) = _run_ids(repo)
-    # Transcripts are appended line by line: whatever the kill cut, every complete line reads.
+    if where and not point.startswith("after_commit_before_journal"):
+        # Inside a remote node the point kills the Dask worker process, not the run: the
+        # attempt fails as worker_lost, the run goes on and ends failed.
+        assert crashed.returncode == 1, crashed.stdout + crashed.stderr
+        state = json.loads((repo / ".anti-sprawl" / "runs" / run_id / "run.json").read_text())
+        task = point.partition(":")[2]
+        assert state["tasks"][task]["reason"] == "worker_lost", state["tasks"][task]
+    else:
+        assert crashed.returncode == -signal.SIGKILL, crashed.stdout + crashed.stderr
+    # Transcripts are appended line by line: whatever the kill cut, every complete line reads
+    # (a remote node's comes back whole with its outcome; a killed worker's never arrives).
     artifacts = repo / ".anti-sprawl" / "runs" / run_id / "artifacts"
     transcripts = sorted(artifacts.glob("*/transcript.jsonl"))
-    assert transcripts
+    assert transcripts or where  # on Dask, a killed worker may have held both first nodes
     for transcript in transcripts:
         assert len(read_json_lines(transcript)) == transcript.read_bytes().count(b"\n") > 0
-    resumed = _resume(repo, script, run_id)
+    resumed = _resume(repo, script, run_id, *where)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-    _assert_clean(repo, golden)
-    again = _resume(repo, script, run_id)  # a finished run resumes as a no-op
+    _assert_clean(repo, golden)  # the same tree and trailers as an uninterrupted local run
+    again = _resume(repo, script, run_id, *where)  # a finished run resumes as a no-op
     assert again.returncode == 0
     assert sorted(fx.task_trailers(repo)) == ["a", "b", "c"]
 
@@ -182,18 +206,30 @@ def test_resume_unknown_run_is_a_usage_error(tmp_path: Path) -> None:
     assert "no run 'no-such-run'" in done.stderr
 
 
-def test_ctrl_c_stops_cleanly_and_resume_finishes(tmp_path: Path, golden: dict[str, str]) -> None:
+def _running(runs: Path, task: str) -> bool:
+    for journal in runs.glob("*/run.json"):
+        try:
+            state = json.loads(journal.read_text())
+        except ValueError:
+            return False  # caught mid-rename: look again
+        return bool(state["tasks"][task]["status"] == "running")
+    return False
+
+
+def test_ctrl_c_stops_cleanly_and_resume_finishes(
+    tmp_path: Path, golden: dict[str, str], where: list[str]
+) -> None:
     repo = fx.make_repo(tmp_path)
     slow = fx.plan()
     slow["tasks"][0]["test_command"] = [sys.executable, "-c", "import time; time.sleep(1)"]
     plan, script = fx.write_inputs(tmp_path, slow, fx.script())
     args = [*CLI, "execute", str(plan), "--repo", str(repo), "--script", str(script), "--jobs", "1"]
     proc = subprocess.Popen(
-        args, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [*args, *where], env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
     runs = repo / ".anti-sprawl" / "runs"
     deadline = time.monotonic() + 60
-    while not list(runs.glob("*/manifests/a/*.json")):
+    while not _running(runs, "a"):
         assert time.monotonic() < deadline and proc.poll() is None, "node a never started"
         time.sleep(0.02)
     proc.send_signal(signal.SIGINT)
@@ -206,7 +242,7 @@ def test_ctrl_c_stops_cleanly_and_resume_finishes(tmp_path: Path, golden: dict[s
     assert state["status"] == "interrupted"
     assert {t["status"] for t in state["tasks"].values()} <= {"succeeded", "pending"}
     assert not list((repo / ".anti-sprawl" / "worktrees").glob("*"))
-    resumed = _resume(repo, script, run_id)
+    resumed = _resume(repo, script, run_id, *where)
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     _assert_clean(repo, golden)
 

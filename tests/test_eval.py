@@ -87,6 +87,28 @@ def test_every_case_passes_with_isolation_on(baseline: dict[str, CaseResult]) ->
         assert {"completed", "no_out_of_scope", "checkout_untouched", "tokens_agree"} <= names
 
 
+def test_the_suite_on_a_two_process_dask_cluster_gives_the_same_results(
+    baseline: dict[str, CaseResult], dask_processes: object
+) -> None:
+    address = dask_processes.scheduler_address  # type: ignore[attr-defined]
+    opts = EvalOptions(dask_scheduler=address)
+    remote = {c.name: run_case(c, opts=opts) for c in load_cases(CASES)}
+    failed = {n: [(c.name, c.detail) for c in r.failed_checks] for n, r in remote.items()}
+    assert not any(failed.values()), failed
+    for name, local in baseline.items():
+        got = remote[name]
+        # the same branch (changed files), the same verdicts per node, the same checks
+        assert (got.run_status, got.passed, got.changed) == (
+            local.run_status,
+            local.passed,
+            local.changed,
+        ), name
+        assert [(t.task_id, t.status, t.reason) for t in got.tasks] == [
+            (t.task_id, t.status, t.reason) for t in local.tasks
+        ], name
+        assert [c.name for c in got.checks] == [c.name for c in local.checks], name
+
+
 def test_expected_failures_are_the_right_ones(baseline: dict[str, CaseResult]) -> None:
     failing = {t.task_id: (t.status, t.reason) for t in baseline["failing-node"].tasks}
     assert failing == {

@@ -27,11 +27,12 @@ def execute(tmp_path: Path, plan: dict, script: dict, *extra: str) -> tuple[Path
     return repo, runner.invoke(app, args)
 
 
-def test_execute_lands_one_commit_per_node(tmp_path: Path) -> None:
+def test_execute_lands_one_commit_per_node(tmp_path: Path, executor_args: list[str]) -> None:
     repo = fx.make_repo(tmp_path / "x")
     before = fx.checkout_fingerprint(repo)
     plan_path, script_path = fx.write_inputs(tmp_path, fx.plan(), fx.script())
     args = ["execute", str(plan_path), "--repo", str(repo), "--script", str(script_path), "--json"]
+    args += executor_args
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     state = json.loads(result.stdout)
@@ -67,22 +68,26 @@ def test_parallel_siblings_overlap(tmp_path: Path) -> None:
     assert max(a0, b0) < min(a1, b1), "a and b did not run at the same time"
 
 
-def test_failure_skips_dependents_and_independent_branch_completes(tmp_path: Path) -> None:
+def test_failure_skips_dependents_and_independent_branch_completes(
+    tmp_path: Path, executor_args: list[str]
+) -> None:
     plan = fx.plan()
     plan["tasks"].append(fx.node("d", [], "pkg/d.py", "D = 4\n"))
     script = fx.script(a=[{"tool": "read_file", "args": {"path": "pkg/base.py"}}])
     script["workers"]["d"] = fx.worker_turns("pkg/d.py", "D = 4\n")
-    repo, result = execute(tmp_path, plan, script, "--jobs", "2")
+    repo, result = execute(tmp_path, plan, script, "--jobs", "2", *executor_args)
     assert result.exit_code == 1
     assert "skipped: a failed" in result.output
     assert "failed (script)" in result.output
     assert sorted(fx.task_trailers(repo)) == ["b", "d"]
 
 
-def test_out_of_scope_write_is_blocked_and_reported(tmp_path: Path) -> None:
+def test_out_of_scope_write_is_blocked_and_reported(
+    tmp_path: Path, executor_args: list[str]
+) -> None:
     turns = fx.worker_turns("pkg/a.py", "A = 1\n")
     turns.insert(1, {"tool": "edit_file", "args": {"path": "pkg/util.py", "old": "2", "new": "3"}})
-    repo, result = execute(tmp_path, fx.plan(), fx.script(a=turns), "--json")
+    repo, result = execute(tmp_path, fx.plan(), fx.script(a=turns), "--json", *executor_args)
     assert result.exit_code == 0, result.output
     state = json.loads(result.stdout)
     assert [v["path"] for v in state["tasks"]["a"]["violations"]] == ["pkg/util.py"]
@@ -91,10 +96,10 @@ def test_out_of_scope_write_is_blocked_and_reported(tmp_path: Path) -> None:
     )
 
 
-def test_failing_tests_fail_the_node(tmp_path: Path) -> None:
+def test_failing_tests_fail_the_node(tmp_path: Path, executor_args: list[str]) -> None:
     plan = fx.plan(max_attempts=1)  # a retry would run out of script: one attempt here
     plan["tasks"][0]["test_command"] = [sys.executable, "-c", "raise SystemExit(3)"]
-    _, result = execute(tmp_path, plan, fx.script(), "--json")
+    _, result = execute(tmp_path, plan, fx.script(), "--json", *executor_args)
     assert result.exit_code == 1
     state = json.loads(result.stdout)
     assert state["tasks"]["a"]["reason"] == "tests"
@@ -187,11 +192,13 @@ def test_repo_must_be_the_repository_root(tmp_path: Path) -> None:
     assert "pass the root with --repo" in result.output
 
 
-def test_commits_land_in_a_fixed_order_whatever_finishes_first(tmp_path: Path) -> None:
+def test_commits_land_in_a_fixed_order_whatever_finishes_first(
+    tmp_path: Path, executor_args: list[str]
+) -> None:
     plan = fx.plan()
     # a is slow, so b finishes first; b still lands after a (plan order breaks the tie)
     plan["tasks"][0]["test_command"] = [sys.executable, "-c", "import time; time.sleep(1)"]
-    repo, result = execute(tmp_path, plan, fx.script(), "--jobs", "2", "--json")
+    repo, result = execute(tmp_path, plan, fx.script(), "--jobs", "2", "--json", *executor_args)
     assert result.exit_code == 0, result.output
     order = fx.git(
         repo,

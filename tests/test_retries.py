@@ -82,15 +82,25 @@ def manifests(repo: Path, run_id: str, task: str) -> list[dict[str, Any]]:
     return [json.loads(p.read_text()) for p in files]
 
 
+@pytest.fixture(params=["local", "dask-inprocess"])
+def where(request: pytest.FixtureRequest) -> list[str]:
+    """Here, or on a Dask cluster whose worker (a thread of this process) has the key in its
+    environment: it builds the real SDK provider itself; the key never travels."""
+    if request.param == "local":
+        return []
+    cluster = request.getfixturevalue("dask_inprocess")
+    return ["--executor", "dask", "--dask-scheduler", cluster.scheduler_address]
+
+
 def test_a_node_that_fails_its_tests_succeeds_on_a_retry_told_why(
-    tmp_path: Path, server: FakeLLMServer
+    tmp_path: Path, server: FakeLLMServer, where: list[str]
 ) -> None:
     repo = fx.make_repo(tmp_path)
     plan_path = tmp_path / "plan.yaml"
     plan_path.write_text(yaml.safe_dump(one_node_plan()))
     for n, (name, args) in enumerate([*ATTEMPT_1, *ATTEMPT_2]):
         server.enqueue(tool_turn(n, name, args))
-    result = cli_sdk(server, "execute", str(plan_path), "--repo", str(repo), "--json")
+    result = cli_sdk(server, "execute", str(plan_path), "--repo", str(repo), "--json", *where)
     assert result.exit_code == 0, result.output
     state = json.loads(result.stdout)
     a = state["tasks"]["a"]
@@ -195,7 +205,7 @@ def test_attempts_stop_at_max_attempts(tmp_path: Path, server: FakeLLMServer) ->
 
 
 def test_scripted_turns_go_on_across_attempts_and_a_kill_between_attempts_resumes_once(
-    tmp_path: Path,
+    tmp_path: Path, where: list[str]
 ) -> None:
     repo = fx.make_repo(tmp_path)
     turns = [
@@ -206,7 +216,16 @@ def test_scripted_turns_go_on_across_attempts_and_a_kill_between_attempts_resume
     launcher = [sys.executable, str(Path(__file__).with_name("crash_launcher.py"))]
     env = {k: v for k, v in os.environ.items() if k != "ANTI_SPRAWL_CRASH_AT"}
     crashed = subprocess.run(
-        [*launcher, "execute", str(plan_path), "--repo", str(repo), "--script", str(script_path)],
+        [
+            *launcher,
+            "execute",
+            str(plan_path),
+            "--repo",
+            str(repo),
+            "--script",
+            str(script_path),
+            *where,
+        ],
         env={**env, "ANTI_SPRAWL_CRASH_AT": "between_attempts:a"},
         capture_output=True,
         text=True,
@@ -223,7 +242,7 @@ def test_scripted_turns_go_on_across_attempts_and_a_kill_between_attempts_resume
     rest = tmp_path / "rest.yaml"
     rest.write_text(yaml.safe_dump({"workers": {"a": turns[2:]}}))
     resumed = subprocess.run(
-        [*cli, "resume", run_id, "--repo", str(repo), "--script", str(rest), "--json"],
+        [*cli, "resume", run_id, "--repo", str(repo), "--script", str(rest), "--json", *where],
         env=env,
         capture_output=True,
         text=True,
@@ -244,7 +263,7 @@ def test_scripted_turns_go_on_across_attempts_and_a_kill_between_attempts_resume
     # in one process the script goes on where the failed attempt stopped
     twin = fx.make_repo(tmp_path / "twin")
     args = ["execute", str(plan_path), "--repo", str(twin), "--script", str(script_path)]
-    once = runner.invoke(app, [*args, "--json"])
+    once = runner.invoke(app, [*args, "--json", *where])
     assert once.exit_code == 0, once.output
     assert json.loads(once.stdout)["tasks"]["a"]["attempts"] == 2
     assert fx.git(twin, "show", "anti-sprawl/demo:pkg/a.py") == "A = 2"
