@@ -4,6 +4,8 @@
 ``ANTI_SPRAWL_CRASH_AT=point[:task]`` in its environment, the process kills itself (SIGKILL,
 nothing cleaned up) when the run reaches that point (``anti_sprawl.settings.CRASH_POINTS``), for
 that task or for any. Only this launcher reads the variable; the tool itself never does.
+With ``--executor dask`` the hook travels with each node's job: a point inside a node (all but
+``between_attempts`` and ``after_commit_before_journal``) kills the Dask worker process there.
 """
 
 from __future__ import annotations

@@ -113,4 +113,6 @@ class NodeEnv:
     stop: threading.Event = field(default_factory=threading.Event)
     counter: TokenCounter = field(default_factory=TokenCounter)
     run_budget: RunBudget | None = None
-    crash: Callable[[str, str], None] | None = None  # the test launcher's (point, task_id)
+    # The test launcher's (point, task_id); the one part a remote executor sends along (on a
+    # Dask worker it kills the worker process, as a crash mid-node would).
+    crash: Callable[[str, str], None] | None = None

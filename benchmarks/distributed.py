@@ -1,0 +1,220 @@
+"""``--executor dask`` against ``local``: makespan, per-node overhead and bytes per node.
+
+1. The sample plan (``sandbox/`` + ``tasks/sample``, scripted provider, real pytest in the
+   sandbox) at jobs 2, on ``local`` and on a two-process ``LocalCluster``.
+2. A synthetic plan of 100 nodes (seeded random DAG, each node depends on 0-3 earlier ones;
+   scripted provider; each node writes one file and its test command sleeps 0.2-0.6 s) at
+   8 parallel workers, on ``local`` and on a two-process cluster with 4 threads per worker.
+
+For each: the makespan against the lower bound ``max(critical path, total work / jobs)``,
+where a node's work is what it must spend in its test command (it runs twice: ``run_tests``
+and the final check), and, for Dask, the per-node overhead read from each node's
+``remote.json``: dispatch (bundling a new tip, submitting), bundle in (the worker's cache clone
+brought up to the base), bundle out (the result bundle), transit (scheduling, transfers and
+the worker's own work around the node), landing checks (fetch into quarantine, re-audit,
+rebuild, files), and the bytes moved per node.
+
+Prints figures measured in this run; asserts nothing about time (machines vary).
+Run: ``.venv/bin/python benchmarks/distributed.py [--nodes N]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+# This file's name is the Dask package's: run as a script, its folder must not shadow it.
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+
+from anti_sprawl.plan.model import Plan, load_plan_data  # noqa: E402
+from anti_sprawl.providers.scripted import Script, ScriptedProvider  # noqa: E402
+from anti_sprawl.run.dask_executor import DaskExecutor  # noqa: E402
+from anti_sprawl.run.remote_settings import DaskSettings, ProviderSpec  # noqa: E402
+from anti_sprawl.run.runner import ExecuteOptions, RunSettings, execute  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "tasks" / "sample"
+# Where a remote node's time goes besides the node itself (each node's remote.json).
+OVERHEAD = ("dispatch", "bundle_in", "bundle_out", "transit", "landing_checks")
+
+
+def git_repo(src: Path | None, dest: Path, files: dict[str, str] | None = None) -> Path:
+    if src is not None:
+        shutil.copytree(src, dest)
+    for rel, text in (files or {}).items():
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        (dest / rel).write_text(text)
+    ident = ["-c", "user.name=bench", "-c", "user.email=bench@localhost"]
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], [*ident, "commit", "-qm", "base"]):
+        subprocess.run(["git", *args], cwd=dest, check=True)
+    return dest
+
+
+def command_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '/usr/bin:/bin')}"
+    return env
+
+
+def synthetic(n: int, seed: int) -> tuple[dict[str, Any], dict[str, Any], dict[str, float]]:
+    """(plan, script, seconds each node's test command sleeps)."""
+    rng = random.Random(seed)
+    tasks, workers, sleeps = [], {}, {}
+    for i in range(n):
+        tid = f"n{i:03d}"
+        earlier = [f"n{j:03d}" for j in range(i)]
+        deps = rng.sample(earlier, min(len(earlier), rng.randint(0, 3)))
+        sleeps[tid] = round(rng.uniform(0.2, 0.6), 3)
+        tasks.append(
+            {
+                "task_id": tid,
+                "name": f"Write {tid}",
+                "goal": f"Create gen/{tid}.py",
+                "dependencies": deps,
+                "read_scope": ["README.md"],
+                "write_scope": [f"gen/{tid}.py"],
+                "token_budget": 20_000,
+                "max_tool_calls": 5,
+                "test_command": [sys.executable, "-c", f"import time; time.sleep({sleeps[tid]})"],
+            }
+        )
+        workers[tid] = [
+            {"tool": "write_file", "args": {"path": f"gen/{tid}.py", "content": f"X = {i}\n"}},
+            {"tool": "run_tests", "args": {}},
+            {"tool": "finish", "args": {"summary": f"wrote {tid}"}},
+        ]
+    plan = {"plan_id": "synthetic", "requirement": "Generate modules", "tasks": tasks}
+    return plan, {"workers": workers}, sleeps
+
+
+def lower_bound(plan: Plan, work: dict[str, float], jobs: int) -> float:
+    finish: dict[str, float] = {}
+    for node in plan.tasks:  # plan order is topological here
+        start = max((finish[d] for d in node.dependencies), default=0.0)
+        finish[node.task_id] = start + work[node.task_id]
+    return max(max(finish.values()), sum(work.values()) / jobs)
+
+
+def run(
+    plan: Plan, script: Script, repo: Path, jobs: int, address: str | None
+) -> tuple[float, Path]:
+    settings = RunSettings(jobs=jobs, command_env=command_env())
+    opts = ExecuteOptions(provider=ScriptedProvider(script), settings=settings)
+    start = time.perf_counter()
+    if address:
+        spec = ProviderSpec(name="scripted", script=script)
+        with DaskExecutor.connect(DaskSettings(scheduler=address, provider=spec)) as executor:
+            state = execute(plan, repo, dataclasses.replace(opts, run_job=executor.run_job))
+    else:
+        state = execute(plan, repo, opts)
+    took = time.perf_counter() - start
+    if state.status != "succeeded":
+        failed = {t: r.message for t, r in state.tasks.items() if r.status != "succeeded"}
+        for task in failed:
+            error = repo / ".anti-sprawl" / "runs" / state.run_id / "artifacts" / task / "error.txt"
+            if error.is_file():
+                print(error.read_text(), file=sys.stderr)
+        raise SystemExit(f"run failed: {list(failed.items())[:3]}")
+    return took, repo / ".anti-sprawl" / "runs" / state.run_id
+
+
+def remote_stats(run_dir: Path) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {}
+    for path in sorted(run_dir.glob("artifacts/*/remote.json")):
+        data = json.loads(path.read_text())
+        for key, value in data["seconds"].items():
+            out.setdefault(key, []).append(value)
+        out.setdefault("bytes_in", []).append(data["bytes_in"])
+        out.setdefault("bytes_out", []).append(data["bytes_out"])
+    return out
+
+
+def report(name: str, jobs: int, bound: float, local: float, dask: float, run_dir: Path) -> None:
+    stats = remote_stats(run_dir)
+    n = len(stats.get("bytes_out", []))
+    print(f"\n== {name}: {n} nodes, {jobs} parallel")
+    print(f"  lower bound (critical path vs work/jobs): {bound:.2f} s")
+    print(f"  local: makespan {local:.2f} s = {local / bound:.2f}x the bound")
+    print(f"  dask (2 worker processes): makespan {dask:.2f} s = {dask / bound:.2f}x the bound")
+
+    def med(key: str) -> float:
+        return statistics.median(stats[key]) if stats.get(key) else 0.0
+
+    parts = ", ".join(f"{k} {med(k) * 1000:.0f} ms" for k in OVERHEAD)
+    overhead = [sum(stats[k][i] for k in OVERHEAD) for i in range(n)]
+    print(f"  per-node overhead (medians): {parts}")
+    print(
+        f"  per-node overhead in all: median {statistics.median(overhead):.2f} s; "
+        f"the node itself {med('node'):.2f} s"
+    )
+    total_in, total_out = sum(stats["bytes_in"]), sum(stats["bytes_out"])
+    print(
+        f"  bytes per node: in {total_in / n / 1024:.1f} KiB (first node {stats['bytes_in'][0] / 1024:.1f} KiB), "
+        f"out {total_out / n / 1024:.1f} KiB (bundle + manifests, transcript, logs)"
+    )
+
+
+def sample(root: Path, address: str) -> None:
+    plan = Plan.model_validate(load_plan_data(SAMPLE / "plan.yaml"))
+    script = Script.load(SAMPLE / "script.yaml")
+    local, _ = run(plan, script, git_repo(ROOT / "sandbox", root / "s-local"), 2, None)
+    dask_s, run_dir = run(plan, script, git_repo(ROOT / "sandbox", root / "s-dask"), 2, address)
+    stats = remote_stats(run_dir)
+    print(f"\n== sample plan: {len(plan.tasks)} nodes, 2 parallel")
+    print(f"  local {local:.2f} s, dask {dask_s:.2f} s ({dask_s / local:.2f}x)")
+    for key in ("dispatch", "bundle_in", "node", "bundle_out", "transit", "landing_checks"):
+        values = ", ".join(f"{v:.2f}" for v in stats[key])
+        print(f"  {key} per node (s): {values}")
+    over = [sum(stats[k][i] for k in OVERHEAD) for i in range(len(stats["node"]))]
+    print(f"  per-node overhead: median {statistics.median(over):.2f} s, max {max(over):.2f} s")
+    print(
+        f"  bytes per node: in {[int(b) for b in stats['bytes_in']]}, "
+        f"out {[int(b) for b in stats['bytes_out']]}"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--nodes", type=int, default=100)
+    parser.add_argument("--skip-sample", action="store_true", help="only the synthetic plan")
+    args = parser.parse_args()
+    import dask
+    from distributed import LocalCluster
+
+    with tempfile.TemporaryDirectory(prefix="bench-dist-") as tmp:
+        root = Path(tmp)
+        os.environ["ANTI_SPRAWL_CACHE_DIR"] = str(root / "cache")
+        os.environ["PATH"] = command_env()["PATH"]
+        dask.config.set({"distributed.scheduler.allowed-failures": 0})
+        started = time.perf_counter()
+        with LocalCluster(
+            n_workers=2, processes=True, threads_per_worker=4, dashboard_address=":0"
+        ) as cluster:
+            print(f"two-process LocalCluster up in {time.perf_counter() - started:.1f} s")
+            address = cluster.scheduler_address
+            if not args.skip_sample:
+                sample(root, address)
+            # 2. the synthetic plan
+            plan_data, script_data, sleeps = synthetic(args.nodes, seed=17)
+            plan, script = Plan.model_validate(plan_data), Script.from_data(script_data)
+            files = {"README.md": "# synthetic\n", "gen/__init__.py": ""}
+            local, _ = run(plan, script, git_repo(None, root / "g-local", files), 8, None)
+            dask_s, run_dir = run(plan, script, git_repo(None, root / "g-dask", files), 8, address)
+            bound = lower_bound(plan, {t: 2 * s for t, s in sleeps.items()}, 8)
+            report("synthetic plan", 8, bound, local, dask_s, run_dir)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
