@@ -120,11 +120,15 @@ class DaskExecutor:
         self.heartbeat.stop(tell=True)
         for repo, run_id in self._runs:
             clear_quarantine(repo, run_id)
-        for future, variable in self._held:
-            variable.delete()
-            future.release()
-        self._held.clear()
-        self.client.close()
+        try:
+            for future, variable in self._held:
+                variable.delete()
+                future.release()
+            self.client.close()
+        except Exception:  # the cluster is gone already: nothing of ours is left on it
+            return
+        finally:
+            self._held.clear()
 
     # -- one attempt -----------------------------------------------------------------------
 
