@@ -94,7 +94,12 @@ def test_the_suite_on_a_two_process_dask_cluster_gives_the_same_results(
     opts = EvalOptions(dask_scheduler=address)
     remote = {c.name: run_case(c, opts=opts) for c in load_cases(CASES)}
     failed = {n: [(c.name, c.detail) for c in r.failed_checks] for n, r in remote.items()}
-    assert not any(failed.values()), failed
+    why = {
+        n: [(t.task_id, t.status, t.reason) for t in r.tasks] + [r.error]
+        for n, r in remote.items()
+        if failed[n]
+    }
+    assert not any(failed.values()), (failed, why)
     for name, local in baseline.items():
         got = remote[name]
         # the same branch (changed files), the same verdicts per node, the same checks

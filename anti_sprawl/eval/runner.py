@@ -260,7 +260,10 @@ def _executor(scheduler: str | None, inner: Provider) -> Iterator[Any]:
         return
     script = inner.script if isinstance(inner, ScriptedProvider) else None
     spec = ProviderSpec(name=inner.name, model=inner.model, script=script)
-    with DaskExecutor.connect(DaskSettings(scheduler=scheduler, provider=spec)) as executor:
+    # A suite connects once per case, often on a loaded machine: give the handshake longer
+    # than an interactive command's 10 s.
+    settings = DaskSettings(scheduler=scheduler, provider=spec, connect_timeout=30.0)
+    with DaskExecutor.connect(settings) as executor:
         yield executor.run_job
 
 
