@@ -144,8 +144,10 @@ def main() -> None:
         assert gp_remotes() == ours_remotes() == ["origin"]
         assert gp_branch() == ours_branch() == "main"
         assert gp_identity() == user_identity(repo) == ("Bench User", "bench@example.com")
-        assert gp_landed() == branch.landed_tasks() and len(branch.landed_tasks()) == 30
-        assert gp_dirty() is False and uncommitted_changes(repo) == 0
+        assert gp_landed() == branch.landed_tasks()
+        assert len(branch.landed_tasks()) == 30
+        assert gp_dirty() is False
+        assert uncommitted_changes(repo) == 0
 
         bare, with_git = import_cost()
         print(f"import git: {(with_git - bare) * 1000:.0f} ms over a bare interpreter")

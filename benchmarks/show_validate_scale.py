@@ -57,7 +57,8 @@ def node_plan(n: int, seed: int = 7) -> dict[str, Any]:
 
 def show(path: Path) -> None:
     report = validate(load_plan_data(path))
-    assert report.plan is not None and report.valid, report.errors[:3]
+    assert report.plan is not None, report.errors[:3]
+    assert report.valid, report.errors[:3]
     render_plan_tree(report.plan, Console(file=io.StringIO(), width=100))
 
 

@@ -89,8 +89,10 @@ def test_worker_never_shows_or_writes_back_secrets(tmp_path: Path) -> None:
         result = run_worker(ctx)
     assert result.status == "succeeded"
     sent = "\n".join(request_text(r) for r in provider.requests)
-    assert KEY not in sent and SAMPLES["aws-access-key"] not in sent
-    assert "[REDACTED:env]" in sent and "[REDACTED:aws-access-key]" in sent
+    assert KEY not in sent
+    assert SAMPLES["aws-access-key"] not in sent
+    assert "[REDACTED:env]" in sent
+    assert "[REDACTED:aws-access-key]" in sent
     assert (repo / "src" / "config.py").read_text() == original  # placeholder never written back
     assert any("placeholder" in e for e in result.tool_errors)
     for path in (tmp_path / "artifacts").rglob("*"):
@@ -133,6 +135,7 @@ def test_a_change_that_adds_a_secret_is_not_committed(tmp_path: Path) -> None:
         [*args, "--script", str(script_path)], env=env, capture_output=True, text=True
     )
     assert done.returncode == 1
-    assert "failed (secret)" in done.stdout and "aws-access-key in pkg/a.py" in done.stdout
+    assert "failed (secret)" in done.stdout
+    assert "aws-access-key in pkg/a.py" in done.stdout
     assert SAMPLES["aws-access-key"] not in fx.git(repo, "log", "-p", "--all")
     assert sorted(fx.task_trailers(repo)) == ["b"]
