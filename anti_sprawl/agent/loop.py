@@ -35,11 +35,12 @@ from ..providers.base import (
     ToolResult,
     ToolResultMessage,
     ToolSpec,
+    Usage,
     UserMessage,
 )
 from ..redact import redact_data
 from .artifacts import ArtifactStore, Observer
-from .budget import Budget, Refusal
+from .budget import Budget, Refusal, Ticket
 
 __all__ = [
     "TRANSCRIPT",
@@ -240,64 +241,81 @@ class Loop:
 
     def _run(self, policy: Policy) -> Ending:
         while True:
-            if self.stop.is_set():
-                return Ending("stopped", "stopped by the orchestrator")
-            if self.calls >= self.max_calls:
-                return Ending("calls", f"model-call cap of {self.max_calls} reached")
-            fitted = self.budget.fit(
-                self.build, policy.compactions(), policy.explain, policy.compact_early()
-            )
-            if isinstance(fitted, Refusal):
-                return Ending(fitted.reason, fitted.message)
-            self.calls += 1
-            if self.on_request:
-                self.on_request(fitted.request, self.calls)
-            try:
-                # providers retry retryable errors themselves, with bounded backoff
-                response = self.provider.complete(fitted.request)
-            except ProviderError as exc:
-                self.budget.release(fitted)
-                self.log({"event": "error", "message": str(exc)})
-                reason = "script" if isinstance(exc, ScriptExhausted) else "provider"
-                return Ending(reason, str(exc))
-            usage, overrun = self.budget.charge(fitted, response)
-            if self.stop.is_set():
-                # Stopped (Ctrl-C) while the call was in flight: the tokens are charged, the
-                # turn itself is discarded (none of its tools runs).
-                return Ending("stopped", "stopped by the orchestrator")
-            # A response cut at the output limit holds an incomplete tool call: never run it.
-            cut = response.stop_reason == "max_tokens"
-            calls = [] if cut else response.tool_calls
-            self.messages.append(AssistantMessage(text=response.text, tool_calls=calls))
-            self.log(
-                {
-                    "event": "response",
-                    "call": self.calls,
-                    "text": response.text,
-                    "tool_calls": [c.model_dump() for c in response.tool_calls],
-                    "usage": usage.model_dump(),
-                    "model": response.model,
-                    "stop_reason": response.stop_reason,
-                }
-            )
-            if overrun:
-                return Ending("budget", overrun)
-            if cut:
-                told = policy.cut_turn(fitted.request.max_output_tokens)
-                if isinstance(told, Ending):
-                    return told
-                self.log({"event": "cut", "message": told})
-                self.messages.append(UserMessage(content=told))
-                continue
-            if not response.tool_calls:
-                follow = policy.text_turn(response)
-                if isinstance(follow, Ending):
-                    return follow
-                self.messages.append(UserMessage(content=follow))
-                continue
-            ending = self._tools(policy, response.tool_calls)
+            ending = self._turn(policy)
             if ending is not None:
                 return ending
+
+    def _turn(self, policy: Policy) -> Ending | None:
+        """One model call and what its answer leads to; None: the conversation goes on."""
+        if self.stop.is_set():
+            return Ending("stopped", "stopped by the orchestrator")
+        if self.calls >= self.max_calls:
+            return Ending("calls", f"model-call cap of {self.max_calls} reached")
+        fitted = self.budget.fit(
+            self.build, policy.compactions(), policy.explain, policy.compact_early()
+        )
+        if isinstance(fitted, Refusal):
+            return Ending(fitted.reason, fitted.message)
+        response = self._call(fitted)
+        if isinstance(response, Ending):
+            return response
+        usage, overrun = self.budget.charge(fitted, response)
+        if self.stop.is_set():
+            # Stopped (Ctrl-C) while the call was in flight: the tokens are charged, the
+            # turn itself is discarded (none of its tools runs).
+            return Ending("stopped", "stopped by the orchestrator")
+        # A response cut at the output limit holds an incomplete tool call: never run it.
+        cut = response.stop_reason == "max_tokens"
+        self._record(response, usage, cut)
+        if overrun:
+            return Ending("budget", overrun)
+        if cut:
+            return self._after_cut(policy, fitted.request.max_output_tokens)
+        if not response.tool_calls:
+            follow = policy.text_turn(response)
+            if isinstance(follow, Ending):
+                return follow
+            self.messages.append(UserMessage(content=follow))
+            return None
+        return self._tools(policy, response.tool_calls)
+
+    def _call(self, fitted: Ticket) -> ModelResponse | Ending:
+        """The provider's answer to ``fitted``, or how its error ends the conversation."""
+        self.calls += 1
+        if self.on_request:
+            self.on_request(fitted.request, self.calls)
+        try:
+            # providers retry retryable errors themselves, with bounded backoff
+            return self.provider.complete(fitted.request)
+        except ProviderError as exc:
+            self.budget.release(fitted)
+            self.log({"event": "error", "message": str(exc)})
+            reason = "script" if isinstance(exc, ScriptExhausted) else "provider"
+            return Ending(reason, str(exc))
+
+    def _record(self, response: ModelResponse, usage: Usage, cut: bool) -> None:
+        """Append the model's turn (without the tool calls of a cut one) and log it whole."""
+        calls = [] if cut else response.tool_calls
+        self.messages.append(AssistantMessage(text=response.text, tool_calls=calls))
+        self.log(
+            {
+                "event": "response",
+                "call": self.calls,
+                "text": response.text,
+                "tool_calls": [c.model_dump() for c in response.tool_calls],
+                "usage": usage.model_dump(),
+                "model": response.model,
+                "stop_reason": response.stop_reason,
+            }
+        )
+
+    def _after_cut(self, policy: Policy, max_output: int) -> Ending | None:
+        told = policy.cut_turn(max_output)
+        if isinstance(told, Ending):
+            return told
+        self.log({"event": "cut", "message": told})
+        self.messages.append(UserMessage(content=told))
+        return None
 
     def _tools(self, policy: Policy, calls: Sequence[ToolCall]) -> Ending | None:
         results: list[ToolResult] = []

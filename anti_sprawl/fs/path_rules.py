@@ -203,6 +203,17 @@ def split_request(path: object, *, want_file: bool) -> tuple[str, ...]:
     """
     if not isinstance(path, str):
         raise Refusal("bad_path", "the path must be a string")
+    _refuse_characters(path)
+    parts = _bounded_parts(path)
+    if ".." in parts:
+        raise _dotdot_refusal(parts)
+    if want_file and (not parts or path.endswith("/")):
+        raise Refusal("not_a_file", "the path names a directory, not a file")
+    return parts
+
+
+def _refuse_characters(path: str) -> None:
+    """Refuse the characters and prefixes a repo-relative POSIX path never has."""
     if "\x00" in path:
         raise Refusal("bad_path", "NUL byte in path")
     if _CONTROL.search(path):
@@ -215,6 +226,10 @@ def split_request(path: object, *, want_file: bool) -> tuple[str, ...]:
         raise Refusal("bad_path", "drive letter in path")
     if path.startswith("~"):
         raise Refusal("bad_path", "'~' is never expanded; use a repo-relative path")
+
+
+def _bounded_parts(path: str) -> tuple[str, ...]:
+    """The non-empty, non-``.`` components, refused when the path or one is too long."""
     try:
         raw = os.fsencode(path)
     except UnicodeEncodeError:
@@ -224,16 +239,17 @@ def split_request(path: object, *, want_file: bool) -> tuple[str, ...]:
     parts = tuple(p for p in path.split("/") if p not in ("", "."))
     if any(len(os.fsencode(p)) > MAX_COMPONENT for p in parts):
         raise Refusal("name_too_long", f"path component longer than {MAX_COMPONENT} bytes")
-    if ".." in parts:
-        depth = 0
-        for part in parts:
-            depth += -1 if part == ".." else 1
-            if depth < 0:
-                raise Refusal("escape_root", "'..' leads outside the workspace")
-        raise Refusal("bad_path", "'..' segments are refused; use the canonical path")
-    if want_file and (not parts or path.endswith("/")):
-        raise Refusal("not_a_file", "the path names a directory, not a file")
     return parts
+
+
+def _dotdot_refusal(parts: tuple[str, ...]) -> Refusal:
+    """Why a path with ``..`` is refused: leaving the workspace, or not being canonical."""
+    depth = 0
+    for part in parts:
+        depth += -1 if part == ".." else 1
+        if depth < 0:
+            return Refusal("escape_root", "'..' leads outside the workspace")
+    return Refusal("bad_path", "'..' segments are refused; use the canonical path")
 
 
 class _Matcher:

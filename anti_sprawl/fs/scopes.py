@@ -46,6 +46,21 @@ def entry_problem(entry: object) -> str | None:
         return "scope entries must be strings"
     if entry == "" or entry.strip() == "":
         return "empty scope entry"
+    problem = _text_problem(entry)
+    if problem:
+        return problem
+    parts = [p for p in entry.split("/") if p not in ("", ".")]
+    if not parts:
+        return "scope entry names the repository root itself; use '**' for everything"
+    for part in parts:
+        problem = _component_problem(part)
+        if problem:
+            return problem
+    return None
+
+
+def _text_problem(entry: str) -> str | None:
+    """The characters, prefixes and length a repo-relative POSIX path never has."""
     if "\x00" in entry:
         return "NUL byte in path"
     if _CONTROL.search(entry):
@@ -62,16 +77,16 @@ def entry_problem(entry: object) -> str | None:
         return "home-relative path (scopes are relative to the repository root)"
     if len(entry) > MAX_PATH:
         return f"path longer than {MAX_PATH} characters"
-    parts = [p for p in entry.split("/") if p not in ("", ".")]
-    if not parts:
-        return "scope entry names the repository root itself; use '**' for everything"
-    for part in parts:
-        if part == "..":
-            return "'..' segment escapes the repository"
-        if len(part) > MAX_COMPONENT:
-            return f"path component longer than {MAX_COMPONENT} characters"
-        if part.lower() in ALWAYS_DENIED_DIRS:
-            return f"'{part}/' is never in scope"
+    return None
+
+
+def _component_problem(part: str) -> str | None:
+    if part == "..":
+        return "'..' segment escapes the repository"
+    if len(part) > MAX_COMPONENT:
+        return f"path component longer than {MAX_COMPONENT} characters"
+    if part.lower() in ALWAYS_DENIED_DIRS:
+        return f"'{part}/' is never in scope"
     return None
 
 

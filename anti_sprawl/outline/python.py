@@ -107,21 +107,27 @@ def scan_python(source: str, module_path: str) -> PythonFacts | None:
     found: dict[str, None] = {}
     symbols: dict[str, None] = {}
     for node in _statements(tree.body):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                found[alias.name] = None
-        elif isinstance(node, ast.ImportFrom):
-            base = _from_base(node, package)
-            if base is None:
-                continue
-            if base:
-                found[base] = None
-            for alias in node.names:
-                if alias.name != "*":
-                    found[f"{base}.{alias.name}" if base else alias.name] = None
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            found.update(dict.fromkeys(_imported(node, package)))
         elif isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
             symbols[node.name] = None
     return PythonFacts(list(found), list(symbols))
+
+
+def _imported(node: ast.Import | ast.ImportFrom, package: list[str]) -> Iterator[str]:
+    """The dotted names one import statement may load: a from-import's base module, then
+    each name under it (a submodule, or a symbol the caller cannot tell from one)."""
+    if isinstance(node, ast.Import):
+        yield from (alias.name for alias in node.names)
+        return
+    base = _from_base(node, package)
+    if base is None:
+        return
+    if base:
+        yield base
+    for alias in node.names:
+        if alias.name != "*":
+            yield f"{base}.{alias.name}" if base else alias.name
 
 
 def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
