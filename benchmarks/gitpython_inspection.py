@@ -1,4 +1,4 @@
-"""GitPython against the one git runner (``gitcmd.run_git``) for the inspection anti-sprawl does.
+"""GitPython against the one git runner (``git.cmd.run_git``) for the inspection anti-sprawl does.
 
 Why GitPython is not a dependency (README.md, "Dependencies"): on the repository reads the tool
 makes (remotes for ``pr``, the current branch, the user's identity, the run branch's commits and trailers, whether

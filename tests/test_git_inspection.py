@@ -1,6 +1,6 @@
 """Reading a repository never runs its configured commands nor follows a caller's GIT_* variables.
 
-Every git call goes through ``gitcmd.run_git`` (docs/security.md, P7). These are the two
+Every git call goes through ``git.cmd.run_git`` (docs/security.md, P7). These are the two
 properties a library that inspects repositories its own way would lose (GitPython runs
 ``core.fsmonitor`` in its dirty check and passes the inherited environment to git;
 ``benchmarks/gitpython_inspection.py`` shows both), so they are checked here on the

@@ -153,7 +153,7 @@ def test_a_thirty_call_conversation_never_sends_a_request_over_the_cap(
 
 
 def test_the_tool_table_offers_exactly_the_contract_tools(root: Path, firewall: Firewall) -> None:
-    """One table row per tool of ``tools.py``: what the prompt's manifest lists is what is sent."""
+    """One table row per tool of ``agent/tools.py``: what the manifest lists is what is sent."""
     _, provider = run(root, firewall, [FINISH], budget=20_000)
     assert provider.requests[0].tools == sorted(WORKER_TOOLS, key=lambda t: t.name)
 

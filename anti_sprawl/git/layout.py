@@ -47,7 +47,7 @@ __all__ = [
     "ensure_state_dir",
 ]
 
-# Not "*.lock": git's own stale-lock cleanup (gitlocks.py) removes those.
+# Not "*.lock": git's own stale-lock cleanup (git/locks.py) removes those.
 LOCK_NAME = "anti-sprawl-run.flock"
 _RUNS, _WORKTREES, _PLANS, _PLANNER, _MEMORY = (
     "runs",

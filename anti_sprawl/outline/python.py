@@ -2,7 +2,7 @@
 
 A worker that needs another module's contract gets its signatures, not its 800 lines. Python is
 outlined from ``ast`` (the code is parsed, never executed); other languages go through
-``outline_langs`` (tree-sitter when a grammar package happens to be installed, else regexes).
+``outline.langs`` (tree-sitter when a grammar package happens to be installed, else regexes).
 ``python_imports`` feeds the repository map's import graph.
 """
 

@@ -194,7 +194,7 @@ def _budget_problems(plan: Plan) -> Iterator[Problem]:
 
 def _command_problems(plan: Plan) -> Iterator[Problem]:
     """Commands execute could not run (NUL bytes, unsplittable strings), or whose
-    placeholders are unknown or malformed (command_template.py)."""
+    placeholders are unknown or malformed (sandbox/command_template.py)."""
     for where, tasks, command in plan.commands():
         problem = command_problem(command)
         if problem:

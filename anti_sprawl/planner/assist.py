@@ -10,7 +10,7 @@ Applied by the planner after validation and before saving:
 - ``default_budgets``: estimate ``token_budget`` (the per-call cap) / ``max_tool_calls`` for
   tasks whose submission left them out, from their lean first prompt (see ``budget_for``).
 - ``cost_estimate``: the plan's cost as a range per task and in total, from the lean first
-  calls to every call of every attempt at its cap (``estimate.py`` adds dollars).
+  calls to every call of every attempt at its cap (``planner/estimate.py`` adds dollars).
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 The model gets read-only tools (``read_file``, ``list_dir``, ``grep`` through a ``Firewall``
 whose write scope is empty, so secrets and ``.git/`` are refused) and ``submit_plan``. Each
 submission is validated against the repository; its errors go back as the tool's error result,
-up to ``max_rounds`` submissions. A valid plan gets scope assistance (``scope_assist``) before
+up to ``max_rounds`` submissions. A valid plan gets scope assistance (``planner.assist``) before
 it is returned. Tokens are capped over the whole planning conversation.
 """
 

@@ -1,7 +1,7 @@
 """Running a node's commands in an allow-list view, without network, within resource limits.
 
 File-tool rules do not bind a shell (docs/security.md), so commands run under an OS sandbox
-described by one ``SandboxPolicy`` (:mod:`.sandbox_policy`: what is bound, masked, limited):
+described by one ``SandboxPolicy`` (:mod:`.policy`: what is bound, masked, limited):
 bubblewrap by default (:mod:`.bwrap`), Landlock + seccomp only when the user opts in with
 ``--sandbox landlock`` (:mod:`.landlock`, weaker: the run report lists what it does not block),
 and nothing at all only with the explicit unsafe flag. When the chosen layer does not work
