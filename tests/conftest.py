@@ -65,7 +65,7 @@ def make_repo(tmp_path: Path) -> Callable[[dict[str, str]], Path]:
 def python_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
     """Test commands resolve their interpreter through PATH inside the sandbox: this venv's
     interpreter first (use with ``pytestmark = pytest.mark.usefixtures("python_on_path")``)."""
-    bindir = os.path.dirname(sys.executable)
+    bindir = Path(sys.executable).parent
     monkeypatch.setenv("PATH", f"{bindir}:{os.environ.get('PATH', '/usr/bin:/bin')}")
 
 

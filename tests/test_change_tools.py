@@ -128,7 +128,7 @@ def test_hostile_deletes_and_moves_are_refused_and_recorded(root: Path, firewall
     assert (root / "app/a.py").read_text() == "A = 1\n"
     assert (root / "app/b.py").read_text() == "B = 2\n"
     assert (root.parent / "outside" / "victim").read_text() == "CANARY-VICTIM\n"
-    assert sorted(os.listdir(root.parent / "outside")) == ["victim"]
+    assert sorted(p.name for p in (root.parent / "outside").iterdir()) == ["victim"]
     assert not (root / ".git").exists()
     assert not (root / "lib/a.py").exists()
     errors = [o for o in observations(provider) if "blocked by the scope firewall" in o]

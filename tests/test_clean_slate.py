@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import os
 import sys
 from pathlib import Path
 
@@ -35,7 +34,7 @@ def run(tmp_path: Path) -> ScriptedProvider:
         ]
     )
     provider = ScriptedProvider(Script.from_data(script))
-    env = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin"}
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}
     state = execute(
         Plan.model_validate(plan), repo, ExecuteOptions(provider, RunSettings(command_env=env))
     )
@@ -100,7 +99,7 @@ def test_memory_facts_reach_only_matching_nodes(tmp_path: Path) -> None:
         " expires: 2099-01-01T00:00:00Z}\n"
     )
     provider = ScriptedProvider(Script.from_data(fx.script()))
-    env = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin"}
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}
     state = execute(
         Plan.model_validate(fx.plan()), repo, ExecuteOptions(provider, RunSettings(command_env=env))
     )

@@ -28,7 +28,7 @@ CLI = [sys.executable, str(Path(__file__).with_name("crash_launcher.py"))]
 
 def _env(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
-    env["PATH"] = f"{os.path.dirname(sys.executable)}:{env.get('PATH', '/usr/bin:/bin')}"
+    env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '/usr/bin:/bin')}"
     env.pop("ANTI_SPRAWL_CRASH_AT", None)
     env.update(extra)
     return env

@@ -340,7 +340,7 @@ def test_f29_hard_link_to_outside_is_refused_both_ways(lay: Layout) -> None:
     assert_denied(lay, fw, lambda: fw.read_text("src/app/h"), "hardlink")
     assert_denied(lay, fw, lambda: fw.write_text("src/app/h", "pwned"), "hardlink")
     assert_denied(lay, fw, lambda: fw.check_write("src/app/h"), "hardlink")
-    assert os.stat(lay.outside / "secret").st_nlink == 2
+    assert (lay.outside / "secret").stat().st_nlink == 2
     _no_canary(fw.grep("CANARY", "src"))
 
 
@@ -367,7 +367,7 @@ def _bind_socket(path: Path) -> socket.socket:
     short = Path(tempfile.mkdtemp(prefix="fw"))
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.bind(str(short / "s"))
-    os.rename(short / "s", path)
+    (short / "s").rename(path)
     short.rmdir()
     return sock
 
@@ -377,7 +377,7 @@ def test_f30_special_files_never_hang(lay: Layout) -> None:
     os.mkfifo(lay.repo / "src/app/fifo")
     os.symlink("/dev/zero", lay.repo / "docs/z")
     sock = _bind_socket(lay.repo / "docs/sock")
-    with open(lay.repo / "docs/big.md", "wb") as fh:
+    with (lay.repo / "docs/big.md").open("wb") as fh:
         fh.truncate(3 * 1024**3)  # sparse: 3 GB without the disk space
     lay.seal()
     fw = lay.firewall()
@@ -668,7 +668,7 @@ def test_custom_deny_and_allow(lay: Layout) -> None:
 
 def test_sl4_symlink_to_home_credentials(lay: Layout) -> None:
     os.symlink(lay.home / ".aws/credentials", lay.repo / "docs/cfg.md")
-    os.makedirs(lay.repo / ".aws")
+    (lay.repo / ".aws").mkdir(parents=True)
     (lay.repo / ".aws/credentials").write_text("CANARY-AWS\n")
     os.symlink("../.aws/credentials", lay.repo / "docs/cfg2.md")
     lay.seal()

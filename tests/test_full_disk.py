@@ -81,7 +81,7 @@ def _in_namespace(script: str, repo: Path, plan: Path, run_script: Path, out: Pa
         SCRIPT=str(run_script),
         REPO=str(repo),
         OUT=str(out),
-        PATH=f"{os.path.dirname(sys.executable)}:{env.get('PATH', '/usr/bin:/bin')}",
+        PATH=f"{Path(sys.executable).parent}:{env.get('PATH', '/usr/bin:/bin')}",
     )
     subprocess.run([*UNSHARE, "sh", "-c", script], env=env, check=True, timeout=300)
 

@@ -33,7 +33,7 @@ CANARY = "CANARY-MEMORY-9c1f"
 
 @pytest.fixture(autouse=True)
 def _python_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PATH", f"{os.path.dirname(sys.executable)}:/usr/bin:/bin")
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}:/usr/bin:/bin")
 
 
 def victim_dir(tmp_path: Path) -> tuple[Path, dict[str, bytes]]:
@@ -182,7 +182,7 @@ def test_the_users_own_memory_is_shown_as_untrusted_data(tmp_path: Path) -> None
         " scope: ['pkg/**'], expires: 2099-01-01T00:00:00Z}\n"
     )
     provider = ScriptedProvider(Script.from_data(fx.script()))
-    env = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin"}
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}
     result = execute(
         Plan.model_validate(fx.plan()), repo, ExecuteOptions(provider, RunSettings(command_env=env))
     )
@@ -202,7 +202,7 @@ def test_the_users_own_memory_is_shown_as_untrusted_data(tmp_path: Path) -> None
 def test_the_state_dir_is_private_and_checked_before_use(tmp_path: Path) -> None:
     repo = fx.make_repo(tmp_path)
     provider = ScriptedProvider(Script.from_data(fx.script()))
-    env = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin"}
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}
     execute(
         Plan.model_validate(fx.plan()), repo, ExecuteOptions(provider, RunSettings(command_env=env))
     )

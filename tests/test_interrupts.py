@@ -29,7 +29,7 @@ HELD = 120.0  # the fake server holds the first call this long: far past any tes
 
 def _env() -> dict[str, str]:
     env = dict(os.environ)
-    env["PATH"] = f"{os.path.dirname(sys.executable)}:{env.get('PATH', '/usr/bin:/bin')}"
+    env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '/usr/bin:/bin')}"
     for key in ("ANTI_SPRAWL_CRASH_AT", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY"):
         env.pop(key, None)
     return env

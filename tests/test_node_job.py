@@ -30,7 +30,7 @@ from anti_sprawl.run.runner import ExecuteOptions, RunSettings, execute
 
 from . import e2e_fixture as fx
 
-ENV = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin"}
+ENV = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}
 SECRET = "sk-ant-job-secret-0123456789abcdefghijkl"
 
 

@@ -42,7 +42,7 @@ LEAKY_MODULE = (
 def cli(tmp_path: Path, repo: Path, plan: dict[str, Any], script: dict[str, Any], *extra: str):
     plan_path, script_path = fx.write_inputs(tmp_path, plan, script)
     env = dict(
-        os.environ, ANTHROPIC_API_KEY=KEY, PATH=f"{os.path.dirname(sys.executable)}:/usr/bin:/bin"
+        os.environ, ANTHROPIC_API_KEY=KEY, PATH=f"{Path(sys.executable).parent}:/usr/bin:/bin"
     )
     args = [sys.executable, "-m", "anti_sprawl", "execute", str(plan_path), "--repo", str(repo)]
     return subprocess.run(
@@ -122,7 +122,7 @@ def test_a_nul_byte_does_not_hide_a_secret_from_the_commit_scan(
     repo = fx.make_repo(tmp_path)
     provider = ScriptedProvider(Script.from_data(fx.script(a=fx.worker_turns("pkg/a.py", content))))
     redactor = Redactor([KEY])
-    env = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin"}
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}
     opts = ExecuteOptions(
         RedactingProvider(provider, redactor), RunSettings(command_env=env), redactor=redactor
     )

@@ -26,7 +26,7 @@ SLOW = [sys.executable, "-c", "import time; time.sleep(2)"]
 
 def _env() -> dict[str, str]:
     env = dict(os.environ)
-    env["PATH"] = f"{os.path.dirname(sys.executable)}:{env.get('PATH', '/usr/bin:/bin')}"
+    env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '/usr/bin:/bin')}"
     env.pop("ANTI_SPRAWL_CRASH_AT", None)
     return env
 

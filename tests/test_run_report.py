@@ -92,7 +92,7 @@ def test_hidden_characters_are_flagged(tmp_path: Path) -> None:
     (repo / "pkg" / "base.py").write_text("def base() -> int:\n    return 1\n" + hidden)
     fx.git(repo, "-c", "user.name=t", "-c", "user.email=t@l", "commit", "-qam", "hidden")
     plan_path, script_path = fx.write_inputs(tmp_path, fx.plan(), fx.script())
-    env = {"PATH": f"{os.path.dirname(sys.executable)}:{os.environ.get('PATH', '')}"}
+    env = {"PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
     args = ["execute", str(plan_path), "--repo", str(repo), "--script", str(script_path), "--json"]
     result = runner.invoke(app, args, env=env)
     assert result.exit_code == 0, result.output

@@ -148,7 +148,7 @@ def test_the_limit_reaches_the_model_and_the_verdict(tmp_path: Path) -> None:
     plan = fx.plan()
     plan["tasks"][0]["test_command"] = [sys.executable, "-c", "bytearray(3 << 30)"]
     plan_path, script_path = fx.write_inputs(tmp_path, plan, fx.script())
-    env = dict(os.environ, PATH=f"{os.path.dirname(sys.executable)}:/usr/bin:/bin")
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:/usr/bin:/bin")
     args = [sys.executable, "-m", "anti_sprawl", "execute", str(plan_path), "--repo", str(repo)]
     args += ["--script", str(script_path), "--sandbox-limit", "memory=256M"]
     done = subprocess.run(args, env=env, capture_output=True, text=True)
@@ -260,7 +260,7 @@ def test_the_run_report_says_what_landlock_does_not_block(tmp_path: Path) -> Non
         pytest.skip("Landlock does not work here")
     repo = fx.make_repo(tmp_path)
     plan_path, script_path = fx.write_inputs(tmp_path, fx.plan(), fx.script())
-    env = dict(os.environ, PATH=f"{os.path.dirname(sys.executable)}:/usr/bin:/bin")
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:/usr/bin:/bin")
     args = [sys.executable, "-m", "anti_sprawl", "execute", str(plan_path), "--repo", str(repo)]
     args += ["--script", str(script_path), "--sandbox", "landlock", "--json"]
     done = subprocess.run(args, env=env, capture_output=True, text=True)

@@ -149,10 +149,10 @@ def root_only(tmp_path: Path) -> Path:
     """A root-only file inside a tree the user allows: root must not mean readable."""
     where = tmp_path / "allowed"
     where.mkdir()
-    os.chmod(where, 0o755)
+    where.chmod(0o755)
     secret = where / "root-only.txt"
     secret.write_text(f"{C['rootonly']}\n")
-    os.chmod(secret, 0o600)
+    secret.chmod(0o600)
     return where
 
 
@@ -164,7 +164,7 @@ def test_a_hostile_test_module_finds_nothing_outside_its_worktree(
     plan, script = attacker_plan_and_script(repo, home, extra)
     provider = ScriptedProvider(Script.from_data(script))
     env = {
-        "PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin",
+        "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
         "HOME": str(home),
         "ORCH_SECRET_TOKEN": C["orchestrator"],
     }
@@ -246,7 +246,7 @@ def test_the_cli_takes_home_from_the_environment(tmp_path: Path) -> None:
     repo, home = hostile_repo(tmp_path)
     plan, script = attacker_plan_and_script(repo, home, [])
     plan_path, script_path = fx.write_inputs(tmp_path, plan, script)
-    env = dict(os.environ, HOME=str(home), PATH=f"{os.path.dirname(sys.executable)}:/usr/bin:/bin")
+    env = dict(os.environ, HOME=str(home), PATH=f"{Path(sys.executable).parent}:/usr/bin:/bin")
     args = [sys.executable, "-m", "anti_sprawl", "execute", str(plan_path), "--repo", str(repo)]
     done = subprocess.run(
         [*args, "--script", str(script_path), "--json"], env=env, capture_output=True, text=True

@@ -280,9 +280,9 @@ def test_audit_keeps_renames_in_scope_and_reverts_the_half_outside(repo: Path) -
     with make_ws(repo) as ws:
         w = ws.path
         (w / "src/app/sub").mkdir()
-        os.rename(w / "src/app/x.py", w / "src/app/sub/x2.py")  # inside: a rename git sees
-        os.rename(w / "src/lib/z.py", w / "src/app/z.py")  # from outside: source restored
-        os.rename(w / "src/app/y.py", w / "docs/y.md")  # to outside: the copy is removed
+        (w / "src/app/x.py").rename(w / "src/app/sub/x2.py")  # inside: a rename git sees
+        (w / "src/lib/z.py").rename(w / "src/app/z.py")  # from outside: source restored
+        (w / "src/app/y.py").rename(w / "docs/y.md")  # to outside: the copy is removed
         result = audit(ws, ["src/app/"])
         assert {(v.path, v.detail) for v in result.violations} == {
             ("src/lib/z.py", "deleted"),

@@ -215,7 +215,7 @@ def ensure_state_dir(repo: Path) -> Path:
     """The checked state directory, created (mode 0700) if it does not exist yet."""
     state = check_state_dir(repo)
     try:
-        os.mkdir(state, 0o700)
+        state.mkdir(mode=0o700)
     except FileExistsError:
         pass
     except OSError as exc:
