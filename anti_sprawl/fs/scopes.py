@@ -13,7 +13,7 @@ over components, which is sound with respect to that matcher (tested with hypoth
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 
 import pathspec
@@ -120,7 +120,19 @@ def _components(entry: str) -> tuple[str, ...]:
 @lru_cache(maxsize=65536)
 def _segments_intersect(a: str, b: str) -> bool:
     """Can one path component match both single-segment globs ``a`` and ``b``?"""
-    ta, tb = _tokens(a), _tokens(b)
+    return _intersect(_tokens(a), _tokens(b), "*", _chars_compatible)
+
+
+def _intersect(
+    a: Sequence[str], b: Sequence[str], star: str, compatible: Callable[[str, str], bool]
+) -> bool:
+    """Does some word match both token sequences ``a`` and ``b``?
+
+    A product-automaton search: ``star`` matches any run of symbols (none included), any other
+    token exactly one symbol, and two such tokens can match the same symbol when
+    ``compatible``. Used twice: over the characters of one path component (``*``) and over
+    the components of a path (``**``), with the first as the second's ``compatible``.
+    """
     seen: set[tuple[int, int]] = set()
     stack = [(0, 0)]
     while stack:
@@ -128,15 +140,16 @@ def _segments_intersect(a: str, b: str) -> bool:
         if (i, j) in seen:
             continue
         seen.add((i, j))
-        if i == len(ta) and j == len(tb):
+        if i == len(a) and j == len(b):
             return True
-        # epsilon moves: a star may match nothing
-        if i < len(ta) and ta[i] == "*":
+        x = a[i] if i < len(a) else None
+        y = b[j] if j < len(b) else None
+        if x == star:  # epsilon moves: a star may match nothing
             stack.append((i + 1, j))
-        if j < len(tb) and tb[j] == "*":
+        if y == star:
             stack.append((i, j + 1))
-        if i < len(ta) and j < len(tb) and _chars_compatible(ta[i], tb[j]):
-            stack.append((i if ta[i] == "*" else i + 1, j if tb[j] == "*" else j + 1))
+        if x is not None and y is not None and (x == star or y == star or compatible(x, y)):
+            stack.append((i if x == star else i + 1, j if y == star else j + 1))
     return False
 
 
@@ -170,25 +183,7 @@ def _chars_compatible(x: str, y: str) -> bool:
 
 def may_overlap(a: str, b: str) -> bool:
     """Could some path be matched by both scope entries ``a`` and ``b``?"""
-    ca, cb = _components(a), _components(b)
-    seen: set[tuple[int, int]] = set()
-    stack = [(0, 0)]
-    while stack:
-        i, j = stack.pop()
-        if (i, j) in seen:
-            continue
-        seen.add((i, j))
-        if i == len(ca) and j == len(cb):
-            return True
-        if i < len(ca) and ca[i] == "**":
-            stack.append((i + 1, j))
-        if j < len(cb) and cb[j] == "**":
-            stack.append((i, j + 1))
-        if i < len(ca) and j < len(cb):
-            x, y = ca[i], cb[j]
-            if x == "**" or y == "**" or _segments_intersect(x, y):
-                stack.append((i if x == "**" else i + 1, j if y == "**" else j + 1))
-    return False
+    return _intersect(_components(a), _components(b), "**", _segments_intersect)
 
 
 class Scope:
