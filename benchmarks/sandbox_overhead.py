@@ -12,7 +12,7 @@ from pathlib import Path
 import pathspec
 from _harness import PER_DIR, median_seconds, n_files_arg, write_files
 
-from anti_sprawl.fs.path_rules import DEFAULT_ALLOW, DEFAULT_DENY, DenyRules
+from anti_sprawl.fs.deny_rules import DEFAULT_ALLOW, DEFAULT_DENY, DenyRules
 from anti_sprawl.sandbox.policy import mask_below
 from anti_sprawl.sandbox.sandbox import SandboxPolicy, probe_sandbox, run_command
 

@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from anti_sprawl.fs.deny_rules import DEFAULT_ALLOW, DEFAULT_DENY, DenyRules
 from anti_sprawl.fs.firewall import EditError, Firewall, FirewallError
-from anti_sprawl.fs.path_rules import DEFAULT_ALLOW, DEFAULT_DENY, DenyRules
 from anti_sprawl.fs.scopes import Scope
 from tests.fw_layout import (
     BACKENDS,

@@ -19,10 +19,8 @@ from pathlib import Path
 from ..errors import RunError
 from . import safe_fs
 from .confinement import Confinement, join, refusal_from_os
+from .deny_rules import DEFAULT_ALLOW, DEFAULT_DENY, DenyRules
 from .path_rules import (
-    DEFAULT_ALLOW,
-    DEFAULT_DENY,
-    DenyRules,
     DirEntry,
     EditError,
     FirewallError,

@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from ..fs.path_rules import DEFAULT_ALLOW, DEFAULT_DENY, DenyRules
+from ..fs.deny_rules import DEFAULT_ALLOW, DEFAULT_DENY, DenyRules
 from ..fs.scopes import entry_problem, is_glob, normalize_entry
 from ..sandbox.command_template import template_problem
 from .graph import dependency_edges, find_cycle
