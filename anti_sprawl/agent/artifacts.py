@@ -154,7 +154,7 @@ class Observation:
 
 
 class Rendered(Protocol):
-    """What ``Observer.render`` needs of a tool's outcome (``loop.ToolOutcome``)."""
+    """What ``Observer.render`` needs of a tool's outcome (``dispatch.ToolOutcome``)."""
 
     @property
     def text(self) -> str: ...

@@ -14,7 +14,7 @@ from ..fs.firewall import Firewall
 from ..outline.views import read_view
 from . import change_tools
 from .change_tools import refuse_placeholder
-from .loop import Handler, Tool, ToolOutcome
+from .dispatch import Handler, Tool, ToolOutcome
 from .tools import WORKER_TOOLS, tool_args_model
 
 __all__ = ["read_handlers", "tool_table", "write_handlers"]

@@ -41,8 +41,9 @@ from ..tokens import TokenCounter
 from .artifacts import ArtifactStore, Observer
 from .budget import Budget, RunBudget
 from .digest import Compactor
+from .dispatch import Ending, ToolOutcome
 from .handlers import read_handlers, tool_table, write_handlers
-from .loop import TRANSCRIPT, Ending, Loop, ToolOutcome, Transcript
+from .loop import TRANSCRIPT, Loop, Transcript
 from .tools import FinishArgs
 
 __all__ = [

@@ -18,8 +18,9 @@ from pydantic import BaseModel, Field
 
 from ..agent.artifacts import Observer
 from ..agent.budget import Budget
+from ..agent.dispatch import Ending, Handler, Tool, ToolOutcome, ToolRefusal
 from ..agent.handlers import read_handlers, tool_table
-from ..agent.loop import Ending, Handler, Loop, Tool, ToolOutcome, ToolRefusal
+from ..agent.loop import Loop
 from ..context.manifest import save_manifest
 from ..errors import UsageError
 from ..fs.firewall import Firewall, FirewallError, Violation
