@@ -23,7 +23,7 @@ from pydantic import BaseModel
 from ..agent.worker import CALL_SLACK
 from ..context.lean import LEAN_SHARE, Scoped, reserve_for
 from ..fs.scopes import Scope, is_glob, normalize_entry
-from ..outline.python import python_imports
+from ..outline.pyfacts import python_imports
 from ..outline.views import MIN_REGION_TOKENS
 from ..plan.model import Plan, TaskNode
 from .repomap.ranking import module_index
