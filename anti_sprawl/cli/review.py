@@ -30,7 +30,7 @@ __all__ = ["eval_cmd", "inspect", "pr_cmd", "status"]
 @handle_errors
 def status(
     run_id: Annotated[str | None, typer.Argument(metavar="RUN_ID")] = None,
-    repo: RepoReq = Path("."),
+    repo: RepoReq = Path(),
     as_json: JsonOpt = False,
 ) -> None:
     """List runs, or show one run's nodes."""
@@ -69,7 +69,7 @@ def status(
 @handle_errors
 def inspect(
     run_id: Annotated[str, typer.Argument(metavar="RUN_ID")],
-    repo: RepoReq = Path("."),
+    repo: RepoReq = Path(),
     task: Annotated[str | None, typer.Option("--task", help="Only this task's calls.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -77,7 +77,7 @@ def inspect(
     from ..context.manifest import load_manifests, render_manifests
     from ..run.journal import Journal
 
-    journal = Journal.load(existing_dir(repo) or Path("."), run_id)
+    journal = Journal.load(existing_dir(repo) or Path(), run_id)
     if task is not None and task not in journal.state.tasks:
         raise UsageError(f"run {run_id} has no task {task!r}")
     manifests = load_manifests(journal.paths.manifests, task)
