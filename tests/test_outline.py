@@ -7,14 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from anti_sprawl.outline.python import (
-    FALLBACK_LINES,
-    outlinable,
-    outline_file,
-    outline_python,
-    python_imports,
-    scan_python,
-)
+from anti_sprawl.outline.pyfacts import python_imports, scan_python
+from anti_sprawl.outline.python import FALLBACK_LINES, outlinable, outline_file, outline_python
 
 MODULE = '''"""Order service: create and cancel orders.
 

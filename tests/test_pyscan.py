@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from anti_sprawl.outline.python import scan_python
+from anti_sprawl.outline.pyfacts import scan_python
 from anti_sprawl.planner.repomap.pyscan import scan_python_fast
 
 ROOT = Path(__file__).resolve().parents[1]

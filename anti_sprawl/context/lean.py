@@ -15,6 +15,9 @@ The target is ``lean_target``: the smaller of 16k tokens and 40% of the node's p
    the goal points at, full outlines (with first docstring lines).
 
 Every file's form and the reason for it is a ``manifest.FileChoice``.
+
+One cohesive module a little over 300 lines: the claims above share one running remainder of
+the target, and splitting them would pass that remainder between modules.
 """
 
 from __future__ import annotations

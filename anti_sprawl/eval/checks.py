@@ -4,6 +4,9 @@ Every check reads real state: the branch's diff and log, the files under ``.anti
 each recorded request serialized with ``request_text``, and the test command run again on a
 fresh checkout of the branch. Some checks are always on: the run completed, nothing outside
 a succeeded task's write scope landed, the user's checkout is untouched, tokens agree.
+
+One cohesive module at ~300 lines: every check reads the same ``Evidence``, and ``score`` lists
+them all in one place; splitting would separate the checks from that list.
 """
 
 from __future__ import annotations

@@ -5,6 +5,9 @@ whose write scope is empty, so secrets and ``.git/`` are refused) and ``submit_p
 submission is validated against the repository; its errors go back as the tool's error result,
 up to ``max_rounds`` submissions. A valid plan gets scope assistance (``planner.assist``) before
 it is returned. Tokens are capped over the whole planning conversation.
+
+One cohesive module over 300 lines: ``_Session`` is the loop's policy, its tools and the state
+they share (submissions, the manifest, the caps); splitting would pass that state around.
 """
 
 from __future__ import annotations

@@ -175,35 +175,47 @@ class _Driver:
         stopped_at: float | None = None
         while True:
             if not self.stop.is_set() and not self.errors:
-                for task in self.sched.get_ready(limit=self.jobs - len(self.running)):
-                    self.running.add(task)
-                    threading.Thread(
-                        target=self._work, args=(task,), name=f"node-{task}", daemon=True
-                    ).start()
+                self._start_ready()
             if not self.running:
                 return
             if self.stop.is_set():
                 stopped_at = time.monotonic() if stopped_at is None else stopped_at
                 if grace is not None and time.monotonic() - stopped_at >= grace:
                     return  # the nodes still running are abandoned
-            try:
-                # A short timeout: a stop (Ctrl-C) is noticed even while nothing finishes.
-                done = [self.results.get(timeout=0.1)]
-            except queue.Empty:
-                continue
-            while not self.results.empty():
-                done.append(self.results.get_nowait())
-            for task, outcome, exc in done:
-                self.running.discard(task)
-                if exc is not None:
-                    self.errors.append(exc)
-                    outcome = "failed"
-                if self.lander is not None and outcome == "succeeded":
-                    self.lander.ready.add(task)
-                else:
-                    self._finish(task, outcome)
-            if self.lander is not None:
-                self.lander.land_in_order(self.sched, self._finish, self.errors)
+            done = self._wait()
+            if done:
+                self._record(done)
+
+    def _start_ready(self) -> None:
+        for task in self.sched.get_ready(limit=self.jobs - len(self.running)):
+            self.running.add(task)
+            threading.Thread(
+                target=self._work, args=(task,), name=f"node-{task}", daemon=True
+            ).start()
+
+    def _wait(self) -> list[_Done]:
+        """What finished: waits a short time, so a stop (Ctrl-C) is noticed even while nothing
+        finishes; then takes everything else already done."""
+        try:
+            done = [self.results.get(timeout=0.1)]
+        except queue.Empty:
+            return []
+        while not self.results.empty():
+            done.append(self.results.get_nowait())
+        return done
+
+    def _record(self, done: list[_Done]) -> None:
+        for task, outcome, exc in done:
+            self.running.discard(task)
+            if exc is not None:
+                self.errors.append(exc)
+                outcome = "failed"
+            if self.lander is not None and outcome == "succeeded":
+                self.lander.ready.add(task)
+            else:
+                self._finish(task, outcome)
+        if self.lander is not None:
+            self.lander.land_in_order(self.sched, self._finish, self.errors)
 
 
 def topological_order(

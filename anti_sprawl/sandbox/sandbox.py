@@ -9,6 +9,9 @@ here, commands are refused with the install hint. The environment is built from 
 allow-list, never by filtering. A timeout or the output cap kills the whole process group;
 output is kept as head + tail, redacted, with the full (redacted) log on disk; a command that
 hit a resource limit says which in ``CommandResult.limit``.
+
+Over 300 lines: probing a layer runs the very wrapper a command runs in, so the probe stays
+next to ``run_command`` (moving it out would also touch run/runner.py, which imports it).
 """
 
 from __future__ import annotations

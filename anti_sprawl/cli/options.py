@@ -1,0 +1,241 @@
+"""Options shared by several commands, and what they build: the sandbox policy, the provider,
+the price table, a model's output cap, a validated plan.
+
+The heavy modules are imported inside the builders, so ``anti-sprawl --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import os
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from ..errors import UsageError
+from .output import stderr
+
+
+def existing_dir(repo: Path | None) -> Path | None:
+    if repo is None:
+        return None
+    if not repo.exists():
+        raise UsageError(f"repository not found: {repo}")
+    if not repo.is_dir():
+        raise UsageError(f"--repo must be a directory: {repo}")
+    return repo
+
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+RepoOpt = Annotated[
+    Path | None, typer.Option("--repo", help="Repository the plan is for (enables path checks).")
+]
+
+
+ProviderOpt = Annotated[
+    str | None,
+    typer.Option("--provider", help="anthropic | openai | scripted (default: from env)."),
+]
+ModelOpt = Annotated[str | None, typer.Option("--model", help="Model name.")]
+BaseUrlOpt = Annotated[
+    str | None, typer.Option("--base-url", help="OpenAI-compatible server URL (Ollama, vLLM, ...).")
+]
+ScriptOpt = Annotated[
+    Path | None, typer.Option("--script", help="Script file for the scripted (offline) provider.")
+]
+RepoReq = Annotated[Path, typer.Option("--repo", help="The git repository to work on.")]
+LeanCeilingOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--lean-ceiling",
+        min=1_000,
+        help="Ceiling of a node's lean first prompt, in tokens (default 16,000); a node's "
+        "target is the smaller of this and 40% of its token_budget.",
+    ),
+]
+MaxOutOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-output-tokens",
+        min=256,
+        help="Output cap of one model response (default: the model's own limit; 4096 for an "
+        "unknown model on a --base-url server).",
+    ),
+]
+JobsOpt = Annotated[int, typer.Option("--jobs", "-j", min=1, max=64, help="Nodes run at once.")]
+MaxTokensOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-tokens",
+        min=1,
+        help="Run-wide cap on tokens over every model call; the call that could cross it is "
+        "not made and the run ends interrupted (resume with a higher cap to finish).",
+    ),
+]
+MaxCostOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--max-cost",
+        min=0.0,
+        help="Run-wide cap in US dollars at the models' prices; the call that could cross it "
+        "is not made and the run ends interrupted (resume with a higher cap to finish).",
+    ),
+]
+PricesOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--prices",
+        help="YAML/JSON prices per model (dollars per million tokens) over the bundled table "
+        "(default: $XDG_CONFIG_HOME/anti-sprawl/prices.yaml when it exists).",
+    ),
+]
+UnsafeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-unsandboxed",
+        help="Run test commands without an OS sandbox when none works here (unsafe).",
+    ),
+]
+
+
+class SandboxChoice(StrEnum):
+    bwrap = "bwrap"
+    landlock = "landlock"
+
+
+SandboxOpt = Annotated[
+    SandboxChoice,
+    typer.Option(
+        "--sandbox",
+        help="OS sandbox for test commands: bwrap, or landlock (weaker: opt-in only).",
+    ),
+]
+SandboxAllowOpt = Annotated[
+    list[Path] | None,
+    typer.Option(
+        "--sandbox-allow",
+        help="Extra read-only path test commands may see (repeatable); secrets stay masked.",
+    ),
+]
+SetupNetworkOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-setup-network",
+        help="Let the plan's setup_command use the network (e.g. npm ci); test commands never can.",
+    ),
+]
+SandboxLimitOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--sandbox-limit",
+        help="NAME=VALUE resource limit for test commands (repeatable): processes, memory, "
+        "file-size, tmp, output; e.g. memory=2G.",
+    ),
+]
+
+
+def sandbox_policy(
+    layer: SandboxChoice,
+    allow: list[Path] | None,
+    limits: list[str] | None,
+    allow_unsandboxed: bool,
+    setup_network: bool = False,
+) -> Any:
+    """The one SandboxPolicy of a run, from the flags and this process's $HOME."""
+    from pydantic import ValidationError
+
+    from ..sandbox.policy import ResourceLimits, SandboxPolicy, parse_limit
+
+    fields = dict(parse_limit(text) for text in limits or ())
+    try:
+        resources = ResourceLimits(**fields)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise UsageError(f"--sandbox-limit {first['loc'][0]}: {first['msg']}") from None
+    if setup_network and layer is not SandboxChoice.bwrap:
+        raise UsageError(
+            "--allow-setup-network needs --sandbox bwrap (Landlock has no network mode)"
+        )
+    home = os.environ.get("HOME")
+    return SandboxPolicy(
+        allow_unsandboxed=allow_unsandboxed,
+        layers=(layer.value,),
+        allow_paths=tuple(p.absolute() for p in allow or ()),
+        home=Path(home) if home else None,
+        limits=resources,
+        setup_network=setup_network,
+    )
+
+
+def price_table(prices: Path | None, provider: Any, base_url: str | None) -> Any:
+    """The price table of a command: the bundled one, the user's config file, ``--prices``.
+
+    The environment is read here, once: the config directory ($XDG_CONFIG_HOME, else
+    ~/.config) and whether the provider talks to a local server (zero unless priced).
+    """
+    from ..providers.prices import load_prices
+
+    if prices is None:
+        home = os.environ.get("HOME")
+        config = os.environ.get("XDG_CONFIG_HOME") or (f"{home}/.config" if home else None)
+        found = Path(config) / "anti-sprawl" / "prices.yaml" if config else None
+        prices = found if found is not None and found.is_file() else None
+    env_url = {"anthropic": "ANTHROPIC_BASE_URL", "openai": "OPENAI_BASE_URL"}.get(provider.name)
+    local = (
+        provider.name == "scripted" or bool(base_url) or bool(env_url and os.environ.get(env_url))
+    )
+    return load_prices(prices, local=local)
+
+
+def warn_unpriced(table: Any, models: list[str]) -> None:
+    """One warning per model the table cannot price: its cost is reported in tokens only."""
+    for name in table.unpriced(models):
+        stderr().print(
+            f"anti-sprawl: warning: no price for model {name}: its cost is shown in tokens "
+            "only (add it to a prices file: --prices FILE)",
+            markup=False,
+        )
+
+
+def build_provider(
+    provider: str | None, model: str | None, base_url: str | None, script: Path | None
+) -> Any:
+    from ..providers import select_provider
+    from ..providers.redacting import RedactingProvider
+    from ..redact import Redactor, env_secrets
+
+    chosen = select_provider(
+        provider=provider, model=model, base_url=base_url, script=script, env=os.environ
+    )
+    # Every request is scrubbed of the secret values this process can see before it leaves.
+    return RedactingProvider(chosen, Redactor(env_secrets(os.environ)))
+
+
+def local_server(provider: Any, base_url: str | None) -> bool:
+    """The OpenAI provider behind a ``--base-url`` server: unknown models get a small output cap."""
+    return provider.name == "openai" and bool(base_url or os.environ.get("OPENAI_BASE_URL"))
+
+
+def output_limit(flag: int | None, provider: Any, base_url: str | None) -> int:
+    """``--max-output-tokens``, else the default for the chosen model (providers/limits.py)."""
+    from ..providers.limits import default_output_limit
+
+    if flag is not None:
+        return flag
+    local = local_server(provider, base_url)
+    return default_output_limit(provider.name, provider.model, local_server=local)
+
+
+def plan_for(plan_file: Path, repo: Path) -> Any:
+    """A plan file validated against ``repo``; an invalid one is the user's mistake (exit 2)."""
+    from ..plan.model import load_plan_data
+    from ..plan.validate import validate as run_validation
+    from ..run.runner import check_repo
+
+    check_repo(repo)
+    report = run_validation(load_plan_data(plan_file), existing_dir(repo))
+    if report.plan is None or not report.valid:
+        first = report.errors[0].message if report.errors else "invalid plan"
+        raise UsageError(f"{plan_file} is not a valid plan: {first} (see 'anti-sprawl validate')")
+    return report.plan

@@ -1,0 +1,174 @@
+"""Commands of the plan stage: ``plan`` (the planner writes a plan), ``validate``, ``show`` and
+``schema`` (a person reads and checks it). The work is in cli/plan.py and the plan/ layer."""
+
+from __future__ import annotations
+
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from ..errors import UsageError
+from .options import (
+    BaseUrlOpt,
+    JsonOpt,
+    MaxOutOpt,
+    ModelOpt,
+    PricesOpt,
+    ProviderOpt,
+    RepoOpt,
+    RepoReq,
+    ScriptOpt,
+    build_provider,
+    existing_dir,
+    local_server,
+    output_limit,
+    price_table,
+)
+from .output import handle_errors, print_json, stdout
+
+__all__ = ["ShowFormat", "plan_cmd", "schema", "show", "validate"]
+
+
+@handle_errors
+def plan_cmd(
+    requirement: Annotated[
+        str,
+        typer.Argument(metavar="REQUIREMENT", help="The requirement text, or @FILE to read it."),
+    ],
+    repo: RepoReq,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "--output", "-o", help="Plan file to write (default under .anti-sprawl/plans/)."
+        ),
+    ] = None,
+    expand_read_scope: Annotated[
+        bool,
+        typer.Option(
+            "--expand-read-scope", help="Add write-scope files' direct imports to read scopes."
+        ),
+    ] = False,
+    max_rounds: Annotated[
+        int, typer.Option("--max-rounds", min=1, max=10, help="Repair rounds.")
+    ] = 3,
+    models: Annotated[
+        str | None,
+        typer.Option(
+            "--models",
+            help="Comma-separated models the planner may give tasks (cheap ones for mechanical "
+            "work, strong ones for design); the first is the plan's default.",
+        ),
+    ] = None,
+    max_output_tokens: MaxOutOpt = None,
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    script: ScriptOpt = None,
+    prices: PricesOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Plan a requirement: a read-only planner model proposes a validated DAG of scoped tasks."""
+    from .plan import parse_models, run_plan_command
+
+    allowed = parse_models(models)
+    chosen = build_provider(provider, model, base_url, script)
+    table = price_table(prices, chosen, base_url)
+    console = stdout() if not as_json else Console(stderr=True, highlight=False)
+    code = run_plan_command(
+        requirement,
+        repo,
+        output,
+        chosen,
+        expand_read_scope=expand_read_scope,
+        max_rounds=max_rounds,
+        console=console,
+        as_json=as_json,
+        models=allowed,
+        prices=table,
+        max_output_tokens=output_limit(max_output_tokens, chosen, base_url),
+        local_server=local_server(chosen, base_url),
+    )
+    if code:
+        raise typer.Exit(code)
+
+
+@handle_errors
+def schema() -> None:
+    """Print the JSON Schema of plan files."""
+    from ..plan.model import Plan
+
+    print_json(Plan.model_json_schema())
+
+
+@handle_errors
+def validate(
+    plan_file: Annotated[Path, typer.Argument(metavar="PLAN", help="Plan file (YAML or JSON).")],
+    repo: RepoOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Check a plan: ids, dependencies, cycles, scopes, budgets, unordered overlaps."""
+    from ..plan.model import load_plan_data
+    from ..plan.validate import validate as run_validation
+    from ..views.plan import render_report
+
+    data = load_plan_data(plan_file)
+    report = run_validation(data, existing_dir(repo))
+    fits: list[Any] = []
+    commit: str | None = None
+    if repo is not None and report.valid and report.plan is not None:
+        from ..context.essentials import add_problems, first_prompts, start_commit
+
+        commit = start_commit(repo, report.plan.base)
+        fits = first_prompts(report.plan, repo, commit)
+        report = add_problems(report, fits)
+    if as_json:
+        print_json(report.model_dump(mode="json"))
+    else:
+        render_report(report, stdout(), source=str(plan_file))
+        if fits:
+            from ..context.essentials import render_first_prompts
+
+            render_first_prompts(fits, stdout(), commit)
+    if not report.valid:
+        raise typer.Exit(1)
+
+
+class ShowFormat(StrEnum):
+    tree = "tree"
+    mermaid = "mermaid"
+    dot = "dot"
+    json = "json"
+
+
+@handle_errors
+def show(
+    plan_file: Annotated[Path, typer.Argument(metavar="PLAN", help="Plan file (YAML or JSON).")],
+    fmt: Annotated[
+        ShowFormat, typer.Option("--format", "-f", help="Output format.")
+    ] = ShowFormat.tree,
+) -> None:
+    """Show the DAG in layers (what can run in parallel) with scopes and budgets."""
+    from ..plan.model import load_plan_data
+    from ..plan.validate import validate as run_validation
+    from ..views import plan as report
+
+    result = run_validation(load_plan_data(plan_file))
+    if result.plan is None or any(p.code in ("cycle", "unknown_dependency") for p in result.errors):
+        first = result.errors[0].message if result.errors else "invalid plan"
+        raise UsageError(f"cannot show {plan_file}: {first} (run 'anti-sprawl validate')")
+    plan = result.plan
+    if fmt is ShowFormat.tree:
+        report.render_plan_tree(plan, stdout())
+    elif fmt is ShowFormat.mermaid:
+        sys.stdout.write(report.plan_mermaid(plan))
+    elif fmt is ShowFormat.dot:
+        sys.stdout.write(report.plan_dot(plan))
+    else:
+        sys.stdout.write(report.plan_json(plan))
+
+
+# --- providers and runs ------------------------------------------------------------------

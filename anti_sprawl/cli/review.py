@@ -1,0 +1,170 @@
+"""Commands that look at runs: ``status`` (runs and their nodes), ``inspect`` (what each model
+call saw), ``pr`` (push a run's branch and open its pull request; the work is in cli/pr.py) and
+``eval`` (the evaluation suite; anti_sprawl/eval/)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from ..errors import UsageError
+from .options import (
+    BaseUrlOpt,
+    JsonOpt,
+    MaxOutOpt,
+    ModelOpt,
+    ProviderOpt,
+    RepoReq,
+    UnsafeOpt,
+    existing_dir,
+)
+from .output import handle_errors, print_json, stdout
+
+__all__ = ["eval_cmd", "inspect", "pr_cmd", "status"]
+
+
+@handle_errors
+def status(
+    run_id: Annotated[str | None, typer.Argument(metavar="RUN_ID")] = None,
+    repo: RepoReq = Path(),
+    as_json: JsonOpt = False,
+) -> None:
+    """List runs, or show one run's nodes."""
+    from ..run.journal import Journal, list_runs
+    from ..run.runner import check_repo
+    from ..views.run import render_runs, render_verdict
+
+    repo = check_repo(repo)
+    if run_id is None:
+        runs = list_runs(repo)
+        if as_json:
+            print_json(
+                [
+                    {
+                        "run_id": s.run_id,
+                        "plan_id": s.plan_id,
+                        "status": s.status,
+                        "branch": s.branch,
+                        "created_at": s.created_at,
+                        "tokens": s.tokens.total,
+                        "cost_usd": s.cost_usd,
+                    }
+                    for s in runs
+                ]
+            )
+        else:
+            render_runs(runs, stdout())
+        return
+    state = Journal.load(repo, run_id).state
+    if as_json:
+        sys.stdout.write(state.model_dump_json(indent=2) + "\n")
+    else:
+        render_verdict(state, stdout())
+
+
+@handle_errors
+def inspect(
+    run_id: Annotated[str, typer.Argument(metavar="RUN_ID")],
+    repo: RepoReq = Path(),
+    task: Annotated[str | None, typer.Option("--task", help="Only this task's calls.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Show the context manifests: what each model call saw, from where, how many tokens."""
+    from ..context.manifest import load_manifests, render_manifests
+    from ..run.journal import Journal
+
+    journal = Journal.load(existing_dir(repo) or Path(), run_id)
+    if task is not None and task not in journal.state.tasks:
+        raise UsageError(f"run {run_id} has no task {task!r}")
+    manifests = load_manifests(journal.paths.manifests, task)
+    if as_json:
+        print_json([m.model_dump(mode="json") for m in manifests])
+    else:
+        render_manifests(manifests, stdout())
+
+
+@handle_errors
+def pr_cmd(
+    run_id: Annotated[str, typer.Argument(metavar="RUN_ID")],
+    repo: RepoReq,
+    remote: Annotated[
+        str, typer.Option("--remote", help="Remote to push the run branch to.")
+    ] = "origin",
+    base_branch: Annotated[
+        str | None,
+        typer.Option(
+            "--base-branch", help="Branch the PR merges into (default: where the run started)."
+        ),
+    ] = None,
+    open_pr: Annotated[
+        bool, typer.Option("--open", help="Open the PR with gh when installed and logged in.")
+    ] = False,
+    allow_partial: Annotated[
+        bool,
+        typer.Option("--allow-partial", help="Push a run that did not succeed (body says why)."),
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Push a run's branch, then open its pull request with gh or print how to."""
+    from .pr import PrOptions, publish, render_outcome
+
+    opts = PrOptions(
+        env=dict(os.environ),
+        remote=remote,
+        base_branch=base_branch,
+        open=open_pr,
+        allow_partial=allow_partial,
+    )
+    outcome = publish(existing_dir(repo) or repo, run_id, opts)
+    if as_json:
+        print_json(outcome.model_dump(mode="json"))
+    else:
+        render_outcome(outcome, stdout())
+
+
+@handle_errors
+def eval_cmd(
+    cases_dir: Annotated[Path, typer.Argument(metavar="DIR", help="Folder of evaluation cases.")],
+    ablate: Annotated[
+        list[str] | None,
+        typer.Option("--ablate", help="firewall | clean-slate | scoping | all (repeatable)."),
+    ] = None,
+    case: Annotated[
+        list[str] | None, typer.Option("--case", help="Only these cases (repeatable).")
+    ] = None,
+    report: Annotated[
+        Path | None, typer.Option("--report", help="Write a markdown report here.")
+    ] = None,
+    keep: Annotated[
+        Path | None, typer.Option("--keep", help="Keep each case's repository here.")
+    ] = None,
+    max_output_tokens: MaxOutOpt = None,
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    allow_unsandboxed: UnsafeOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run the evaluation suite: success, tokens, violations; ablations switch one boundary off."""
+    from ..eval.cli import run_eval_command
+
+    code = run_eval_command(
+        cases_dir,
+        provider=provider,
+        model=model,
+        base_url=base_url,
+        ablate=ablate or (),
+        only=case or (),
+        as_json=as_json,
+        report=report,
+        allow_unsandboxed=allow_unsandboxed,
+        keep=keep,
+        console=stdout(),
+        max_output_tokens=max_output_tokens,
+    )
+    if code:
+        raise typer.Exit(code)

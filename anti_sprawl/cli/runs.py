@@ -1,0 +1,284 @@
+"""Commands that run a plan: ``execute`` and ``resume``, with live progress, the PR body and the
+verdict (or ``--json``)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+
+from .options import (
+    BaseUrlOpt,
+    JobsOpt,
+    JsonOpt,
+    LeanCeilingOpt,
+    MaxCostOpt,
+    MaxOutOpt,
+    MaxTokensOpt,
+    ModelOpt,
+    PricesOpt,
+    ProviderOpt,
+    RepoReq,
+    SandboxAllowOpt,
+    SandboxChoice,
+    SandboxLimitOpt,
+    SandboxOpt,
+    ScriptOpt,
+    SetupNetworkOpt,
+    UnsafeOpt,
+    build_provider,
+    local_server,
+    plan_for,
+    price_table,
+    sandbox_policy,
+    warn_unpriced,
+)
+from .output import handle_errors, print_json, stderr, stdout
+
+__all__ = ["execute", "resume", "set_crash_hook"]
+
+
+# The test launcher's crash hook (tests/crash_launcher.py passes it to ``main``); never set by
+# the console script, and no environment variable sets it.
+_crash_hook: Callable[[str, str], None] | None = None
+
+
+def set_crash_hook(crash: Callable[[str, str], None] | None) -> None:
+    """Called by ``app.main`` only (the launcher passes ``crash``; the console script never)."""
+    global _crash_hook
+    _crash_hook = crash
+
+
+def _prepare(
+    provider: str | None,
+    model: str | None,
+    base_url: str | None,
+    script: Path | None,
+    prices: Path | None,
+    policy: Any,
+    **fields: Any,
+) -> tuple[Any, Any]:
+    """The provider and the frozen RunSettings of ``execute``/``resume`` from their flags."""
+    from ..run.settings import RunSettings
+
+    chosen = build_provider(provider, model, base_url, script)
+    settings = RunSettings(
+        sandbox=policy,
+        model=model,
+        prices=price_table(prices, chosen, base_url),
+        local_server=local_server(chosen, base_url),
+        **fields,
+    )
+    return chosen, settings
+
+
+def _run_and_report(
+    start: Callable[[Any], Any], provider: Any, settings: Any, as_json: bool
+) -> None:
+    """Run ``start(options)`` with live progress, the PR body and the verdict (or --json)."""
+    from ..redact import Redactor, env_secrets
+    from ..run.node import ExecuteOptions
+    from ..run.settings import RunHooks
+    from ..views.run import Progress, render_verdict, write_pr_body
+
+    console = stdout() if not as_json else Console(stderr=True, highlight=False)
+    progress = Progress(console)
+    written: list[Path] = []
+
+    def pr_body(state: Any, paths: Any) -> None:
+        write_pr_body(state, paths.pr_body)
+        written.append(paths.pr_body)
+
+    hooks = RunHooks(
+        on_start=progress.start, on_event=progress.event, on_finish=pr_body, crash=_crash_hook
+    )
+    opts = ExecuteOptions(
+        provider=provider,
+        settings=settings,
+        hooks=hooks,
+        redactor=Redactor(env_secrets(os.environ)),
+    )
+    try:
+        state = start(opts)
+    finally:
+        progress.stop()
+    if as_json:
+        sys.stdout.write(state.model_dump_json(indent=2) + "\n")
+    else:
+        render_verdict(state, console)
+        for path in written:
+            console.print(f"PR body: {path}", soft_wrap=True)
+        console.print(f"run id: {state.run_id}", soft_wrap=True)
+    if state.status != "succeeded":
+        raise typer.Exit(1)
+
+
+@handle_errors
+def execute(
+    plan_file: Annotated[Path, typer.Argument(metavar="PLAN", help="Plan file (YAML or JSON).")],
+    repo: RepoReq,
+    branch: Annotated[str | None, typer.Option("--branch", help="Result branch name.")] = None,
+    base: Annotated[
+        str | None, typer.Option("--base", help="Start from this revision (default HEAD).")
+    ] = None,
+    jobs: JobsOpt = 2,
+    sparse: Annotated[
+        bool,
+        typer.Option(
+            "--sparse", help="Check out only each node's scopes and root files (large repos)."
+        ),
+    ] = False,
+    max_tokens: MaxTokensOpt = None,
+    max_cost: MaxCostOpt = None,
+    max_output_tokens: MaxOutOpt = None,
+    lean_ceiling: LeanCeilingOpt = None,
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    script: ScriptOpt = None,
+    prices: PricesOpt = None,
+    sandbox: SandboxOpt = SandboxChoice.bwrap,
+    sandbox_allow: SandboxAllowOpt = None,
+    sandbox_limit: SandboxLimitOpt = None,
+    allow_unsandboxed: UnsafeOpt = False,
+    allow_setup_network: SetupNetworkOpt = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Check the plan and print its estimated cost per node and in total (tokens "
+            "and dollars); run nothing.",
+        ),
+    ] = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Run a plan: one worktree, firewall and commit per node; leaves a branch and a PR body."""
+    from ..run.runner import execute as run_execute
+    from ..run.runner import uncommitted_changes
+
+    plan = plan_for(plan_file, repo)
+    policy = sandbox_policy(
+        sandbox, sandbox_allow, sandbox_limit, allow_unsandboxed, allow_setup_network
+    )
+    chosen, settings = _prepare(
+        provider,
+        model,
+        base_url,
+        script,
+        prices,
+        policy,
+        jobs=jobs,
+        branch=branch,
+        base=base,
+        sparse=sparse,
+        max_tokens=max_tokens,
+        max_cost=max_cost,
+        max_output_tokens=max_output_tokens,
+        context_budget=lean_ceiling,
+    )
+    warn_unpriced(settings.prices, [plan.model_for(t, model) or chosen.model for t in plan.tasks])
+    if dry_run:
+        _dry_run(plan, repo, chosen, settings, as_json)
+        return
+    pending = uncommitted_changes(repo)
+    if pending and base is None:
+        stderr().print(
+            f"anti-sprawl: note: {pending} uncommitted change(s) in {repo} are not part of the "
+            "run; it starts from HEAD",
+            markup=False,
+        )
+    _run_and_report(lambda o: run_execute(plan, repo, o), chosen, settings, as_json)
+
+
+def _dry_run(plan: Any, repo: Path, provider: Any, settings: Any, as_json: bool) -> None:
+    """``execute --dry-run``: the checks a run makes before its first node, and the estimate;
+    exit 1 when a node could not start (as ``execute`` would), 0 otherwise."""
+    from ..planner.estimate import dry_run, render_dry_run
+    from ..run.node import ExecuteOptions
+    from ..run.runner import check_cost_cap, resolve_base
+
+    check_cost_cap(plan, ExecuteOptions(provider, settings), settings.max_cost)
+    result = dry_run(
+        plan,
+        repo,
+        resolve_base(repo, settings.base or "HEAD"),
+        lambda t: plan.model_for(t, settings.model) or provider.model,
+        settings.prices,
+        lambda model: settings.output_limit(provider.name, model),
+        max_tokens=settings.max_tokens,
+        max_cost=settings.max_cost,
+    )
+    if as_json:
+        print_json(result.model_dump(mode="json"))
+    else:
+        render_dry_run(result, stdout())
+    if not result.ok:
+        raise typer.Exit(1)
+
+
+@handle_errors
+def resume(
+    run_id: Annotated[str, typer.Argument(metavar="RUN_ID")],
+    repo: RepoReq,
+    plan_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--plan",
+            help="An edited plan: nodes that did not succeed may get new budgets, goals and "
+            "scopes; succeeded nodes must keep their id, scopes and dependencies.",
+        ),
+    ] = None,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option(
+            "--max-tokens", min=1, help="New run-wide token cap (default: the run's own)."
+        ),
+    ] = None,
+    max_cost: Annotated[
+        float | None,
+        typer.Option(
+            "--max-cost", min=0.0, help="New run-wide cap in US dollars (default: the run's own)."
+        ),
+    ] = None,
+    jobs: JobsOpt = 2,
+    max_output_tokens: MaxOutOpt = None,
+    lean_ceiling: LeanCeilingOpt = None,
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    base_url: BaseUrlOpt = None,
+    script: ScriptOpt = None,
+    prices: PricesOpt = None,
+    sandbox: SandboxOpt = SandboxChoice.bwrap,
+    sandbox_allow: SandboxAllowOpt = None,
+    sandbox_limit: SandboxLimitOpt = None,
+    allow_unsandboxed: UnsafeOpt = False,
+    allow_setup_network: SetupNetworkOpt = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Continue an interrupted run; nodes already on the branch are never redone."""
+    from ..run.runner import resume as run_resume
+
+    plan = plan_for(plan_file, repo) if plan_file is not None else None
+    policy = sandbox_policy(
+        sandbox, sandbox_allow, sandbox_limit, allow_unsandboxed, allow_setup_network
+    )
+    chosen, settings = _prepare(
+        provider,
+        model,
+        base_url,
+        script,
+        prices,
+        policy,
+        jobs=jobs,
+        max_tokens=max_tokens,
+        max_cost=max_cost,
+        max_output_tokens=max_output_tokens,
+        context_budget=lean_ceiling,
+    )
+    source = str(plan_file) if plan_file is not None else ""
+    _run_and_report(lambda o: run_resume(run_id, repo, o, plan, source), chosen, settings, as_json)
