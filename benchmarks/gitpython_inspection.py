@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from anti_sprawl.git.branch import TRAILER_RUN, TRAILER_TASK, RunBranch
 from anti_sprawl.git.cmd import run_git, user_identity
-from anti_sprawl.run.runner import uncommitted_changes
+from anti_sprawl.run.preflight import uncommitted_changes
 
 RUN = "r1"
 BRANCH = "anti-sprawl/bench"

@@ -18,7 +18,7 @@ import pytest
 
 from anti_sprawl.cli.pr import base_branch_of
 from anti_sprawl.git.branch import TRAILER_RUN, TRAILER_TASK, RunBranch, checked_out_in
-from anti_sprawl.run.runner import check_repo, uncommitted_changes
+from anti_sprawl.run.preflight import check_repo, uncommitted_changes
 
 
 def _git(repo: Path, *args: str) -> str:

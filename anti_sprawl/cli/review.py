@@ -35,7 +35,7 @@ def status(
 ) -> None:
     """List runs, or show one run's nodes."""
     from ..run.journal import Journal, list_runs
-    from ..run.runner import check_repo
+    from ..run.preflight import check_repo
     from ..views.run import render_runs, render_verdict
 
     repo = check_repo(repo)
