@@ -47,7 +47,7 @@ eval: setup
 # real repository (e.g. Django 4.2's source: see benchmarks/repomap_scale.py).
 bench: setup
 	@echo "machine: $$(uname -srm); $$(nproc) cores;$$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2); load $$(cut -d' ' -f1-3 /proc/loadavg); $$(date -u '+%F %H:%M UTC')"
-	@for b in benchmarks/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+	@for b in benchmarks/[!_]*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 	@if [ -n "$(BENCH_REPO)" ]; then echo "== benchmarks/repomap_scale.py --repo $(BENCH_REPO)"; \
 	  $(PY) benchmarks/repomap_scale.py --repo "$(BENCH_REPO)" || exit 1; fi
 

@@ -33,7 +33,7 @@ class of the package is drawn here, in the module that defines it, and
     ├── FirewallError            fs.path_rules     refused by the scope firewall; .violation
     ├── EditError                fs.path_rules     edit_file's old text: zero or several matches
     │   └── LineRangeError       outline.views     a line range outside the file
-    └── ToolRefusal              agent.loop        a handler's refusal, worded for the model
+    └── ToolRefusal              agent.dispatch    a handler's refusal, worded for the model
 
     Exception                                      signals that never leave their module:
     ├── Refusal                  fs.path_rules     the firewall words it as a FirewallError

@@ -1,6 +1,6 @@
 """The words of a node's life, in one leaf module every layer can import.
 
-A node's ``TaskResult`` (reducer.py) moves between statuses only through its transition
+A node's ``TaskResult`` (run/result.py) moves between statuses only through its transition
 methods, ``start``, ``fail``, ``skip``, ``interrupt``, ``land`` and ``recover``, so each rule
 lives in one place::
 
@@ -26,13 +26,13 @@ __all__ = ["FailReason", "NodeFailure", "NodeStatus", "NodeVerdict", "WorkerFail
 NodeStatus = Literal["pending", "running", "succeeded", "failed", "skipped"]
 # What running (or landing) one node came to.
 NodeVerdict = Literal["succeeded", "failed"]
-# Why the worker loop stopped without a finish (worker.py).
+# Why the worker loop stopped without a finish (agent/worker.py).
 WorkerFailure = Literal[
     "budget", "max_tokens", "max_cost", "calls", "tool_calls", "script", "provider", "stopped"
 ]
-# Why the node failed in a phase around the worker (node_job.py, node.py), or on its way back
-# from a remote executor (dask_executor.py: the worker died, or the central re-audit refused
-# what it returned).
+# Why the node failed in a phase around the worker (run/node_job.py, run/node.py), or on its
+# way back from a remote executor (run/dask_executor.py: the worker died, or the central
+# re-audit refused what it returned).
 NodeFailure = Literal[
     "setup",
     "tests",

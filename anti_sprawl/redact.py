@@ -40,7 +40,7 @@ PLACEHOLDER = "[REDACTED:"
 _SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH", re.I)
 _MIN_VALUE = 8
 _END = r"(?:-----END {0}-----|\Z)"
-# The content half of the secret catalogue (path_rules.DEFAULT_DENY is the name half).
+# The content half of the secret catalogue (fs.deny_rules.DEFAULT_DENY is the name half).
 SECRET_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "pgp-private-key",

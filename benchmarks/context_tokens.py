@@ -33,7 +33,7 @@ from anti_sprawl.errors import RunError
 from anti_sprawl.fs.firewall import Firewall
 from anti_sprawl.fs.repofiles import RepoReader
 from anti_sprawl.fs.scopes import Scope
-from anti_sprawl.outline.python import python_imports
+from anti_sprawl.outline.pyfacts import python_imports
 from anti_sprawl.plan.model import Plan, TaskNode, load_plan_data
 from anti_sprawl.planner.assist import default_budgets, expand_read_scopes
 from anti_sprawl.planner.repomap.ranking import module_index

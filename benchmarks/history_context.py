@@ -50,7 +50,7 @@ from anti_sprawl.errors import RunError
 from anti_sprawl.fs.firewall import Firewall
 from anti_sprawl.fs.scopes import Scope
 from anti_sprawl.git.cmd import run_git
-from anti_sprawl.outline.python import python_imports
+from anti_sprawl.outline.pyfacts import python_imports
 from anti_sprawl.plan.model import Plan, TaskNode
 from anti_sprawl.planner.assist import expand_read_scopes
 from anti_sprawl.planner.repomap.ranking import module_index

@@ -6,39 +6,22 @@ Run: ``.venv/bin/python benchmarks/sandbox_overhead.py [N_FILES]``.
 
 from __future__ import annotations
 
-import statistics
-import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pathspec
+from _harness import PER_DIR, median_seconds, n_files_arg, write_files
 
-from anti_sprawl.fs.path_rules import DEFAULT_ALLOW, DEFAULT_DENY, DenyRules
+from anti_sprawl.fs.deny_rules import DEFAULT_ALLOW, DEFAULT_DENY, DenyRules
 from anti_sprawl.sandbox.policy import mask_below
 from anti_sprawl.sandbox.sandbox import SandboxPolicy, probe_sandbox, run_command
-
-ROUNDS = 5
-PER_DIR = 100
-
-
-def median_seconds(call: Callable[[], object], rounds: int = ROUNDS) -> float:
-    times = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def tree(root: Path, n_files: int) -> list[str]:
     """``n_files`` small files in directories of 100, plus a few catalogue names to mask."""
     rels = [f"pkg{i // PER_DIR:03d}/sub/mod{i % PER_DIR:03d}.py" for i in range(n_files)]
     rels += ["config/.env", "deploy/prod.tfvars", "keys/release.asc"]
-    for rel in rels:
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text("x = 1\n")
+    write_files(root, rels)
     return rels
 
 
@@ -52,7 +35,7 @@ def old_style_match(rels: list[str]) -> None:
 
 
 def main() -> None:
-    n_files = int(sys.argv[1]) if len(sys.argv) > 1 else 20_000
+    n_files = n_files_arg(20_000)
     with tempfile.TemporaryDirectory(prefix="bench-sandbox-") as tmp:
         root = Path(tmp, "wt")
         root.mkdir(mode=0o755)

@@ -14,37 +14,21 @@ Run: ``.venv/bin/python benchmarks/setup_overhead.py [N_FILES]``.
 from __future__ import annotations
 
 import os
-import statistics
 import subprocess
-import sys
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
+
+from _harness import PER_DIR, median_seconds, n_files_arg, write_files
 
 from anti_sprawl.git.workspace import Workspace
 from anti_sprawl.run.setup_step import run_setup
 from anti_sprawl.sandbox.policy import mask_below
 from anti_sprawl.sandbox.sandbox import SandboxPolicy, probe_sandbox, run_command
 
-ROUNDS = 5
-PER_DIR = 100
-
-
-def median_seconds(call: Callable[[], object], rounds: int = ROUNDS) -> float:
-    times = []
-    for _ in range(rounds):
-        start = time.perf_counter()
-        call()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
-
 
 def files(root: Path, prefix: str, n_files: int) -> None:
-    for i in range(n_files):
-        path = root / prefix / f"d{i // PER_DIR:03d}" / f"m{i % PER_DIR:03d}.py"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("x = 1\n")
+    rels = (f"{prefix}/d{i // PER_DIR:03d}/m{i % PER_DIR:03d}.py" for i in range(n_files))
+    write_files(root, rels)
 
 
 def git(repo: Path, *args: str) -> None:
@@ -54,7 +38,7 @@ def git(repo: Path, *args: str) -> None:
 
 
 def main() -> None:
-    n_files = int(sys.argv[1]) if len(sys.argv) > 1 else 5_000
+    n_files = n_files_arg(5_000)
     policy = SandboxPolicy()
     if probe_sandbox(policy).layer != "bwrap":
         print("bubblewrap is not available here: nothing measured")

@@ -5,7 +5,7 @@ read and parse the file (with its limits), validate, render (the layered tree fo
 the report for ``validate``) into an in-memory console. Two sizes per dimension, ten times
 apart: 1 MB vs 10 MB of requirement (one long line, the worst case for rendering), 10k vs
 100k nodes. "growth" is the time ratio divided by the size ratio: 1.0 is linear, 10 would
-be quadratic. Before the clipping in ``report.py``, ``show`` on a 10 MB requirement took
+be quadratic. Before the clipping in ``views/plan.py``, ``show`` on a 10 MB requirement took
 minutes (quadratic); the command line here prints what this machine measures now.
 """
 
@@ -57,7 +57,8 @@ def node_plan(n: int, seed: int = 7) -> dict[str, Any]:
 
 def show(path: Path) -> None:
     report = validate(load_plan_data(path))
-    assert report.plan is not None and report.valid, report.errors[:3]
+    assert report.plan is not None, report.errors[:3]
+    assert report.valid, report.errors[:3]
     render_plan_tree(report.plan, Console(file=io.StringIO(), width=100))
 
 

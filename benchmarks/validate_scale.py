@@ -6,7 +6,7 @@ package, and depends on up to three earlier nodes (a random DAG). Validation sho
 near-linearly with nodes + edges: the ratio of times should be close to the ratio of sizes
 (10x), far from the 100x a naive all-pairs overlap check would give.
 
-Part 2: each graph piece of ``plan_graph.py`` (and the scheduler's landing order) on the
+Part 2: each graph piece of ``plan/graph.py`` (and the scheduler's landing order) on the
 10k-node plan, the hand-written loop and networkx timed in this same run, interleaved (the
 machine is shared, so only ratios measured together mean anything). The networkx times
 include building its graph from the plan, which the hand-written code does not need. The
@@ -92,7 +92,7 @@ def nx_graph(edges: Mapping[str, Sequence[str]]) -> nx.DiGraph:
 
 
 def before_layers(plan: Plan) -> list[list[TaskNode]]:
-    """The layering ``report.py`` had before ``plan_graph.py`` (depths by waves, then sorted)."""
+    """The layering ``views/plan.py`` had before ``plan/graph.py`` (depths by waves, sorted)."""
     by_id = {t.task_id: t for t in plan.tasks}
     depth: dict[str, int] = {}
     order = {t.task_id: i for i, t in enumerate(plan.tasks)}
@@ -222,7 +222,8 @@ def compare_pieces(n: int = 10_000, repeats: int = 5) -> None:
     ids = [[t.task_id for t in layer] for layer in plan_layers(plan)]
     assert ids == [[t.task_id for t in layer] for layer in before_layers(plan)]
     assert ids == [[t.task_id for t in layer] for layer in nx_layers(plan)]
-    assert find_cycle(edges) is None and nx_scc_cycle(edges) is None
+    assert find_cycle(edges) is None
+    assert nx_scc_cycle(edges) is None
     assert hand_ordering(edges, pairs) == nx_ordering(edges, pairs) == len(pairs)
     assert scheduler_order(edges, order) == nx_scheduler_order(edges, order)
     weight_of = {t.task_id: t.token_budget for t in plan.tasks}
@@ -283,7 +284,7 @@ def compare_pieces(n: int = 10_000, repeats: int = 5) -> None:
             print(f"  ^ here the implementation used was {slower:.2f}x slower than the other")
     t_now, t_before = best_of([lambda: plan_layers(plan), lambda: before_layers(plan)], repeats)
     print(
-        f"layers, the code before plan_graph.py: {t_before * 1000:.1f}ms, now "
+        f"layers, the code before plan/graph.py: {t_before * 1000:.1f}ms, now "
         f"{t_now * 1000:.1f}ms ({t_before / t_now:.2f}x faster now)"
     )
 

@@ -65,7 +65,7 @@ def make_repo(tmp_path: Path) -> Callable[[dict[str, str]], Path]:
 def python_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
     """Test commands resolve their interpreter through PATH inside the sandbox: this venv's
     interpreter first (use with ``pytestmark = pytest.mark.usefixtures("python_on_path")``)."""
-    bindir = os.path.dirname(sys.executable)
+    bindir = Path(sys.executable).parent
     monkeypatch.setenv("PATH", f"{bindir}:{os.environ.get('PATH', '/usr/bin:/bin')}")
 
 
@@ -83,7 +83,7 @@ def server() -> Iterator[FakeLLMServer]:
 def _dask_env(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Worker processes inherit this at spawn: a private cache and the venv's python."""
     os.environ["ANTI_SPRAWL_CACHE_DIR"] = str(tmp_path_factory.mktemp("dask-cache"))
-    bindir = os.path.dirname(sys.executable)
+    bindir = str(Path(sys.executable).parent)
     if not os.environ.get("PATH", "").startswith(bindir):
         os.environ["PATH"] = f"{bindir}:{os.environ.get('PATH', '/usr/bin:/bin')}"
     import dask

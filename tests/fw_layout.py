@@ -116,7 +116,8 @@ def assert_denied(
     violation = info.value.violation
     if reasons:
         assert violation.reason in reasons, violation
-    assert fw.violations and fw.violations[-1] == violation
+    assert fw.violations
+    assert fw.violations[-1] == violation
     assert not any(c in str(info.value) for c in CANARIES)
     assert snapshot(layout.repo) == repo_before
     layout.assert_outside_unchanged()

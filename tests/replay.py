@@ -107,33 +107,11 @@ def commit_turns(repo: Path, parent: str, commit: str) -> tuple[list[Any], list[
     """The tool calls that perform ``commit`` on top of ``parent``, and the paths they touch."""
     before, after = _tree_files(repo, parent), _tree_files(repo, commit)
     entries = _name_status(repo, parent, commit)
-    calls: list[Any] = []
-    touched: list[str] = []
     renames = [e for e in entries if e[0].startswith("R")]
     deletes = [e[1] for e in entries if e[0] == "D"]
-    # whole-directory renames: every file of the source directory moved under one new name
-    pure = [(old, new) for s, old, new in renames if s == "R100"]
-    handled: set[str] = set()
-    olds = [old for old, _ in pure]
-    src_dir = _dir_of_group(olds, before) if olds else None
-    if src_dir is not None:
-        news = {new for _, new in pure}
-        dst_dir = os.path.commonpath(list(news)) if len(news) > 1 else None
-        if dst_dir and all(new == dst_dir + old[len(src_dir) :] for old, new in pure):
-            calls.append({"tool": "move_file", "args": {"source": src_dir, "destination": dst_dir}})
-            handled |= set(olds)
-    for status, old, new in renames:
-        if old not in handled:
-            calls.append({"tool": "move_file", "args": {"source": old, "destination": new}})
-        touched += [old, new]
-        if status != "R100":
-            calls += _write(repo, commit, new, _blob(repo, parent, old), before[old], after[new])
-    gone = _dir_of_group(deletes, before) if len(deletes) > 1 else None
-    if gone is not None and not any(f.startswith(gone + "/") for f in after):
-        calls.append({"tool": "delete_file", "args": {"path": gone + "/"}})
-    else:
-        calls += [{"tool": "delete_file", "args": {"path": p}} for p in deletes]
-    touched += deletes
+    calls = _rename_calls(repo, parent, commit, renames, before, after)
+    calls += _delete_calls(deletes, before, after)
+    touched = [path for _, old, new in renames for path in (old, new)] + deletes
     for entry in entries:
         status, path = entry[0], entry[-1]
         if status == "A":
@@ -147,6 +125,51 @@ def commit_turns(repo: Path, parent: str, commit: str) -> tuple[list[Any], list[
         if status in ("A", "M"):
             touched.append(path)
     return calls, sorted(set(touched))
+
+
+def _rename_calls(
+    repo: Path,
+    parent: str,
+    commit: str,
+    renames: list[list[str]],
+    before: dict[str, str],
+    after: dict[str, str],
+) -> list[Any]:
+    """Moves (one per directory moved whole, else one per file), then the edits of the renamed
+    files whose content changed too."""
+    calls: list[Any] = []
+    pure = [(old, new) for s, old, new in renames if s == "R100"]
+    moved_dir = _directory_move(pure, before)
+    if moved_dir is not None:
+        calls.append({"tool": "move_file", "args": moved_dir})
+    handled = {old for old, _ in pure} if moved_dir is not None else set()
+    for status, old, new in renames:
+        if old not in handled:
+            calls.append({"tool": "move_file", "args": {"source": old, "destination": new}})
+        if status != "R100":
+            calls += _write(repo, commit, new, _blob(repo, parent, old), before[old], after[new])
+    return calls
+
+
+def _directory_move(pure: list[tuple[str, str]], before: dict[str, str]) -> dict[str, str] | None:
+    """The move_file arguments when every file of one directory moved under one new name."""
+    olds = [old for old, _ in pure]
+    src_dir = _dir_of_group(olds, before) if olds else None
+    if src_dir is None:
+        return None
+    news = {new for _, new in pure}
+    dst_dir = os.path.commonpath(list(news)) if len(news) > 1 else None
+    if dst_dir and all(new == dst_dir + old[len(src_dir) :] for old, new in pure):
+        return {"source": src_dir, "destination": dst_dir}
+    return None
+
+
+def _delete_calls(deletes: list[str], before: dict[str, str], after: dict[str, str]) -> list[Any]:
+    """One delete of a directory that went whole, else one delete per file."""
+    gone = _dir_of_group(deletes, before) if len(deletes) > 1 else None
+    if gone is not None and not any(f.startswith(gone + "/") for f in after):
+        return [{"tool": "delete_file", "args": {"path": gone + "/"}}]
+    return [{"tool": "delete_file", "args": {"path": p}} for p in deletes]
 
 
 def _write(

@@ -175,7 +175,8 @@ def test_commands_execute_could_not_run_fail_validation(
     result = runner.invoke(app, ["validate", str(path), "--json"])
     assert result.exit_code == 1
     (error,) = json.loads(result.stdout)["errors"]
-    assert error["code"] == "bad_command" and needle in error["message"], error
+    assert error["code"] == "bad_command", error
+    assert needle in error["message"], error
 
 
 def test_unrunnable_command_refused_by_execute_before_the_run(tmp_path: Path) -> None:
@@ -191,7 +192,8 @@ def test_unrunnable_command_refused_by_execute_before_the_run(tmp_path: Path) ->
         timeout=120,
     )
     assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+    assert proc.stderr.count("\n") == 1
+    assert "Traceback" not in proc.stderr
     assert "test_command contains a NUL byte" in proc.stderr
     assert not (repo / ".anti-sprawl" / "runs").exists()
     assert fx.git(repo, "branch", "--list", "anti-sprawl/*") == ""
@@ -246,10 +248,12 @@ def test_the_boundary_maps_every_exception_onto_the_tree() -> None:
     usage = UsageError("bad flag")
     assert at_boundary(usage) is usage
     full = at_boundary(OSError(28, "No space left on device", "/x/run.json"))
-    assert isinstance(full, StorageError) and str(full) == "No space left on device: /x/run.json"
+    assert isinstance(full, StorageError)
+    assert str(full) == "No space left on device: /x/run.json"
     assert type(at_boundary(MemoryError())) is RunError
     bug = at_boundary(KeyError("task"))
-    assert isinstance(bug, InternalError) and bug.exit_code == 1
+    assert isinstance(bug, InternalError)
+    assert bug.exit_code == 1
     assert str(bug) == (
         "internal error (KeyError: 'task'); set ANTI_SPRAWL_DEBUG=1 to see the traceback"
     )

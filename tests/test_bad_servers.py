@@ -119,9 +119,11 @@ def test_execute_with_a_broken_response_fails_the_node(
     state = json.loads(result.stdout)
     record = state["tasks"]["a"]
     assert state["status"] == "failed"
-    assert record["status"] == "failed" and record["reason"] == "provider", record
+    assert record["status"] == "failed", record
+    assert record["reason"] == "provider", record
     assert EXPECTED.get(kind, "malformed response") in record["message"]
-    assert record["tokens"]["input_tokens"] >= 0 and record["tokens"]["output_tokens"] >= 0
+    assert record["tokens"]["input_tokens"] >= 0
+    assert record["tokens"]["output_tokens"] >= 0
     # the journal on disk says the same: nothing is left `running`
     journal = repo / ".anti-sprawl" / "runs" / state["run_id"] / "run.json"
     assert json.loads(journal.read_text())["tasks"]["a"]["status"] == "failed"
@@ -148,5 +150,6 @@ def test_malformed_base_url_is_one_line(tmp_path: Path, url: str) -> None:
         env = {"ANTHROPIC_API_KEY": KEY, "OPENAI_API_KEY": KEY, var: url}
         args = ["plan", "req", "--repo", str(repo), "--provider", provider, "--model", "m"]
         line = one_line_error(runner.invoke(app, args, env=env))
-        assert f"invalid {var} {url!r}" in line and KEY not in line, line
+        assert f"invalid {var} {url!r}" in line, line
+        assert KEY not in line, line
     assert not (repo / ".anti-sprawl" / "runs").exists()

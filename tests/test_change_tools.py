@@ -94,7 +94,8 @@ def test_delete_and_move_through_the_loop(root: Path, firewall: Firewall) -> Non
     assert "deleted app/b.py" in seen
     assert "moved app/a.py -> app/new/a.py" in seen
     assert "moved directory app/old -> app/renamed (2 files)" in seen
-    assert result.violations == [] and result.tool_errors == []
+    assert result.violations == []
+    assert result.tool_errors == []
 
 
 def test_hostile_deletes_and_moves_are_refused_and_recorded(root: Path, firewall: Firewall) -> None:
@@ -127,8 +128,9 @@ def test_hostile_deletes_and_moves_are_refused_and_recorded(root: Path, firewall
     assert (root / "app/a.py").read_text() == "A = 1\n"
     assert (root / "app/b.py").read_text() == "B = 2\n"
     assert (root.parent / "outside" / "victim").read_text() == "CANARY-VICTIM\n"
-    assert sorted(os.listdir(root.parent / "outside")) == ["victim"]
-    assert not (root / ".git").exists() and not (root / "lib/a.py").exists()
+    assert sorted(p.name for p in (root.parent / "outside").iterdir()) == ["victim"]
+    assert not (root / ".git").exists()
+    assert not (root / "lib/a.py").exists()
     errors = [o for o in observations(provider) if "blocked by the scope firewall" in o]
     assert len(errors) == 11
 
@@ -175,7 +177,8 @@ def test_crlf_missing_final_newline_and_mode_survive(root: Path, firewall: Firew
     shown = [
         r.content for m in first.messages if isinstance(m, ToolResultMessage) for r in m.results
     ]
-    assert "one\ntwo\nthree\n" in shown[0] and "\r" not in shown[0]  # the model sees \n
+    assert "one\ntwo\nthree\n" in shown[0]
+    assert "\r" not in shown[0]  # the model sees \n
     # a ranged read numbers the same lines (CRLF counts as one line break)
     assert "app/win.txt lines 2-3 of 3\n2\ttwo\n3\tthree\n</data>" in shown[1]
     assert crlf.read_bytes() == b"x\r\ny\r\nz\r\n"

@@ -127,7 +127,8 @@ def test_the_users_venv_runs_the_tests_through_checkout(tmp_path: Path, wheelhou
     state, _ = run(repo, plan, fx.script(a=fx.worker_turns("pkg/a.py", "A = 1\n")))
     record = state.tasks["a"]
     assert state.status == "succeeded", record.message
-    assert record.tests is not None and record.tests.passed
+    assert record.tests is not None
+    assert record.tests.passed
     assert record.tests.command[0] == f"{repo}/.venv/bin/python"  # expanded, one argument
     assert "1 passed" in Path(record.tests.log).read_text()
     assert fx.branch_tree(repo)["pkg/a.py"]
@@ -141,7 +142,8 @@ def test_without_the_placeholder_the_same_tests_cannot_import(
     plan = one_node_plan([sys.executable, *PYTEST])
     state, _ = run(repo, plan, fx.script(a=fx.worker_turns("pkg/a.py", "A = 1\n")))
     record = state.tasks["a"]
-    assert state.status == "failed" and record.reason == "tests"
+    assert state.status == "failed"
+    assert record.reason == "tests"
     assert "No module named 'tinypkg'" in Path(record.tests.log).read_text()
 
 
@@ -298,7 +300,8 @@ def test_toolchain_discovery_follows_a_venv_symlink_into_home(tmp_path: Path) ->
             readable=bound.readable, executables=[Path(a) for a in argv[1:]],
         )  # fmt: skip
         assert prefix in view.toolchain, argv
-        assert home not in view.toolchain and not any(home == p for p in view.content)
+        assert home not in view.toolchain
+        assert not any(home == p for p in view.content)
     # A symlink whose target is the home itself is never bound.
     (checkout / ".venv" / "bin" / "python").unlink()
     (checkout / ".venv" / "bin" / "python").symlink_to(home)
@@ -350,7 +353,8 @@ def test_the_environment_a_command_names_keeps_its_ca_bundle(
     assert "'CA-BUNDLE\\n'" in lines[0], result.output
     assert "DENIED" in lines[1] or "''" in lines[1]
     assert "DENIED" in lines[2] or "''" in lines[2]
-    assert C["env"] not in result.output and "BEGIN CERT" not in result.output
+    assert C["env"] not in result.output
+    assert "BEGIN CERT" not in result.output
 
 
 def test_the_cli_validates_shows_and_documents_the_commands(tmp_path: Path) -> None:
@@ -378,4 +382,5 @@ def test_the_cli_validates_shows_and_documents_the_commands(tmp_path: Path) -> N
         in (report["errors"][0]["message"])
     )
     schema = runner.invoke(app, ["schema"]).stdout
-    assert "setup_command" in schema and "{checkout}" in schema
+    assert "setup_command" in schema
+    assert "{checkout}" in schema

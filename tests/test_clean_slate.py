@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import os
 import sys
 from pathlib import Path
 
@@ -35,7 +34,7 @@ def run(tmp_path: Path) -> ScriptedProvider:
         ]
     )
     provider = ScriptedProvider(Script.from_data(script))
-    env = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin"}
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}
     state = execute(
         Plan.model_validate(plan), repo, ExecuteOptions(provider, RunSettings(command_env=env))
     )
@@ -68,7 +67,8 @@ def test_sibling_prefixes_are_byte_identical(tmp_path: Path) -> None:
     assert a.system == b.system
     assert a.tools == b.tools
     stable = "\n".join([*(s.text for s in a.system), *(tool_json(t) for t in a.tools)])
-    assert request_text(a).startswith(stable) and request_text(b).startswith(stable)
+    assert request_text(a).startswith(stable)
+    assert request_text(b).startswith(stable)
     assert len(stable) > 1000  # rules, data policy and every tool schema
 
 
@@ -78,7 +78,8 @@ def test_requests_within_a_node_only_append(tmp_path: Path) -> None:
         requests = provider.requests_for(task)
         assert len(requests) >= 3
         for earlier, later in itertools.pairwise(requests):
-            assert later.system == earlier.system and later.tools == earlier.tools
+            assert later.system == earlier.system
+            assert later.tools == earlier.tools
             assert later.messages[: len(earlier.messages)] == earlier.messages
             assert request_text(later).startswith(request_text(earlier))
 
@@ -98,13 +99,16 @@ def test_memory_facts_reach_only_matching_nodes(tmp_path: Path) -> None:
         " expires: 2099-01-01T00:00:00Z}\n"
     )
     provider = ScriptedProvider(Script.from_data(fx.script()))
-    env = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin"}
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}
     state = execute(
         Plan.model_validate(fx.plan()), repo, ExecuteOptions(provider, RunSettings(command_env=env))
     )
     assert state.status == "succeeded"
     a, b = request_text(_first(provider, "a")), request_text(_first(provider, "b"))
-    assert "MEM-A" in a and "MEM-A" not in b
-    assert "MEM-GUESS" in b and "hypothes" in b.lower()
+    assert "MEM-A" in a
+    assert "MEM-A" not in b
+    assert "MEM-GUESS" in b
+    assert "hypothes" in b.lower()
     for text in (a, b):
-        assert "MEM-OLD" not in text and "MEM-RUMOUR" not in text
+        assert "MEM-OLD" not in text
+        assert "MEM-RUMOUR" not in text

@@ -39,7 +39,8 @@ def test_plan_json_goes_to_stdout(tmp_path: Path) -> None:
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
-    assert doc["valid"] is True and doc["plan"]["plan_id"] == "demo"
+    assert doc["valid"] is True
+    assert doc["plan"]["plan_id"] == "demo"
     assert "{" not in result.stderr
 
 
@@ -61,13 +62,15 @@ def test_a_run_reads_well_at_80_columns(tmp_path: Path) -> None:
     for task in ("a", "b"):
         assert lines.count(f"{task}: running") == 1, result.stdout
     rows = [ln for ln in lines if ln.startswith("│")]
-    assert any("│ failed " in r for r in rows) and any("│ skipped " in r for r in rows)
+    assert any("│ failed " in r for r in rows)
+    assert any("│ skipped " in r for r in rows)
     assert len(rows) == 3
     assert "failed b (tests): tests failed after the audit (exit code 1)" in result.stdout
     assert "last test output: FAILED test_b.py::test_b - assert 2 == 3" in result.stdout
     assert "skipped c: b failed" in result.stdout
     # the scripted model is free; the skipped node spent nothing: no model is "not priced"
-    assert "$0.0000;" in result.stdout and "not priced" not in result.stdout
+    assert "$0.0000;" in result.stdout
+    assert "not priced" not in result.stdout
     run_id = next(ln for ln in lines if ln.startswith("run id: ")).removeprefix("run id: ")
 
     # status shows the whole run id, which inspect and pr take
@@ -100,7 +103,8 @@ def test_status_outside_a_repository_is_a_usage_error(tmp_path: Path) -> None:
 
 def test_version_and_clean_help_placeholders() -> None:
     version = runner.invoke(app, ["--version"])
-    assert version.exit_code == 0 and version.stdout == f"anti-sprawl {__version__}\n"
+    assert version.exit_code == 0
+    assert version.stdout == f"anti-sprawl {__version__}\n"
     usage = {
         "plan": "Usage: anti-sprawl plan [OPTIONS] REQUIREMENT",
         "execute": "Usage: anti-sprawl execute [OPTIONS] PLAN",
@@ -110,4 +114,5 @@ def test_version_and_clean_help_placeholders() -> None:
     for command, line in usage.items():
         text = runner.invoke(app, [command, "--help"], env=NARROW).stdout
         assert text.splitlines()[0] == line
-        assert "{" not in text and "[[" not in text
+        assert "{" not in text
+        assert "[[" not in text

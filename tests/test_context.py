@@ -153,8 +153,11 @@ def test_sections_come_in_the_fixed_order(repo: Path) -> None:
         i.item_id for i, s in zip(p.manifest_items, p.item_sections, strict=True) if s == "stable"
     ]
     tools = [x for x in stable if x.startswith("tool:")]
-    assert stable[:2] == ["rules", "data_policy"] and tools == sorted(tools) and len(tools) == 9
-    assert p.system[-1].cache and not p.system[0].cache
+    assert stable[:2] == ["rules", "data_policy"]
+    assert tools == sorted(tools)
+    assert len(tools) == 9
+    assert p.system[-1].cache
+    assert not p.system[0].cache
 
 
 def test_stable_prefix_is_byte_identical_across_nodes_and_is_the_request_prefix(repo: Path) -> None:
@@ -162,9 +165,11 @@ def test_stable_prefix_is_byte_identical_across_nodes_and_is_the_request_prefix(
     up = UpstreamSummary(task_id="events", name="Publish", summary="done")
     b = _assemble(repo, "docs", budget=3000, upstream=[up])
     assert a.stable_prefix.encode() == b.stable_prefix.encode()
-    assert a.system == b.system and a.tools == b.tools
+    assert a.system == b.system
+    assert a.tools == b.tools
     assert a.first_user_message != b.first_user_message
-    assert "OrderCreated" not in a.stable_prefix and "orders/" not in a.stable_prefix
+    assert "OrderCreated" not in a.stable_prefix
+    assert "orders/" not in a.stable_prefix
     request = ModelRequest(
         system=b.system, tools=b.tools, messages=[UserMessage(content=b.first_user_message)]
     )
@@ -180,8 +185,11 @@ def test_write_scope_files_in_full_and_brief_has_scopes_caps_and_tests(repo: Pat
     assert p.first_user_message.index(block) > p.first_user_message.index("# Write-scope files")
     brief = p.item_texts[_ids(p).index("brief")]
     assert "Make orders/service.py publish an OrderCreated event" in brief
-    assert "  - orders/service.py" in brief and "  - docs/**" in brief
-    assert "`pytest -q`" in brief and "50,000 tokens" in brief and "12 tool calls" in brief
+    assert "  - orders/service.py" in brief
+    assert "  - docs/**" in brief
+    assert "`pytest -q`" in brief
+    assert "50,000 tokens" in brief
+    assert "12 tool calls" in brief
 
 
 def _choice(p: AssembledPrompt, path: str) -> FileChoice:
@@ -191,7 +199,8 @@ def _choice(p: AssembledPrompt, path: str) -> FileChoice:
 def test_read_scope_files_are_outlined_unless_the_goal_points_at_them(repo: Path) -> None:
     # Lean design: a roomy budget does not buy whole read-scope files the goal does not name.
     roomy = _assemble(repo, budget=100_000)
-    assert "stub:orders/events.py" in _ids(roomy) and "file:orders/events.py" not in _ids(roomy)
+    assert "stub:orders/events.py" in _ids(roomy)
+    assert "file:orders/events.py" not in _ids(roomy)
     events = _choice(roomy, "orders/events.py")
     assert (events.form, events.reason, events.outline) == ("outline", "interface", "signatures")
     assert events.whole_tokens > 4 * events.tokens
@@ -214,9 +223,11 @@ def test_read_scope_files_are_outlined_unless_the_goal_points_at_them(repo: Path
             plan=plan, node=node, upstream=(), firewall=fw, context_budget=100_000, now=NOW
         )
     view = _choice(named, "orders/events.py")
-    assert (view.form, view.reason) == ("region", "relevant") and view.regions
+    assert (view.form, view.reason) == ("region", "relevant")
+    assert view.regions
     text = named.item_texts[_ids(named).index("region:orders/events.py")]
-    assert re.search(r"--- lines 4[89]-65\n", text) and " 51\tdef handler_3(x: int) -> int:" in text
+    assert re.search(r"--- lines 4[89]-65\n", text)
+    assert " 51\tdef handler_3(x: int) -> int:" in text
     assert "handler_7(x: int)" in text  # the outline still lists the rest
 
 
@@ -267,7 +278,8 @@ def test_upstream_summaries_included_and_only_for_dependencies(repo: Path) -> No
         assert fragment in text
     assert p.first_user_message.index("# Upstream results") < p.first_user_message.index(text)
     # The docs node reads only orders/bus.py: nothing else of orders/ is shown.
-    assert "handler_0" not in p.first_user_message and "class Bus" in p.first_user_message
+    assert "handler_0" not in p.first_user_message
+    assert "class Bus" in p.first_user_message
     with pytest.raises(ValueError, match="non-dependencies"):
         _assemble(repo, "events", upstream=[up.model_copy(update={"task_id": "docs"})])
 
@@ -316,9 +328,8 @@ def test_manifest_accounts_for_every_item(repo: Path, tmp_path: Path) -> None:
     assert "".join(user_texts) == p.first_user_message
     assert [b.text for b in p.system] == p.item_texts[:2]
     hidden = p.manifest_items[_ids(p).index("file:orders/hidden.py")]
-    assert hidden.hidden_chars == 3 and all(
-        i.hidden_chars == 0 for i in p.manifest_items if i.source != "orders/hidden.py"
-    )
+    assert hidden.hidden_chars == 3
+    assert all(i.hidden_chars == 0 for i in p.manifest_items if i.source != "orders/hidden.py")
     assert ZERO_WIDTH in p.first_user_message  # flagged, not altered
     call = ToolCall(id="c1", name="read_file", arguments={"path": "orders/bus.py"})
     request = ModelRequest(
@@ -347,7 +358,8 @@ def test_manifest_accounts_for_every_item(repo: Path, tmp_path: Path) -> None:
     assert obs.tokens == count_tokens("class Bus: ...")
     assert m.stable_prefix_bytes == len(p.stable_prefix.encode())
     assert m.stable_prefix_sha256 == hashlib.sha256(p.stable_prefix.encode()).hexdigest()
-    assert m.dropped == p.dropped and m.choices == p.choices
+    assert m.dropped == p.dropped
+    assert m.choices == p.choices
     assert {c.path for c in m.choices} >= {"orders/service.py", "orders/events.py"}
     save_manifest(tmp_path / "run", m)
     assert load_manifests(tmp_path / "run", "events") == [m]
@@ -374,7 +386,8 @@ def test_essentials_over_the_cap_is_a_run_error_naming_the_smallest_budget(repo:
     assert "orders/service.py 33" in message
     # the named budget is the smallest that starts (it depends on the size of the tool schemas)
     smallest = int(found[1].replace(",", ""))
-    assert smallest > 3000 and smallest % 1000 == 0
+    assert smallest > 3000
+    assert smallest % 1000 == 0
     for budget, starts in ((smallest, True), (smallest - 1000, False)):
         sized = node.model_copy(update={"token_budget": budget})
         with Firewall(repo, sized.read_scope, sized.write_scope) as fw:

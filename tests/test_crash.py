@@ -28,7 +28,7 @@ CLI = [sys.executable, str(Path(__file__).with_name("crash_launcher.py"))]
 
 def _env(**extra: str) -> dict[str, str]:
     env = dict(os.environ)
-    env["PATH"] = f"{os.path.dirname(sys.executable)}:{env.get('PATH', '/usr/bin:/bin')}"
+    env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '/usr/bin:/bin')}"
     env.pop("ANTI_SPRAWL_CRASH_AT", None)
     env.update(extra)
     return env
@@ -188,7 +188,8 @@ def test_concurrent_resume_only_one_proceeds(tmp_path: Path) -> None:
     deadline = time.monotonic() + 60
     # start the second only once the first holds the lock (it records its pid there)
     while f'"pid": {first.pid}' not in (lock.read_text() if lock.exists() else ""):
-        assert time.monotonic() < deadline and first.poll() is None, "first resume never locked"
+        assert time.monotonic() < deadline, "first resume never locked"
+        assert first.poll() is None, "first resume never locked"
         time.sleep(0.01)
     second = start()
     results = [(*p.communicate(timeout=300), p.returncode) for p in (first, second)]
@@ -230,7 +231,8 @@ def test_ctrl_c_stops_cleanly_and_resume_finishes(
     runs = repo / ".anti-sprawl" / "runs"
     deadline = time.monotonic() + 60
     while not _running(runs, "a"):
-        assert time.monotonic() < deadline and proc.poll() is None, "node a never started"
+        assert time.monotonic() < deadline, "node a never started"
+        assert proc.poll() is None, "node a never started"
         time.sleep(0.02)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=120)
@@ -257,5 +259,6 @@ def test_truncated_journal_fails_loudly(tmp_path: Path, keep: int) -> None:
     journal.write_bytes(journal.read_bytes()[:keep])
     done = _resume(repo, script, run_id)
     assert done.returncode == 2, done.stdout + done.stderr
-    assert "damaged" in done.stderr and "Traceback" not in done.stderr
+    assert "damaged" in done.stderr
+    assert "Traceback" not in done.stderr
     assert sorted(fx.task_trailers(repo)) == ["a", "b"]  # nothing was skipped or redone

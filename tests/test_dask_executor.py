@@ -99,8 +99,9 @@ def test_a_killed_worker_fails_the_attempt_and_resume_lands_exactly_one_commit(
     assert fx.branch_tree(repo) == fx.branch_tree(local)
 
 
+@pytest.mark.usefixtures("_dask_env")
 def test_a_cluster_that_reschedules_a_dead_workers_task_does_not_run_the_attempt_twice(
-    tmp_path: Path, _dask_env: None
+    tmp_path: Path,
 ) -> None:
     import dask
     from distributed import LocalCluster
@@ -121,7 +122,8 @@ def test_a_cluster_that_reschedules_a_dead_workers_task_does_not_run_the_attempt
         repo, done = _launch(tmp_path, fx.plan(), fx.script(), crash, *_dask(cluster))
     assert done.returncode == 1, done.stdout + done.stderr
     a = _state(repo)["tasks"]["a"]
-    assert a["reason"] == "worker_lost" and "not run twice" in a["message"], a
+    assert a["reason"] == "worker_lost", a
+    assert "not run twice" in a["message"], a
     assert a["attempts"] == 1
     assert fx.task_trailers(repo) == ["b"]
 
@@ -145,7 +147,8 @@ def test_a_secret_only_the_central_process_knows_is_refused_at_landing(
     repo, result = _run(tmp_path, fx.plan(), script, *_dask(dask_processes))
     assert result.exit_code == 1, result.output
     a = _state(repo)["tasks"]["a"]
-    assert a["reason"] == "refused" and "secret" in a["message"]
+    assert a["reason"] == "refused"
+    assert "secret" in a["message"]
     assert a["commit"] is None
     assert fx.task_trailers(repo) == ["b"]
     assert value not in fx.git(repo, "log", "-p", "--all")  # nowhere on a branch
@@ -170,7 +173,8 @@ def test_same_branch_and_artifacts_on_the_in_process_cluster(
         assert list((run_dir / "manifests" / task).glob("*.json"))
         assert (run_dir / "artifacts" / task / "transcript.jsonl").is_file()
         log = Path(json.loads(result.stdout)["tasks"][task]["tests"]["log"])
-        assert log.is_file() and log.is_relative_to(run_dir)
+        assert log.is_file()
+        assert log.is_relative_to(run_dir)
         stats = json.loads((run_dir / "artifacts" / task / "remote.json").read_text())
         assert stats["bytes_out"] > 0
     # the user's repository keeps no quarantine ref, the cache clone holds the bases
@@ -195,7 +199,8 @@ def test_usage_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DASK_SCHEDULER_ADDRESS", "tcp://127.0.0.1:9")
     _, result = _run(tmp_path / "c", plan, fx.script(), "--executor", "dask")
     assert result.exit_code == 2
-    assert "{checkout}" in result.output and "--executor local" in result.output
+    assert "{checkout}" in result.output
+    assert "--executor local" in result.output
 
 
 def test_without_dask_installed_the_executor_says_how_to_get_it(tmp_path: Path) -> None:
@@ -220,7 +225,8 @@ def test_keys_never_travel_in_the_job() -> None:
     settings, central = dask_settings(
         "tcp://x:1", provider=None, model=None, base_url=None, script=None, env=env
     )
-    assert settings.provider.name == "anthropic" and central.name == "anthropic"
+    assert settings.provider.name == "anthropic"
+    assert central.name == "anthropic"
     assert KEY.encode() not in pickle.dumps(settings.provider)
     # what commands may see travels; secret-looking variables do not
     sent = without_secrets({"PATH": "/usr/bin", "ANTHROPIC_API_KEY": KEY, "GH_TOKEN": KEY})
@@ -245,7 +251,8 @@ def test_the_heartbeat_stops_an_orphaned_watch(dask_inprocess: Any) -> None:
             assert not stalled.is_set()
             beat.stop(tell=False)  # the central process died: nothing more is said
             assert stalled.wait(10)
-        assert watch.why is not None and "no heartbeat" in watch.why
+        assert watch.why is not None
+        assert "no heartbeat" in watch.why
 
 
 def _job(
@@ -309,7 +316,8 @@ def test_what_a_worker_returns_holds_no_key_and_no_out_of_scope_file(
     returned = pickle.dumps(result)
     assert KEY.encode() not in returned
     assert b"CANARY-OUT" not in returned
-    assert result.bundle is not None and b"CANARY-OUT" not in result.bundle
+    assert result.bundle is not None
+    assert b"CANARY-OUT" not in result.bundle
     assert any(name.startswith("artifacts/a/transcript") for name in result.files)
     assert any(name.startswith("manifests/a/") for name in result.files)
     # the test command ran with the worker's environment, minus its secrets
@@ -327,7 +335,8 @@ def test_a_result_over_the_size_limit_is_refused_on_the_worker(
     assert result.outcome.verdict == "failed"
     assert result.outcome.record.reason == "refused"
     assert "over the limit of 1,000 bytes" in result.outcome.record.message
-    assert result.bundle is None and not result.files
+    assert result.bundle is None
+    assert not result.files
 
 
 def test_an_orphaned_node_stops_between_calls(

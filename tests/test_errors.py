@@ -101,7 +101,8 @@ def test_the_parser_reads_depth_parent_and_module() -> None:
     """
     tree = drawn_tree(doc)
     assert tree["Grandchild"] == Drawn("Grandchild", "Child", "anti_sprawl.agent.loop")
-    assert tree["Second"].parent == "Root" and tree["Root"].parent == "Exception"
+    assert tree["Second"].parent == "Root"
+    assert tree["Root"].parent == "Exception"
 
 
 @pytest.mark.parametrize("name", sorted(real_classes()))
@@ -127,9 +128,11 @@ def test_tool_errors_are_never_command_errors() -> None:
 
 def test_at_boundary_maps_foreign_exceptions_onto_the_tree() -> None:
     full = at_boundary(OSError(28, "No space left on device", "/x/run.json"))
-    assert isinstance(full, StorageError) and "No space left on device: /x/run.json" in str(full)
+    assert isinstance(full, StorageError)
+    assert "No space left on device: /x/run.json" in str(full)
     assert type(at_boundary(MemoryError())) is RunError
     bug = at_boundary(KeyError("task"))
-    assert isinstance(bug, InternalError) and "KeyError" in str(bug)
+    assert isinstance(bug, InternalError)
+    assert "KeyError" in str(bug)
     mine = UsageError("bad flag")
     assert at_boundary(mine) is mine

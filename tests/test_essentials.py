@@ -62,12 +62,14 @@ def test_validate_repo_names_the_node_that_cannot_fit_and_the_budget_that_would(
     out = " ".join(result.output.split())
     assert "node b: its essential first prompt needs" in out
     assert "over its token_budget of 8,000; the smallest budget that fits is" in out
-    assert "node a:" not in out and "node c:" not in out
+    assert "node a:" not in out
+    assert "node c:" not in out
     as_json = runner.invoke(app, ["validate", str(plan_path), "--repo", str(repo), "--json"])
     assert as_json.exit_code == 1
     doc = json.loads(as_json.stdout)
     [problem] = [p for p in doc["errors"] if p["code"] == "essentials_over_budget"]
-    assert problem["tasks"] == ["b"] and problem["paths"] == ["pkg/huge.py"]
+    assert problem["tasks"] == ["b"]
+    assert problem["paths"] == ["pkg/huge.py"]
     needed = int(problem["message"].split("fits is ")[1].split(" ")[0].replace(",", ""))
     # Raising b's budget to what the message says makes the plan valid.
     fixed = plan_data()
@@ -90,7 +92,9 @@ def test_first_prompts_read_the_commit_not_the_working_tree_and_never_secrets(
     (repo / "pkg" / "huge.py").write_text("H = 1\n")  # uncommitted: not what a run starts from
     plan = Plan.model_validate(plan_data())
     fits = {f.task_id: f for f in first_prompts(plan, repo, head)}
-    assert not fits["b"].fits and fits["a"].fits and fits["c"].fits
+    assert not fits["b"].fits
+    assert fits["a"].fits
+    assert fits["c"].fits
     assert fits["b"].smallest_budget > 8_000
     assert all(f.first_call > 0 for f in fits.values())
     # The working directory as it is (no commit) sees the small file.
@@ -99,7 +103,8 @@ def test_first_prompts_read_the_commit_not_the_working_tree_and_never_secrets(
     assert all(".env" not in c.path for f in fits.values() for c in f.files)
     with scope_snapshot(repo, head, Scope(["pkg/", ".env", "README.md"])) as snap:
         exported = sorted(p.relative_to(snap).as_posix() for p in snap.rglob("*") if p.is_file())
-        assert ".env" not in exported and "README.md" in exported
+        assert ".env" not in exported
+        assert "README.md" in exported
         assert (snap / "pkg" / "huge.py").stat().st_size > 100_000
     # A base the repository does not have falls back to HEAD; a subdirectory has no commit.
     assert start_commit(repo, "no-such-ref") == head
@@ -174,4 +179,5 @@ def test_a_node_on_a_25k_token_module_completes_under_a_24k_cap(tmp_path: Path) 
     docs = [json.loads(p.read_text()) for p in manifests]
     assert all(d["total_tokens"] <= 24_000 for d in docs)
     [core] = [c for c in docs[0]["choices"] if c["path"] == "pkg/core.py"]
-    assert core["form"] == "region" and core["whole_tokens"] > 24_000
+    assert core["form"] == "region"
+    assert core["whole_tokens"] > 24_000

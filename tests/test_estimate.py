@@ -58,13 +58,15 @@ def test_each_node_ranges_from_its_first_call_to_every_call_of_every_attempt() -
     assert a.usd_low == pytest.approx(3_000 * 1.0 / 1e6)
     worst_a = ((20_000 - 4_096) * 1.25 + 4_096 * 5.0) / 1e6
     assert a.usd_high == pytest.approx(worst_a * 10 * 2)
-    assert b.usd_low is None and b.usd_high is None  # unpriced: tokens only
+    assert b.usd_low is None
+    assert b.usd_high is None  # unpriced: tokens only
     worst_c = ((10_000 - 8_192) * 3.0 + 8_192 * 15.0) / 1e6  # strong's own output limit
     assert c.usd_high == pytest.approx(worst_c * 5)
     assert (est.low, est.high) == (12_000, a.high + b.high + c.high)
     assert est.usd_high == pytest.approx(worst_a * 20 + worst_c * 5)
     assert est.usd_low == pytest.approx((3_000 * 1.0 + 5_000 * 3.0) / 1e6)
-    assert est.unpriced == ["mystery"] and est.prices == "t"
+    assert est.unpriced == ["mystery"]
+    assert est.prices == "t"
     # b (12 calls x 3 attempts) then c (5 calls) outweighs a (10 x 2) then c
     assert (est.critical_path, est.critical_calls) == (["b", "c"], 36 + 5)
     # an output limit above the per-call cap: the worst call is all output, within the cap
@@ -77,7 +79,8 @@ def test_each_node_ranges_from_its_first_call_to_every_call_of_every_attempt() -
     # a local server prices the unknown model at zero, not at "unknown"
     local = PriceTable({}, local=True)
     free = estimate(plan, {}, lambda n: plan.model_for(n) or "x", local, lambda _: 4_096)
-    assert free.unpriced == [] and free.usd_high == 0.0
+    assert free.unpriced == []
+    assert free.usd_high == 0.0
 
 
 def dry_run(tmp_path: Path, *extra: str, plan: dict[str, Any] | None = None) -> Any:
@@ -93,11 +96,13 @@ def test_execute_dry_run_prints_the_estimate_and_runs_nothing(tmp_path: Path) ->
     result, _ = dry_run(tmp_path, "--model", PRICED)
     assert result.exit_code == 0, result.output
     out = " ".join(result.output.split())
-    assert "estimated cost" in out and PRICED in out
+    assert "estimated cost" in out
+    assert PRICED in out
     for task in "abc":
         assert f"│ {task} " in result.output  # one row per node
     high = 40_000 * 12 * 2 * 3
-    assert f"to {high:,} tokens" in out and "$" in out
+    assert f"to {high:,} tokens" in out
+    assert "$" in out
     assert "nothing was run" in out
     # nothing ran: no run directory, no branch, no worktree, the checkout untouched
     assert not (repo / ".anti-sprawl" / "runs").exists()
@@ -108,14 +113,17 @@ def test_execute_dry_run_prints_the_estimate_and_runs_nothing(tmp_path: Path) ->
     as_json, _ = dry_run(tmp_path, "--model", PRICED, "--json")
     assert as_json.exit_code == 0, as_json.output
     doc = json.loads(as_json.stdout)
-    assert doc["base"] == fx.git(repo, "rev-parse", "HEAD") and doc["plan_id"] == "demo"
+    assert doc["base"] == fx.git(repo, "rev-parse", "HEAD")
+    assert doc["plan_id"] == "demo"
     cost = doc["estimated_cost"]
     assert [t["task_id"] for t in cost["tasks"]] == ["a", "b", "c"]
     assert all(t["model"] == PRICED and 0 < t["usd_low"] < t["usd_high"] for t in cost["tasks"])
-    assert cost["high"] == high and cost["unpriced"] == []
+    assert cost["high"] == high
+    assert cost["unpriced"] == []
     assert cost["usd_high"] == pytest.approx(sum(t["usd_high"] for t in cost["tasks"]))
     assert "2026-11-30" in cost["prices"]
-    assert doc["cannot_start"] == [] and doc["caps_reachable"] == []
+    assert doc["cannot_start"] == []
+    assert doc["caps_reachable"] == []
     assert not (repo / ".anti-sprawl" / "runs").exists()
 
 
@@ -133,7 +141,8 @@ def test_dry_run_names_caps_the_high_end_could_reach(tmp_path: Path) -> None:
     unpriced, _ = dry_run(tmp_path, "--max-cost", "1", "--model", "claude-mystery")
     assert unpriced.exit_code == 0  # the scripted provider is local: unpriced is free
     bad_base, _ = dry_run(tmp_path, "--base", "no-such-ref")
-    assert bad_base.exit_code == 2 and "unknown base revision: no-such-ref" in bad_base.output
+    assert bad_base.exit_code == 2
+    assert "unknown base revision: no-such-ref" in bad_base.output
     assert "Traceback" not in bad_base.output
 
 
@@ -143,7 +152,8 @@ def test_dry_run_refuses_like_execute_when_a_node_cannot_start(tmp_path: Path) -
     assert result.exit_code == 1, result.output
     out = " ".join(result.output.split())
     assert "cannot start: node b: its essential first prompt needs" in out
-    assert "the run would refuse to start" in out and "estimated cost" in out
+    assert "the run would refuse to start" in out
+    assert "estimated cost" in out
     assert not (repo / ".anti-sprawl" / "runs").exists()
     doc = json.loads(dry_run(tmp_path, "--json", plan=unfit_plan())[0].stdout)
     assert [m.split(":")[0] for m in doc["cannot_start"]] == ["node b"]
@@ -158,7 +168,8 @@ def test_plan_prints_the_range_in_tokens_and_dollars(tmp_path: Path) -> None:
     shown = runner.invoke(app, [*args, "--model", PRICED, "-o", str(tmp_path / "p.yaml")])
     assert shown.exit_code == 0, shown.output
     out = " ".join(shown.output.split())
-    assert "estimated cost" in out and f"to {40_000 * 12 * 2 * 3:,} tokens" in out
+    assert "estimated cost" in out
+    assert f"to {40_000 * 12 * 2 * 3:,} tokens" in out
     assert "dollars at list prices of 2026-11-30" in out
     again = runner.invoke(app, [*args, "--model", PRICED, "--json"])
     assert again.exit_code == 0, again.output

@@ -82,7 +82,8 @@ def test_every_case_passes_with_isolation_on(baseline: dict[str, CaseResult]) ->
     assert not any(failed.values()), failed
     for result in baseline.values():
         assert result.out_of_scope == []
-        assert result.leaks == [] and result.cross_task_leaks == []
+        assert result.leaks == []
+        assert result.cross_task_leaks == []
         names = {c.name for c in result.checks}
         assert {"completed", "no_out_of_scope", "checkout_untouched", "tokens_agree"} <= names
 
@@ -144,10 +145,12 @@ def test_retried_tasks_report_first_attempt_and_final_success_apart(
     assert (resumed["summarize"].attempts, resumed["summarize"].status) == (2, "succeeded")
     for name in ("retry-from-note", "retry-budget-resume"):
         checks = {c.name: c.passed for c in baseline[name].checks}
-        assert checks["clean_retries"] and checks["attempts"], name
+        assert checks["clean_retries"], name
+        assert checks["attempts"], name
     agg = aggregate("baseline", list(baseline.values()))
     assert agg.tasks_first_attempt < agg.tasks_succeeded <= agg.tasks
-    assert agg.retried >= 2 and agg.attempts >= agg.tasks + agg.retried
+    assert agg.retried >= 2
+    assert agg.attempts >= agg.tasks + agg.retried
     rows = dict(comparison_rows(SuiteResult(variants=[_as_variant(baseline)])))
     assert rows["tasks done on the first attempt"] != rows["task completion rate (final)"]
 
@@ -185,7 +188,8 @@ def test_a_retry_that_carries_the_failed_attempt_is_caught() -> None:
     note = UserMessage(content=f"{first.content}\n{FAILURE_NOTE_HEADER}\nit failed")
     assert clean_retries(attempt_1) is None  # nothing retried: not scored
     ok = clean_retries([*attempt_1, call("a.attempt2-1", note)])
-    assert ok is not None and ok.passed
+    assert ok is not None
+    assert ok.passed
     carried = UserMessage(content=note.content + "\n" + content)
     for retry in (
         call("a.attempt2-1", carried),  # the first attempt's read in the new prompt
@@ -193,7 +197,9 @@ def test_a_retry_that_carries_the_failed_attempt_is_caught() -> None:
         call("a.attempt2-1", first),  # no note at all
     ):
         bad = clean_retries([*attempt_1, retry])
-        assert bad is not None and not bad.passed and "a.attempt2-1" in bad.detail
+        assert bad is not None
+        assert not bad.passed
+        assert "a.attempt2-1" in bad.detail
 
 
 def test_adversarial_cases_record_blocked_violations(baseline: dict[str, CaseResult]) -> None:
@@ -208,7 +214,8 @@ def test_adversarial_cases_record_blocked_violations(baseline: dict[str, CaseRes
 
 def test_planner_case_reports_planner_tokens_apart(baseline: dict[str, CaseResult]) -> None:
     result = baseline["planner-planned"]
-    assert result.planner_tokens is not None and result.planner_tokens.input_tokens > 0
+    assert result.planner_tokens is not None
+    assert result.planner_tokens.input_tokens > 0
     assert result.planner_tokens == result.planner_provider_tokens
     assert [t.task_id for t in result.tasks] == ["shout"]
 
@@ -225,7 +232,8 @@ def test_task_tokens_agree_with_the_provider_and_the_request_text(
             assert task.recounted_input == task.tokens.input_tokens
             assert task.calls == task.recorded_calls == len(task.call_inputs)
     sample = baseline[SAMPLE]
-    assert sample.tokens.input_tokens > 50_000 and all(t.calls >= 3 for t in sample.tasks)
+    assert sample.tokens.input_tokens > 50_000
+    assert all(t.calls >= 3 for t in sample.tasks)
 
 
 def test_tokens_equal_the_sum_over_the_scripted_providers_requests() -> None:
@@ -272,7 +280,8 @@ def test_a_variable_that_reaches_a_test_command_is_detected(tmp_path: Path) -> N
     result = run_case(load_case(case_file), opts=opts)
     assert {leak.needle for leak in result.leaks} == {"CANARY-MARKER-7d1e"}
     wheres = " ".join(leak.where for leak in result.leaks)
-    assert "tests-" in wheres and "request" in wheres  # the test log and the observation
+    assert "tests-" in wheres
+    assert "request" in wheres  # the test log and the observation
 
 
 def test_forbidden_and_required_paths_are_scored_from_git(tmp_path: Path) -> None:
@@ -303,14 +312,17 @@ def test_firewall_off_lets_out_of_scope_changes_land(ablated: SuiteResult) -> No
         assert base[name].leaks == []
         assert off[name].leaks, name
     by_name = {v.name: v.aggregate for v in ablated.variants}
-    assert by_name["baseline"].out_of_scope == 0 and by_name["-firewall"].out_of_scope >= 3
+    assert by_name["baseline"].out_of_scope == 0
+    assert by_name["-firewall"].out_of_scope >= 3
     assert by_name["-firewall"].success_rate < by_name["baseline"].success_rate == 1.0
 
 
 def test_scoping_off_costs_more_input_tokens(ablated: SuiteResult) -> None:
     assert ablated.scoping_paired_calls > 20
-    assert ablated.scoping_input_ratio is not None and ablated.scoping_input_ratio > 1
-    assert ablated.scoping_first_call_ratio is not None and ablated.scoping_first_call_ratio > 1
+    assert ablated.scoping_input_ratio is not None
+    assert ablated.scoping_input_ratio > 1
+    assert ablated.scoping_first_call_ratio is not None
+    assert ablated.scoping_first_call_ratio > 1
     base, off = _variant(ablated, "baseline"), _variant(ablated, "-scoping")
     for name in ("scope-creep-rename", "parallel-refactor", "failing-node"):
         first_base = [t.first_call_input for t in base[name].tasks if t.first_call_input]
@@ -329,7 +341,9 @@ def test_clean_slate_off_leaks_context_across_tasks(ablated: SuiteResult) -> Non
         next(t.first_call_input for t in r.tasks if t.task_id == "exports")
         for r in (base["parallel-refactor"], off["parallel-refactor"])
     ]
-    assert first[1] is not None and first[0] is not None and first[1] > first[0]
+    assert first[1] is not None
+    assert first[0] is not None
+    assert first[1] > first[0]
 
 
 def test_every_variant_accounts_tokens_exactly(ablated: SuiteResult) -> None:
@@ -347,7 +361,8 @@ def test_reports_show_the_comparison(ablated: SuiteResult) -> None:
     text = out.getvalue()
     for word in ("baseline vs ablations", "-firewall", "-clean-slate", "-scoping"):
         assert word in text
-    assert "out-of-scope changes landed" in text and "canary leaks" in text
+    assert "out-of-scope changes landed" in text
+    assert "canary leaks" in text
     assert f"{ablated.scoping_input_ratio}x" in text
     md = markdown_report(ablated)
     assert "| metric | baseline | -firewall | -clean-slate | -scoping |" in md
@@ -370,7 +385,8 @@ def test_eval_command_json_and_report(tmp_path: Path) -> None:
     names = [v["name"] for v in data["variants"]]
     assert names == ["baseline", "-firewall"]
     firewall_off = data["variants"][1]["cases"][0]
-    assert firewall_off["passed"] is False and firewall_off["leaks"]
+    assert firewall_off["passed"] is False
+    assert firewall_off["leaks"]
     assert data["variants"][0]["cases"][0]["tokens_agree"] is True
     assert "symlink-secret" in report.read_text()
 
@@ -381,7 +397,8 @@ def test_eval_command_fails_when_a_baseline_case_fails(tmp_path: Path) -> None:
     out = StringIO()
     code = run_eval_command(case_file.parent, console=Console(file=out, width=200))
     assert code == 1
-    assert "FAIL" in out.getvalue() and "required_changed" in out.getvalue()
+    assert "FAIL" in out.getvalue()
+    assert "required_changed" in out.getvalue()
 
 
 # --- bad input is a usage error --------------------------------------------------------------

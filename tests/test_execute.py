@@ -51,7 +51,8 @@ def test_execute_lands_one_commit_per_node(tmp_path: Path, executor_args: list[s
     assert not list((repo / ".anti-sprawl" / "worktrees").glob("*"))
     assert ".anti-sprawl" in (repo / ".git" / "info" / "exclude").read_text()
     pr = (repo / ".anti-sprawl" / "runs" / state["run_id"] / "PR.md").read_text()
-    assert "```mermaid" in pr and "| `c` |" in pr
+    assert "```mermaid" in pr
+    assert "| `c` |" in pr
 
 
 def test_parallel_siblings_overlap(tmp_path: Path) -> None:
@@ -142,13 +143,17 @@ def test_status_and_inspect(tmp_path: Path) -> None:
     run_id = json.loads(result.stdout)["run_id"]
     listing = runner.invoke(app, ["status", "--repo", str(repo), "--json"])
     [listed] = json.loads(listing.stdout)
-    assert listed["run_id"] == run_id and listed["tokens"] > 0 and listed["cost_usd"] == 0.0
+    assert listed["run_id"] == run_id
+    assert listed["tokens"] > 0
+    assert listed["cost_usd"] == 0.0
     one = runner.invoke(app, ["status", run_id, "--repo", str(repo)])
-    assert one.exit_code == 0 and "succeeded" in one.output
+    assert one.exit_code == 0
+    assert "succeeded" in one.output
     manifests = json.loads(
         runner.invoke(app, ["inspect", run_id, "--repo", str(repo), "--task", "c", "--json"]).stdout
     )
-    assert manifests and all(m["task_id"] == "c" for m in manifests)
+    assert manifests
+    assert all(m["task_id"] == "c" for m in manifests)
     kinds = {i["kind"] for i in manifests[0]["items"]}
     assert {"instruction", "task", "upstream_summary", "tool_schema"} <= kinds
     bad = runner.invoke(app, ["inspect", "nope", "--repo", str(repo)])

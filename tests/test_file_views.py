@@ -55,11 +55,13 @@ def test_python_outline_is_numbered_at_three_levels() -> None:
     names = render_outline(entries, "names", len(lines))
     first_def = lines.index("    def step_0_0(self, record: dict, limit: int = 0) -> list:") + 1
     assert f"{first_def:>2}:     def step_0_0(self, record: dict, limit: int=0) -> list:" in full
-    assert '"""Step 0 of handler 0."""' in full and '"""Step 0' not in sigs
+    assert '"""Step 0 of handler 0."""' in full
+    assert '"""Step 0' not in sigs
     assert (
         f"{first_def:>2}:     def step_0_0(self, record: dict, limit: int=0) -> list: ..." in sigs
     )
-    assert f"{first_def:>2}:     def step_0_0\n" in names + "\n" and "record" not in names
+    assert f"{first_def:>2}:     def step_0_0\n" in names + "\n"
+    assert "record" not in names
     assert count_tokens(names) < count_tokens(sigs) < count_tokens(full)
     assert "results.append" not in full  # bodies never
 
@@ -73,7 +75,8 @@ def test_text_outlines_for_markdown_rest_and_yaml() -> None:
         (8, 1, "Usage"),
         (10, 1, "Setext"),
     ]
-    assert found[0].end == 11 and found[1].end == 9
+    assert found[0].end == 11
+    assert found[1].end == 9
     rst = "Changes\n=======\n\nVersion 2.0\n-----------\n\n- fix\n\nVersion 1.0\n-----------\n"
     entries = text_outline_lines("CHANGES.rst", rst)
     assert entries is not None
@@ -133,15 +136,18 @@ def test_read_view_returns_numbered_ranges_and_refuses_hostile_ones() -> None:
         read_view("e.txt", "", 1, 1, max_chars=100)
     # A range longer than one observation stops at a line and says where to go on.
     part = read_view("a.txt", text, 1, 100, max_chars=300)
-    assert part.startswith("a.txt lines 1-") and "continue with start_line=" in part
+    assert part.startswith("a.txt lines 1-")
+    assert "continue with start_line=" in part
     assert len(part) <= 300
 
 
 def test_whole_read_of_a_big_file_returns_its_outline(tmp_path: Path) -> None:
     text = big_module()
     out = read_view("pkg/orders.py", text, None, None, max_chars=6000)
-    assert out.startswith("pkg/orders.py: 3,") and "start_line/end_line" in out
-    assert len(out) <= 6000 and "def step_" in out
+    assert out.startswith("pkg/orders.py: 3,")
+    assert "start_line/end_line" in out
+    assert len(out) <= 6000
+    assert "def step_" in out
 
 
 def _worker(root: Path, turns: list[object]) -> list[str]:
@@ -201,7 +207,8 @@ def test_worker_reads_ranges_refuses_hostile_ones_and_edits_a_big_file(tmp_path:
     assert "error: invalid arguments for read_file: start_line" in seen[2]
     assert "end_line 3 is before start_line 9" in seen[3]
     assert f"error: src/orders.py has {n:,} lines: the range 5000-{n}" in seen[4]
-    assert "too long to return whole" in seen[5] and "def step_7_3" in seen[5]
+    assert "too long to return whole" in seen[5]
+    assert "def step_7_3" in seen[5]
     assert seen[6].count("edited src/orders.py") == 1
     assert "* 8 or 0" in (root / "src" / "orders.py").read_text()
 
@@ -249,4 +256,5 @@ def test_other_languages_are_outlined_with_line_numbers_too() -> None:
     assert " 7: export default class OrderService extends Base" in outline
     assert " 8:   async publish(evt)" in outline
     names = render_outline(entries, "names", len(source_lines(source)))
-    assert " 3: createOrder" in names and "Body" not in names + outline
+    assert " 3: createOrder" in names
+    assert "Body" not in names + outline

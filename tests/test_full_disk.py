@@ -81,7 +81,7 @@ def _in_namespace(script: str, repo: Path, plan: Path, run_script: Path, out: Pa
         SCRIPT=str(run_script),
         REPO=str(repo),
         OUT=str(out),
-        PATH=f"{os.path.dirname(sys.executable)}:{env.get('PATH', '/usr/bin:/bin')}",
+        PATH=f"{Path(sys.executable).parent}:{env.get('PATH', '/usr/bin:/bin')}",
     )
     subprocess.run([*UNSHARE, "sh", "-c", script], env=env, check=True, timeout=300)
 
@@ -128,11 +128,13 @@ def test_full_disk_mid_run_keeps_the_previous_journal_and_resumes(tmp_path: Path
     assert (out / "rc").read_text().strip() == "1"
     line = _stderr_line(out)
     (run_id,) = [p.name for p in (out / "runs").iterdir()]
-    assert "cannot write the run journal" in line and "No space left on device" in line, line
+    assert "cannot write the run journal" in line, line
+    assert "No space left on device" in line, line
     assert line.endswith(f"'anti-sprawl resume {run_id} --repo {repo}' finishes the run"), line
     # The journal on the full disk is the last one written before it filled: whole JSON.
     state = json.loads((out / "runs" / run_id / "run.json").read_text())
-    assert state["run_id"] == run_id and state["status"] == "running"
+    assert state["run_id"] == run_id
+    assert state["status"] == "running"
     assert fx.task_trailers(repo) == []
     assert fx.checkout_fingerprint(repo) == before
     # Space is back (the run data is where the user would find it): resume finishes the run.

@@ -1,6 +1,6 @@
 """Reading a repository never runs its configured commands nor follows a caller's GIT_* variables.
 
-Every git call goes through ``gitcmd.run_git`` (docs/security.md, P7). These are the two
+Every git call goes through ``git.cmd.run_git`` (docs/security.md, P7). These are the two
 properties a library that inspects repositories its own way would lose (GitPython runs
 ``core.fsmonitor`` in its dirty check and passes the inherited environment to git;
 ``benchmarks/gitpython_inspection.py`` shows both), so they are checked here on the
@@ -18,7 +18,7 @@ import pytest
 
 from anti_sprawl.cli.pr import base_branch_of
 from anti_sprawl.git.branch import TRAILER_RUN, TRAILER_TASK, RunBranch, checked_out_in
-from anti_sprawl.run.runner import check_repo, uncommitted_changes
+from anti_sprawl.run.preflight import check_repo, uncommitted_changes
 
 
 def _git(repo: Path, *args: str) -> str:

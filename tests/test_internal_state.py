@@ -33,7 +33,7 @@ CANARY = "CANARY-MEMORY-9c1f"
 
 @pytest.fixture(autouse=True)
 def _python_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PATH", f"{os.path.dirname(sys.executable)}:/usr/bin:/bin")
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}:/usr/bin:/bin")
 
 
 def victim_dir(tmp_path: Path) -> tuple[Path, dict[str, bytes]]:
@@ -70,7 +70,8 @@ def assert_refused_cleanly(code: int, output: str, repo: Path) -> None:
     assert code == 2, output
     assert "Traceback" not in output
     errors = [line for line in output.splitlines() if line.startswith("anti-sprawl: error:")]
-    assert len(errors) == 1 and "refusing to use" in errors[0]
+    assert len(errors) == 1
+    assert "refusing to use" in errors[0]
     assert "anti-sprawl/demo" not in fx.git(repo, "branch", "--list")
 
 
@@ -108,10 +109,12 @@ def test_cleanup_removes_only_this_runs_registered_worktrees(tmp_path: Path) -> 
     stray.mkdir()
     (stray / "keep.txt").write_text("kept\n")
     assert remove_stale_worktrees(repo, wt_dir, "run1") == [mine.path]
-    assert not mine.path.exists() and other.path.is_dir()
+    assert not mine.path.exists()
+    assert other.path.is_dir()
     assert (stray / "keep.txt").read_text() == "kept\n"
     branches = fx.git(repo, "branch", "--list", "anti-sprawl/wt/*")
-    assert "run1-a-1" not in branches and "run2-a-1" in branches
+    assert "run1-a-1" not in branches
+    assert "run2-a-1" in branches
     other.remove()
 
 
@@ -134,7 +137,8 @@ def test_a_symlinked_state_dir_is_refused_and_nothing_is_written_there(
         ["plan", "add a module", "--repo", str(repo), "--script", script],
     ):
         result = runner.invoke(app, command)
-        assert result.exit_code == 2 and "refusing to use" in result.output, command
+        assert result.exit_code == 2, command
+        assert "refusing to use" in result.output, command
     assert snapshot(victim) == files  # no lock, no run data, no plan landed in the target
 
 
@@ -178,14 +182,15 @@ def test_the_users_own_memory_is_shown_as_untrusted_data(tmp_path: Path) -> None
         " scope: ['pkg/**'], expires: 2099-01-01T00:00:00Z}\n"
     )
     provider = ScriptedProvider(Script.from_data(fx.script()))
-    env = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin"}
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}
     result = execute(
         Plan.model_validate(fx.plan()), repo, ExecuteOptions(provider, RunSettings(command_env=env))
     )
     assert result.status == "succeeded"
     first = request_text(next(r for r in provider.requests if r.task_id == "a"))
     block = first[first.rindex("<data kind=", 0, first.index(CANARY)) : first.index(CANARY)]
-    assert 'kind="memory"' in block and 'trust="untrusted"' in block
+    assert 'kind="memory"' in block
+    assert 'trust="untrusted"' in block
     assert 'trust="trusted"' not in first
     for path in (state / "runs" / result.run_id / "manifests").rglob("*.json"):
         assert (
@@ -197,7 +202,7 @@ def test_the_users_own_memory_is_shown_as_untrusted_data(tmp_path: Path) -> None
 def test_the_state_dir_is_private_and_checked_before_use(tmp_path: Path) -> None:
     repo = fx.make_repo(tmp_path)
     provider = ScriptedProvider(Script.from_data(fx.script()))
-    env = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin"}
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}
     execute(
         Plan.model_validate(fx.plan()), repo, ExecuteOptions(provider, RunSettings(command_env=env))
     )
@@ -224,7 +229,8 @@ def test_every_file_a_run_writes_is_where_the_layout_says(tmp_path: Path) -> Non
     assert "## DAG" in paths.pr_body.read_text()  # the views wrote it through the CLI
     assert {p.parent.name for p in paths.manifests.rglob("*.json")} == {"a", "b", "c"}
     assert {p.name for p in paths.artifacts.iterdir()} >= {"a", "b", "c"}
-    assert layout.lock().is_file() and layout.lock().parent == repo / ".git"
+    assert layout.lock().is_file()
+    assert layout.lock().parent == repo / ".git"
     named = {paths.journal, paths.pr_body}
     for path in layout.root.rglob("*"):
         if path.is_file():

@@ -29,7 +29,7 @@ HELD = 120.0  # the fake server holds the first call this long: far past any tes
 
 def _env() -> dict[str, str]:
     env = dict(os.environ)
-    env["PATH"] = f"{os.path.dirname(sys.executable)}:{env.get('PATH', '/usr/bin:/bin')}"
+    env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '/usr/bin:/bin')}"
     for key in ("ANTI_SPRAWL_CRASH_AT", "OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY"):
         env.pop(key, None)
     return env
@@ -138,7 +138,8 @@ def test_one_ctrl_c_starts_no_queued_node(tmp_path: Path) -> None:
     _wait(lambda: list(runs.glob("*/manifests/*/*.json")), proc, "the first model call")
     proc.send_signal(signal.SIGINT)
     out, err = _finish(proc, timeout=60)
-    assert proc.returncode == 130 and "Traceback" not in out + err, out + err
+    assert proc.returncode == 130, out + err
+    assert "Traceback" not in out + err, out + err
     (run_id,) = [p.name for p in runs.iterdir()]
     state = json.loads((runs / run_id / "run.json").read_text())
     started = sorted(tid for tid, t in state["tasks"].items() if t["attempts"] > 0)

@@ -195,7 +195,8 @@ def test_bundle_chain_sends_each_tip_once_and_a_cache_clone_fetches_only_what_it
 
     chain = BundleChain(repo, publish)
     first = chain.chain_for(base)
-    assert chain.chain_for(base) == first and len(published) == 1  # shared, made once
+    assert chain.chain_for(base) == first
+    assert len(published) == 1
     assert parse_header(published["k0"]).prerequisites == ()
     tip = _commit(worker, {"pkg/a.py": "A = 1\n"})
     _git(repo, "fetch", "-q", str(worker), f"{tip}:refs/heads/run")
@@ -212,7 +213,8 @@ def test_bundle_chain_sends_each_tip_once_and_a_cache_clone_fetches_only_what_it
     assert cache.materialize(first, fetch) == first[0].size
     assert cache.materialize(second, fetch) == second[-1].size  # only the increment
     assert fetched == ["k0", "k1"]
-    assert cache.materialize(second, fetch) == 0 and fetched == ["k0", "k1"]
+    assert cache.materialize(second, fetch) == 0
+    assert fetched == ["k0", "k1"]
     fresh = CacheRepo(tmp_path / "other", repo_identity(repo, base))
     assert fresh.materialize(second, fetch) == first[0].size + second[-1].size
     result = fresh.bundle_commit(tip, base)

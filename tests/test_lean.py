@@ -105,8 +105,10 @@ def test_every_read_scope_module_gets_at_least_its_outline(tmp_path: Path) -> No
     tight = assemble(root, node("pkg/progress.py", 24_000))
     rich = {c.path: rank[c.outline or ""] for c in roomy.choices if c.scope == "read"}
     lean = {c.path: rank[c.outline or ""] for c in tight.choices if c.scope == "read"}
-    assert all(rich[path] >= lean[path] for path in rich) and rich != lean
-    assert max(lean.values()) < 2 and min(rich.values()) >= 1
+    assert all(rich[path] >= lean[path] for path in rich)
+    assert rich != lean
+    assert max(lean.values()) < 2
+    assert min(rich.values()) >= 1
 
 
 def test_a_read_module_the_goal_names_goes_in_whole_when_small(tmp_path: Path) -> None:
@@ -126,9 +128,12 @@ def test_a_3000_line_write_file_is_outline_plus_regions_and_starts_under_24k(
     p = assemble(root, node("pkg/core.py", 24_000, goal=goal))
     [core] = [c for c in p.choices if c.path == "pkg/core.py"]
     assert (core.form, core.reason) == ("region", "too_large")
-    assert core.outline in ("full", "signatures", "names") and core.regions
-    assert core.whole_tokens > 20_000 and core.tokens < 9_600
-    assert p.essentials.fits and p.essentials.cap == 24_000
+    assert core.outline in ("full", "signatures", "names")
+    assert core.regions
+    assert core.whole_tokens > 20_000
+    assert core.tokens < 9_600
+    assert p.essentials.fits
+    assert p.essentials.cap == 24_000
     assert first_call_tokens(p) <= lean_target(24_000)
     text = p.item_texts[[i.item_id for i in p.manifest_items].index("region:pkg/core.py")]
     lines = big_module().splitlines()
@@ -138,4 +143,5 @@ def test_a_3000_line_write_file_is_outline_plus_regions_and_starts_under_24k(
     # A bigger cap buys more of the file, never the whole: the target caps it at 16k.
     roomy = assemble(root, node("pkg/core.py", 2_000_000, goal=goal))
     [big] = [c for c in roomy.choices if c.path == "pkg/core.py"]
-    assert big.form == "region" and core.tokens <= big.tokens < LEAN_CEILING
+    assert big.form == "region"
+    assert core.tokens <= big.tokens < LEAN_CEILING

@@ -76,12 +76,15 @@ def test_worker_and_planner_answer_hostile_calls_with_the_same_words(
     assert planner_said[:4] == worker_said[:4]
     assert planner_said[0].startswith("error: blocked by the scope firewall: read '.env'")
     assert "escape_root" in planner_said[1]
-    assert "invalid arguments for read_file" in planner_said[2] and "cwd" in planner_said[2]
+    assert "invalid arguments for read_file" in planner_said[2]
+    assert "cwd" in planner_said[2]
     assert "invalid arguments for read_file: path" in planner_said[3]
     assert planner_said[4].startswith("error: unknown tool 'frobnicate'; available tools: ")
-    assert "submit_plan" in planner_said[4] and "submit_plan" not in worker_said[4]
+    assert "submit_plan" in planner_said[4]
+    assert "submit_plan" not in worker_said[4]
     for text in [*planner_said, *worker_said]:
-        assert CANARY not in text and "CANARY-OUT" not in text
+        assert CANARY not in text
+        assert "CANARY-OUT" not in text
     # both sides recorded the refused reads as violations of the model
     assert {v.reason for v in planned.violations} >= {"denied_secret", "escape_root"}
     assert {v.reason for v in worked.violations} >= {"denied_secret", "escape_root"}

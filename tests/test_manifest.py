@@ -110,9 +110,11 @@ def test_render_shows_items_tokens_drops_and_summary() -> None:
     assert "t2 · call 0 · t2-call-0" in out
     lines = out.splitlines()
     file_row = next(line for line in lines if "src/t1.py" in line and "hidden" in line)
-    assert "3 hidden chars" in file_row and "untrusted" in file_row
+    assert "3 hidden chars" in file_row
+    assert "untrusted" in file_row
     drop_row = next(line for line in lines if "src/big.py" in line)
-    assert "9,000" in drop_row and "dropped: over_budget" in drop_row
+    assert "9,000" in drop_row
+    assert "dropped: over_budget" in drop_row
     assert "3 items · 44 tokens · 1 dropped · stable prefix 1,234 bytes sha256 abababababab" in out
     summary = lines[lines.index(next(x for x in lines if "tokens per task" in x)) :]
     t1_row = next(line for line in summary if line.strip("│ ").startswith("t1"))

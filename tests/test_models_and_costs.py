@@ -73,7 +73,8 @@ def test_each_node_calls_its_own_model_and_the_cli_overrides_only_the_default(
         for path in (run_dir / "manifests" / task).glob("*.json"):
             assert json.loads(path.read_text())["model"] == model
     pr = (run_dir / "PR.md").read_text()
-    assert f"`{a}`" in pr and f"`{b}`" in pr
+    assert f"`{a}`" in pr
+    assert f"`{b}`" in pr
     status = runner.invoke(app, ["status", state["run_id"], "--repo", str(repo), "--json"])
     assert json.loads(status.stdout)["tasks"]["c"]["model"] == b
     shown = runner.invoke(app, ["inspect", state["run_id"], "--repo", str(repo), "--task", "a"])
@@ -125,7 +126,8 @@ def test_a_dollar_cap_stops_before_the_crossing_call_and_resume_finishes(
     capped = invoke(server, "execute", str(plan_path), *common, "--max-cost", "0.80")
     assert capped.exit_code == 1, capped.output
     state = json.loads(capped.stdout)
-    assert state["status"] == "interrupted" and state["max_cost"] == 0.80
+    assert state["status"] == "interrupted"
+    assert state["max_cost"] == 0.80
     assert {t: r["status"] for t, r in state["tasks"].items()} == {
         "a": "succeeded",
         "b": "pending",
@@ -138,7 +140,8 @@ def test_a_dollar_cap_stops_before_the_crossing_call_and_resume_finishes(
     assert state["tasks"]["a"]["cost_usd"] == pytest.approx(2 * PER_CALL)
     assert fx.task_trailers(repo) == ["a"]
     shown = runner.invoke(app, ["status", state["run_id"], "--repo", str(repo)])
-    assert "higher --max-cost" in shown.output and "of --max-cost $0.80" in shown.output
+    assert "higher --max-cost" in shown.output
+    assert "of --max-cost $0.80" in shown.output
 
     # resume with a higher cap: b starts again (its queued turns), then c
     server.clear()
@@ -148,7 +151,8 @@ def test_a_dollar_cap_stops_before_the_crossing_call_and_resume_finishes(
     done = invoke(server, *resume)
     assert done.exit_code == 0, done.output
     final = json.loads(done.stdout)
-    assert final["status"] == "succeeded" and final["max_cost"] == 5.0
+    assert final["status"] == "succeeded"
+    assert final["max_cost"] == 5.0
     assert sorted(fx.task_trailers(repo)) == ["a", "b", "c"]
     # every call of both sessions is in the run's dollars, the interrupted b attempt's too
     assert final["cost_usd"] == pytest.approx(7 * PER_CALL)
@@ -171,7 +175,8 @@ def test_a_dollar_cap_needs_a_price_for_every_model(tmp_path: Path) -> None:
         env={"ANTHROPIC_API_KEY": KEY, "ANTHROPIC_BASE_URL": ""},
     )
     assert bad.exit_code == 2, bad.output
-    assert "--max-cost needs a price" in bad.output and "Traceback" not in bad.output
+    assert "--max-cost needs a price" in bad.output
+    assert "Traceback" not in bad.output
     # the one warning an unpriced model gets, before the refusal
     assert bad.output.count("warning: no price for model claude-mystery") == 1
 
@@ -235,7 +240,8 @@ def test_prices_from_the_users_files_override_the_bundled_ones(tmp_path: Path) -
             str(broken),
         ],
     )
-    assert bad.exit_code == 2 and "claude-sonnet-5-5.input" in bad.output
+    assert bad.exit_code == 2
+    assert "claude-sonnet-5-5.input" in bad.output
 
 
 CACHED = {  # 20k input, three quarters of it read from the provider's cache
@@ -276,13 +282,16 @@ def test_cache_share_per_node_and_run_at_the_users_prices(
     # shown in the verdict's spend lines, the PR body and status --json
     shown = runner.invoke(app, ["status", state["run_id"], "--repo", str(repo)])
     out = " ".join(shown.output.split())
-    assert "a: claude-sonnet-5-5" in out and "75% of input cached" in out
+    assert "a: claude-sonnet-5-5" in out
+    assert "75% of input cached" in out
     assert "(60,000 cache reads, 50% of input)" in out
     pr = (repo / ".anti-sprawl" / "runs" / state["run_id"] / "PR.md").read_text()
-    assert "| 75% |" in pr and "| 0% |" in pr
+    assert "| 75% |" in pr
+    assert "| 0% |" in pr
     status = runner.invoke(app, ["status", state["run_id"], "--repo", str(repo), "--json"])
     doc = json.loads(status.stdout)
-    assert doc["cache_share"] == 0.5 and doc["tasks"]["a"]["cache_share"] == 0.75
+    assert doc["cache_share"] == 0.5
+    assert doc["tasks"]["a"]["cache_share"] == 0.75
 
 
 def test_each_node_gets_its_own_models_output_limit(tmp_path: Path, server: FakeLLMServer) -> None:

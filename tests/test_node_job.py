@@ -30,7 +30,7 @@ from anti_sprawl.run.runner import ExecuteOptions, RunSettings, execute
 
 from . import e2e_fixture as fx
 
-ENV = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin"}
+ENV = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}
 SECRET = "sk-ant-job-secret-0123456789abcdefghijkl"
 
 
@@ -81,7 +81,8 @@ def test_a_job_runs_alone_and_leaves_only_its_commit_and_its_files(tmp_path: Pat
     assert outcome.verdict == "succeeded", outcome.record.message
     assert outcome.record.status == "running"  # landing is the central process's
     sha = outcome.commit
-    assert sha is not None and outcome.record.commit == sha
+    assert sha is not None
+    assert outcome.record.commit == sha
     assert fx.git(repo, "rev-parse", f"{sha}^") == job.base  # one commit on the base
     assert fx.git(repo, "show", f"{sha}:pkg/a.py") == "A = 1"
     assert "Anti-Sprawl-Task: a" in fx.git(repo, "log", "-1", "--format=%B", sha)
@@ -93,12 +94,12 @@ def test_a_job_runs_alone_and_leaves_only_its_commit_and_its_files(tmp_path: Pat
     assert not any((tmp_path / "wt").iterdir())  # its worktree is gone
     # What it wrote is under the job's paths and listed in the outcome.
     stage = tmp_path / "stage"
-    assert outcome.manifests and all(
-        p.is_relative_to(stage / "manifests") for p in outcome.manifests
-    )
+    assert outcome.manifests
+    assert all(p.is_relative_to(stage / "manifests") for p in outcome.manifests)
     assert sorted(p.name for p in outcome.manifests) == [f"{n}.json" for n in (1, 2, 3, 4)]
     assert "artifact://a/transcript.jsonl" in outcome.logs
-    assert "artifact://a/tests-1.log" in outcome.logs and outcome.test_runs == 2
+    assert "artifact://a/tests-1.log" in outcome.logs
+    assert outcome.test_runs == 2
     for ref in outcome.logs:
         assert (stage / "artifacts" / ref.removeprefix("artifact://")).is_file(), ref
     assert pickle.loads(pickle.dumps(outcome)).record == outcome.record  # it travels back
@@ -110,10 +111,12 @@ def test_a_failing_job_returns_failed_and_never_raises(tmp_path: Path) -> None:
     plan = fx.plan(test_command=[sys.executable, "-c", "import pkg.a"])
     job = job_for(tmp_path, repo, plan_data=plan)
     outcome = run_in_thread(job, NodeEnv(provider=scripted(a=turns)))
-    assert outcome.verdict == "failed" and outcome.commit is None
+    assert outcome.verdict == "failed"
+    assert outcome.commit is None
     assert (outcome.record.status, outcome.record.reason) == ("failed", "tests")
     assert outcome.changed == ("pkg/a.py",)  # the audit kept it; nothing was committed
-    assert outcome.worker is not None and outcome.worker.status == "succeeded"
+    assert outcome.worker is not None
+    assert outcome.worker.status == "succeeded"
 
 
 def test_a_job_that_cannot_start_fails_with_the_reason(tmp_path: Path) -> None:
@@ -122,7 +125,8 @@ def test_a_job_that_cannot_start_fails_with_the_reason(tmp_path: Path) -> None:
     broken = dataclasses.replace(job, base="0" * 40)  # no such commit
     outcome = run_in_thread(broken, NodeEnv(provider=scripted()))
     assert (outcome.verdict, outcome.record.reason) == ("failed", "error")
-    assert "git rev-parse" in outcome.record.message and outcome.manifests == ()
+    assert "git rev-parse" in outcome.record.message
+    assert outcome.manifests == ()
 
 
 def test_the_job_holds_no_secret_the_env_holds_the_redactor(
@@ -139,7 +143,8 @@ def test_the_job_holds_no_secret_the_env_holds_the_redactor(
     outcome = run_in_thread(job, NodeEnv(provider=scripted(a=leaky), redactor=redactor))
     assert outcome.verdict == "succeeded"
     message = fx.git(repo, "log", "-1", "--format=%B", outcome.commit or "")
-    assert SECRET not in message and "[REDACTED:" in message
+    assert SECRET not in message
+    assert "[REDACTED:" in message
 
 
 def test_a_run_whose_jobs_travel_as_pickles_lands_the_same_branch(tmp_path: Path) -> None:
@@ -168,13 +173,18 @@ def test_ablations_are_one_policy() -> None:
     plan = Plan.model_validate(fx.plan())
     node = plan.task("a")
     none = Ablations()
-    assert none.scopes(node).read == node.read_scope and none.scopes(node).deny is None
-    assert none.audit_scope(node) == node.write_scope and not none.eager_reads
+    assert none.scopes(node).read == node.read_scope
+    assert none.scopes(node).deny is None
+    assert none.audit_scope(node) == node.write_scope
+    assert not none.eager_reads
     wide = Ablations.of(["scoping"])
-    assert wide.scopes(node).read == ["**"] and wide.scopes(node).write == node.write_scope
-    assert wide.prompt_budget(16_000, 200_000) == 200_000 and wide.eager_reads
+    assert wide.scopes(node).read == ["**"]
+    assert wide.scopes(node).write == node.write_scope
+    assert wide.prompt_budget(16_000, 200_000) == 200_000
+    assert wide.eager_reads
     open_ = Ablations.of(["firewall"])
-    assert open_.scopes(node).deny == () and open_.audit_scope(node) == ["**"]
+    assert open_.scopes(node).deny == ()
+    assert open_.audit_scope(node) == ["**"]
     with pytest.raises(Exception, match="unknown ablation 'nope'"):
         Ablations.of(["nope"])
 
@@ -211,4 +221,5 @@ def test_the_crash_point_variable_is_read_only_by_the_test_launcher() -> None:
         capture_output=True,
         text=True,
     )
-    assert done.returncode != 0 and "unknown crash point 'no_such_point'" in done.stderr
+    assert done.returncode != 0
+    assert "unknown crash point 'no_such_point'" in done.stderr

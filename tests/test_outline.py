@@ -7,14 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from anti_sprawl.outline.python import (
-    FALLBACK_LINES,
-    outlinable,
-    outline_file,
-    outline_python,
-    python_imports,
-    scan_python,
-)
+from anti_sprawl.outline.pyfacts import python_imports, scan_python
+from anti_sprawl.outline.python import FALLBACK_LINES, outlinable, outline_file, outline_python
 
 MODULE = '''"""Order service: create and cancel orders.
 
@@ -103,7 +97,8 @@ def test_python_outline_elides_secret_looking_and_long_values() -> None:
     out = outline_python(MODULE + '\ndef connect(password="hunter22", mode="fast"): pass\n')
     assert "API_TOKEN = ..." in out
     assert "BANNER = ..." in out
-    assert "abc" not in out and "thirty-two" not in out
+    assert "abc" not in out
+    assert "thirty-two" not in out
     assert "def connect(password=..., mode='fast'): ..." in out
 
 
@@ -124,7 +119,9 @@ def test_python_outline_never_executes_the_module(tmp_path: Path) -> None:
 def test_python_outline_falls_back_on_unparsable_source(source: str, reason: str) -> None:
     out = outline_python(source, "bad.py")
     lines = out.splitlines()
-    assert lines[0].startswith("# unparsed (") and reason in lines[0] and "bad.py" in lines[0]
+    assert lines[0].startswith("# unparsed (")
+    assert reason in lines[0]
+    assert "bad.py" in lines[0]
     assert len(lines) <= FALLBACK_LINES + 1
     assert lines[1] == source.splitlines()[0]
 
@@ -142,7 +139,9 @@ def test_outline_file_dispatches_by_extension() -> None:
     )
     assert outline_file("notes.txt", "function f() {}") is None
     assert outline_file("data.json", "{}") is None
-    assert outlinable("a/b.PY") and outlinable("x.ts") and not outlinable("README.md")
+    assert outlinable("a/b.PY")
+    assert outlinable("x.ts")
+    assert not outlinable("README.md")
 
 
 def test_javascript_outline_keeps_definitions_only() -> None:
@@ -166,7 +165,8 @@ def test_javascript_outline_keeps_definitions_only() -> None:
     assert "export default class OrderService extends Base" in out
     assert "async publish(evt)" in out
     assert "const handler = async (req) =>" in out
-    assert "Body" not in out and "import x" not in out
+    assert "Body" not in out
+    assert "import x" not in out
 
 
 @pytest.mark.parametrize(

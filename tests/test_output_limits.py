@@ -170,7 +170,8 @@ def test_scripted_cut_then_a_file_built_in_parts(tmp_path: Path) -> None:
     cut = [e for e in events if e.get("event") == "response" and e["stop_reason"] == "max_tokens"]
     assert len(cut) == 1  # the first, whole-file write
     told = [e["message"] for e in events if e.get("event") == "cut"]
-    assert len(told) == 1 and told[0].startswith("Your response was cut at 4,000 output tokens")
+    assert len(told) == 1
+    assert told[0].startswith("Your response was cut at 4,000 output tokens")
     manifest = repo / ".anti-sprawl/runs" / state["run_id"] / "manifests/big/2.json"
     items = json.loads(manifest.read_text())["items"]
     assert [i["kind"] for i in items if i["item_id"] == "message:2"] == ["instruction"]

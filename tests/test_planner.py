@@ -104,10 +104,13 @@ def test_good_plan_is_saved_and_shown(tmp_path: Path, repo: Path) -> None:
     assert data["requirement"] == "Add an API handler"  # the user's words, not the model's
     head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True)
     assert data["base"] == head.stdout.decode().strip()
-    assert "layer 1" in text and "api" in text and "app/api.py" in text
+    assert "layer 1" in text
+    assert "api" in text
+    assert "app/api.py" in text
     first = data["tasks"][0]
     high = first["token_budget"] * (first["max_tool_calls"] + 2) * 2  # two attempts by default
-    assert "estimated cost" in text and f"..{high:,} " in text  # the first task's row
+    assert "estimated cost" in text
+    assert f"..{high:,} " in text  # the first task's row
     assert f"plan written to {saved}" in text
     # run data stays out of git
     status = subprocess.run(["git", "-C", str(repo), "status", "--porcelain"], capture_output=True)
@@ -143,7 +146,9 @@ def test_json_output_and_explicit_output_file(
         "valid",
         "errors",
     }
-    assert doc["plan_file"] == str(target) and doc["valid"] is True and doc["errors"] == []
+    assert doc["plan_file"] == str(target)
+    assert doc["valid"] is True
+    assert doc["errors"] == []
     # token_budget is a per-call cap: the ceiling is every call at the cap, for every attempt
     tasks = doc["plan"]["tasks"]
     ceiling = sum(t["token_budget"] * (t["max_tool_calls"] + 2) * 2 for t in tasks)
@@ -153,7 +158,8 @@ def test_json_output_and_explicit_output_file(
     assert all(0 < c["low"] < c["high"] and c["attempts"] == 2 for c in cost["tasks"])
     # no price for the scripted model in an empty table: tokens only, the model named
     assert all(c["usd_high"] is None for c in cost["tasks"])
-    assert cost["unpriced"] == [provider.model] and cost["usd_high"] == 0.0
+    assert cost["unpriced"] == [provider.model]
+    assert cost["usd_high"] == 0.0
     assert cost["low"] == sum(c["low"] for c in cost["tasks"]) < ceiling
     assert json.loads(target.read_text())["plan_id"] == "demo"
 
@@ -165,14 +171,16 @@ def test_cycle_and_outside_path_are_repaired_in_the_next_round(tmp_path: Path, r
     )
     provider = scripted(tmp_path, [submit(bad), submit(GOOD)])
     result = plan_requirement("Add an API handler", repo, provider)
-    assert result.ok and result.plan is not None
+    assert result.ok
+    assert result.plan is not None
     assert (result.rounds, result.requests) == (2, 2)
     first, second = provider.requests
     assert not any(isinstance(m, ToolResultMessage) for m in first.messages)
     [feedback] = last_results(second).results
     assert feedback.is_error
     assert "[cycle] dependency cycle:" in feedback.content
-    assert "../outside.py" in feedback.content and "'..'" in feedback.content
+    assert "../outside.py" in feedback.content
+    assert "'..'" in feedback.content
     provider.assert_complete()
 
 
@@ -196,8 +204,10 @@ def test_a_plan_that_stays_invalid_fails_after_the_limit(tmp_path: Path, repo: P
     text = buf.getvalue()
     assert code == 1
     assert len(provider.requests) == 2  # the limit, not the script's length
-    assert "planning failed" in text and "after 2 submission(s)" in text
-    assert "absolute path" in text and "unknown task 'ghost'" in text
+    assert "planning failed" in text
+    assert "after 2 submission(s)" in text
+    assert "absolute path" in text
+    assert "unknown task 'ghost'" in text
     assert "2 error(s)" in text
     assert not (repo / ".anti-sprawl" / "plans").exists()
 
@@ -212,7 +222,9 @@ def test_failure_as_json(tmp_path: Path, repo: Path, capsys: pytest.CaptureFixtu
     doc = json.loads(capsys.readouterr().out)
     assert buf.getvalue() == ""
     assert code == 1
-    assert doc["valid"] is False and doc["plan"] is None and doc["plan_file"] is None
+    assert doc["valid"] is False
+    assert doc["plan"] is None
+    assert doc["plan_file"] is None
     assert [e["code"] for e in doc["errors"]] == ["bad_scope"]
     assert doc["errors"][0]["tasks"] == ["a"]
 
@@ -232,7 +244,8 @@ def test_the_planner_never_gets_a_write_tool(tmp_path: Path, repo: Path) -> None
         assert names == {"grep", "list_dir", "read_file", "submit_plan"}
         assert not names & WRITE_TOOLS
     [refusal] = last_results(provider.requests[1]).results
-    assert refusal.is_error and "unknown tool 'write_file'" in refusal.content
+    assert refusal.is_error
+    assert "unknown tool 'write_file'" in refusal.content
     assert not (repo / "app" / "evil.py").exists()
     assert (repo / "app" / "core.py").read_text() == before
 
@@ -255,12 +268,19 @@ def test_secrets_and_git_internals_are_refused(tmp_path: Path, repo: Path) -> No
     result = plan_requirement("Add an API handler", repo, provider, manifest_dir=manifests)
     assert result.ok
     env, git, outside, grep, listing, core = last_results(provider.requests[1]).results
-    assert env.is_error and "denied_secret" in env.content
-    assert git.is_error and "denied_internal" in git.content
-    assert outside.is_error and "escape_root" in outside.content
-    assert not grep.is_error and "app/" not in grep.content and CANARY not in grep.content
-    assert ".env" not in listing.content and "app/" in listing.content
-    assert 'trust="untrusted"' in core.content and "def run()" in core.content
+    assert env.is_error
+    assert "denied_secret" in env.content
+    assert git.is_error
+    assert "denied_internal" in git.content
+    assert outside.is_error
+    assert "escape_root" in outside.content
+    assert not grep.is_error
+    assert "app/" not in grep.content
+    assert CANARY not in grep.content
+    assert ".env" not in listing.content
+    assert "app/" in listing.content
+    assert 'trust="untrusted"' in core.content
+    assert "def run()" in core.content
     assert {v.reason for v in result.violations} >= {"denied_secret", "denied_internal"}
     for request in provider.requests:
         assert CANARY not in request_text(request)
@@ -281,11 +301,14 @@ def test_unknown_tools_bad_arguments_and_silence_keep_the_loop_going(
     provider = scripted(tmp_path, turns)
     result = plan_requirement("Add an API handler", repo, provider)
     # refused calls spend no exploration call; the model-call cap bounds them
-    assert result.ok and result.requests == 4 and result.tool_calls == 0
+    assert result.ok
+    assert result.requests == 4
+    assert result.tool_calls == 0
     r2, r3, r4 = provider.requests[1:]
     assert "unknown tool 'frobnicate'" in last_results(r2).results[0].content
     bad_args = last_results(r3).results[0]
-    assert bad_args.is_error and "cwd" in bad_args.content
+    assert bad_args.is_error
+    assert "cwd" in bad_args.content
     assert r4.messages[-1] == UserMessage(content=NUDGE)
 
 
@@ -293,16 +316,19 @@ def test_exploration_is_capped(tmp_path: Path, repo: Path) -> None:
     reads = [{"tool": "read_file", "args": {"path": p}} for p in ("app/core.py", "app/util.py")]
     provider = scripted(tmp_path, [reads, submit(GOOD)])
     result = plan_requirement("X", repo, provider, max_tool_calls=1)
-    assert result.ok and result.tool_calls == 1
+    assert result.ok
+    assert result.tool_calls == 1
     first, second = last_results(provider.requests[1]).results
     assert not first.is_error
-    assert second.is_error and "cap of 1 exploration calls" in second.content
+    assert second.is_error
+    assert "cap of 1 exploration calls" in second.content
 
 
 def test_token_budget_is_enforced(tmp_path: Path, repo: Path) -> None:
     provider = scripted(tmp_path, [submit(GOOD)])
     result = plan_requirement("X", repo, provider, token_budget=2_000)
-    assert result.outcome == "budget" and result.plan is None
+    assert result.outcome == "budget"
+    assert result.plan is None
     assert provider.requests == []  # the first call alone would not fit
     assert result.report.errors[-1].code == "planner_budget"
     assert "2,000" in result.message
@@ -312,7 +338,8 @@ def test_provider_failure_keeps_the_validation_errors(tmp_path: Path, repo: Path
     bad = plan_data(node("a", write_scope=["/abs.py"]))
     provider = scripted(tmp_path, [submit(bad)])  # runs out before a second submission
     result = plan_requirement("X", repo, provider)
-    assert result.outcome == "provider" and not result.report.valid
+    assert result.outcome == "provider"
+    assert not result.report.valid
     assert [p.code for p in result.report.errors] == ["bad_scope", "planner_provider"]
     assert "ran out" in result.message
 
@@ -322,11 +349,13 @@ def test_plan_id_is_forced_and_manifests_are_saved(tmp_path: Path, repo: Path) -
     provider = scripted(tmp_path, [submit(bad), submit(GOOD)])
     manifests = tmp_path / "m"
     result = plan_requirement("X", repo, provider, plan_id="chosen", manifest_dir=manifests)
-    assert result.plan is not None and result.plan.plan_id == "chosen"
+    assert result.plan is not None
+    assert result.plan.plan_id == "chosen"
     assert '"chosen"' in provider.requests[0].messages[0].content  # type: ignore[union-attr]
     assert result.manifest_paths == [manifests / PLANNER_TASK_ID / f"{n}.json" for n in (1, 2)]
     first, second = (json.loads(p.read_text()) for p in result.manifest_paths)
-    assert first["task_id"] == PLANNER_TASK_ID and second["n"] == 2
+    assert first["task_id"] == PLANNER_TASK_ID
+    assert second["n"] == 2
     kinds = {(i["item_id"], i["kind"], i["source"], i["trust"]) for i in first["items"]}
     assert ("repomap", "stub", "repomap", "untrusted") in kinds
     assert ("requirement", "task", "requirement", "trusted") in kinds
@@ -433,7 +462,8 @@ def test_default_budgets_when_the_model_leaves_them_out(tmp_path: Path, repo: Pa
 def test_silence_ends_as_stalled(tmp_path: Path, repo: Path) -> None:
     provider = scripted(tmp_path, [{"text": "hmm"}] * 5)
     result = plan_requirement("X", repo, provider)
-    assert result.outcome == "stalled" and result.requests == 4  # three nudges, then stop
+    assert result.outcome == "stalled"
+    assert result.requests == 4  # three nudges, then stop
     assert result.report.errors[-1].code == "planner_stalled"
 
 
@@ -477,10 +507,10 @@ def test_planner_read_file_takes_the_same_line_ranges(tmp_path: Path, repo: Path
     assert "app/core.py lines 4-5 of 5\n4\tdef run():\n5\t    return util.helper()" in (
         ranged.content
     )
-    assert past.is_error and "app/core.py has 5 lines: the range 9-5 goes past the end" in (
-        past.content
-    )
-    assert zero.is_error and "greater than or equal to 1" in zero.content
+    assert past.is_error
+    assert "app/core.py has 5 lines: the range 9-5 goes past the end" in past.content
+    assert zero.is_error
+    assert "greater than or equal to 1" in zero.content
 
 
 # --- plan --models -----------------------------------------------------------------------
@@ -503,16 +533,21 @@ def test_the_planner_assigns_allowed_models_and_says_why(tmp_path: Path, repo: P
     provider = scripted(tmp_path, [submit(wrong), submit(silent), submit(good)])
     allowed = ["claude-sonnet-5-5", "claude-haiku-5-5"]
     result = plan_requirement("Add an API handler", repo, provider, models=allowed)
-    assert result.ok and result.plan is not None, result.message
+    assert result.ok, result.message
+    assert result.plan is not None, result.message
     core, api = result.plan.tasks
-    assert core.model == "claude-haiku-5-5" and "because" in core.goal
-    assert api.model is None and result.plan.default_model == "claude-sonnet-5-5"
+    assert core.model == "claude-haiku-5-5"
+    assert "because" in core.goal
+    assert api.model is None
+    assert result.plan.default_model == "claude-sonnet-5-5"
     first, second, third = provider.requests
     assert "claude-sonnet-5-5" in first.messages[0].content  # the list is in the brief
     [bad_model] = last_results(second).results
-    assert "[model_not_allowed]" in bad_model.content and "gpt-9-ultra" in bad_model.content
+    assert "[model_not_allowed]" in bad_model.content
+    assert "gpt-9-ultra" in bad_model.content
     [no_reason] = last_results(third).results
-    assert "[model_reason]" in no_reason.content and "'core'" in no_reason.content
+    assert "[model_reason]" in no_reason.content
+    assert "'core'" in no_reason.content
     provider.assert_complete()
 
 
@@ -541,4 +576,5 @@ def test_models_flag_through_the_cli(tmp_path: Path, repo: Path) -> None:
     assert saved["default_model"] == "claude-sonnet-5-5"
     assert saved["tasks"][0]["model"] == "claude-haiku-5-5"
     bad = CliRunner().invoke(app, [*args, "--models", " , "])
-    assert bad.exit_code == 2 and "--models needs" in bad.output
+    assert bad.exit_code == 2
+    assert "--models needs" in bad.output

@@ -56,10 +56,12 @@ def test_anthropic_submit_plan_with_one_repair(server: FakeLLMServer, repo: Path
         "claude-test", api_key="sk-ant-test", base_url=server.url, sleep=no_sleep
     )
     result = plan_requirement("Tidy run()", repo, provider)
-    assert result.ok and result.plan is not None
+    assert result.ok
+    assert result.plan is not None
     assert result.plan.tasks[0].write_scope == ["app/core.py", "tests/test_core.py"]
     assert (result.rounds, result.requests) == (2, 2)
-    assert result.usage.input_tokens == 10_000 and result.usage.output_tokens == 600
+    assert result.usage.input_tokens == 10_000
+    assert result.usage.output_tokens == 600
 
     first, second = (r.body for r in server.requests)
     tools = {t["name"]: t for t in first["tools"]}
@@ -69,7 +71,8 @@ def test_anthropic_submit_plan_with_one_repair(server: FakeLLMServer, repo: Path
     assert schema["properties"]["tasks"]["items"]["properties"]["write_scope"]["type"] == "array"
     # the second request carries the validation errors as the tool's error result
     [result_block] = second["messages"][-1]["content"]
-    assert result_block["type"] == "tool_result" and result_block["tool_use_id"] == "toolu_1"
+    assert result_block["type"] == "tool_result"
+    assert result_block["tool_use_id"] == "toolu_1"
     assert result_block["is_error"] is True
     assert "'..' segment escapes the repository" in json.dumps(result_block["content"])
 
@@ -81,7 +84,9 @@ def test_openai_submit_plan_with_one_repair(server: FakeLLMServer, repo: Path) -
         "gpt-test", api_key="sk-test", base_url=f"{server.url}/v1", sleep=no_sleep
     )
     result = plan_requirement("Tidy run()", repo, provider)
-    assert result.ok and result.plan is not None and result.plan.plan_id == "sdk"
+    assert result.ok
+    assert result.plan is not None
+    assert result.plan.plan_id == "sdk"
     assert result.usage.input_tokens == 12_000
 
     first, second = (r.body for r in server.requests)
@@ -90,5 +95,6 @@ def test_openai_submit_plan_with_one_repair(server: FakeLLMServer, repo: Path) -
     [submit] = [t for t in first["tools"] if t["function"]["name"] == "submit_plan"]
     assert "tasks" in submit["function"]["parameters"]["required"]
     tool_msg = second["messages"][-1]
-    assert tool_msg["role"] == "tool" and tool_msg["tool_call_id"] == "call_1"
+    assert tool_msg["role"] == "tool"
+    assert tool_msg["tool_call_id"] == "call_1"
     assert "'..' segment escapes the repository" in json.dumps(tool_msg["content"])

@@ -126,13 +126,18 @@ def test_pr_pushes_the_run_branch_and_leaves_the_checkout_alone(tmp_path: Path) 
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert set(doc) == JSON_KEYS
-    assert doc["run_id"] == run_id and doc["branch"] == BRANCH and doc["remote"] == "origin"
-    assert doc["pushed"] is True and doc["opened"] is False
+    assert doc["run_id"] == run_id
+    assert doc["branch"] == BRANCH
+    assert doc["remote"] == "origin"
+    assert doc["pushed"] is True
+    assert doc["opened"] is False
     assert doc["command"] == gh_argv(repo, run_id)  # the command the text output prints
     assert remote_ref(bare) == fx.git(repo, "rev-parse", BRANCH)
     body = Path(doc["pr_body"]).read_text()
     assert Path(doc["pr_body"]) == pr_md(repo, run_id)
-    assert "```mermaid" in body and "flowchart TD" in body and "| `c` |" in body
+    assert "```mermaid" in body
+    assert "flowchart TD" in body
+    assert "| `c` |" in body
     assert "Partial run" not in body
     assert fx.checkout_fingerprint(repo) == before
     assert remote_ref(bare, "main") is None  # only the run branch is pushed
@@ -140,7 +145,8 @@ def test_pr_pushes_the_run_branch_and_leaves_the_checkout_alone(tmp_path: Path) 
     # A second push is a no-op that still succeeds; people get the gh command to open the PR.
     again = invoke("pr", run_id, "--repo", str(repo))
     assert again.exit_code == 0, again.output
-    assert f"pushed {BRANCH} (" in again.output and "to origin" in again.output
+    assert f"pushed {BRANCH} (" in again.output
+    assert "to origin" in again.output
     assert shlex.join(gh_argv(repo, run_id)) in again.output.replace("\n", "")
     assert fx.checkout_fingerprint(repo) == before
 
@@ -149,13 +155,15 @@ def test_unknown_remote_is_a_usage_error_listing_the_remotes(tmp_path: Path) -> 
     repo, run_id, _ = executed(tmp_path)
     none = invoke("pr", run_id, "--repo", str(repo))
     assert none.exit_code == 2
-    assert "no remote 'origin'" in one_error_line(none) and "git remote add" in none.output
+    assert "no remote 'origin'" in one_error_line(none)
+    assert "git remote add" in none.output
     bare = bare_remote(tmp_path, repo)
     fx.git(repo, "remote", "add", "backup", str(tmp_path / "elsewhere.git"))
     result = invoke("pr", run_id, "--repo", str(repo), "--remote", "upstream")
     assert result.exit_code == 2
     line = one_error_line(result)
-    assert "'upstream'" in line and "remotes: backup, origin" in line
+    assert "'upstream'" in line
+    assert "remotes: backup, origin" in line
     assert remote_ref(bare) is None
 
 
@@ -167,7 +175,8 @@ def test_failed_run_is_refused_unless_partial_is_allowed(tmp_path: Path) -> None
     refused = invoke("pr", run_id, "--repo", str(repo))
     assert refused.exit_code == 1
     line = one_error_line(refused)
-    assert "did not succeed" in line and "--allow-partial" in line
+    assert "did not succeed" in line
+    assert "--allow-partial" in line
     assert remote_ref(bare) is None
 
     partial = invoke("pr", run_id, "--repo", str(repo), "--allow-partial", "--json")
@@ -194,7 +203,8 @@ def test_a_run_still_marked_running_needs_partial_and_a_free_lock(tmp_path: Path
         live = invoke("pr", run_id, "--repo", str(repo), "--allow-partial")
     finally:
         lock.release()
-    assert live.exit_code == 2 and "live-run-42" in one_error_line(live)
+    assert live.exit_code == 2
+    assert "live-run-42" in one_error_line(live)
     assert remote_ref(bare) is None
     dead = invoke("pr", run_id, "--repo", str(repo), "--allow-partial")
     assert dead.exit_code == 0, dead.output
@@ -210,7 +220,8 @@ def test_open_without_gh_prints_the_exact_command(
     result = invoke("pr", run_id, "--repo", str(repo), "--open", "--json")
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
-    assert doc["opened"] is False and doc["pushed"] is True
+    assert doc["opened"] is False
+    assert doc["pushed"] is True
     assert doc["command"] == gh_argv(repo, run_id)
     assert remote_ref(bare) == fx.git(repo, "rev-parse", BRANCH)
 
@@ -232,7 +243,8 @@ def test_open_with_a_logged_in_gh_creates_the_pr(
     result = invoke("pr", run_id, "--repo", str(repo), "--open", "--json")
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
-    assert doc["opened"] is True and doc["command"] == gh_argv(repo, run_id)
+    assert doc["opened"] is True
+    assert doc["command"] == gh_argv(repo, run_id)
     calls = [c.strip().splitlines() for c in log.read_text().split("---") if c.strip()]
     assert calls == [["auth", "status"], gh_argv(repo, run_id)[1:]]
 
@@ -271,7 +283,8 @@ def test_push_failures_are_run_errors_with_gits_words(tmp_path: Path) -> None:
     rejected = invoke("pr", run_id, "--repo", str(repo))
     assert rejected.exit_code == 1
     line = one_error_line(rejected)
-    assert f"pushing {BRANCH} to origin failed" in line and "rejected" in line
+    assert f"pushing {BRANCH} to origin failed" in line
+    assert "rejected" in line
     assert "hint:" not in line
     assert remote_ref(bare) == other
 
@@ -306,18 +319,23 @@ def test_unknown_run_missing_repo_and_lost_branch(tmp_path: Path) -> None:
     repo, run_id, _ = executed(tmp_path)
     bare_remote(tmp_path, repo)
     unknown = invoke("pr", "no-such-run", "--repo", str(repo))
-    assert unknown.exit_code == 2 and "no run 'no-such-run'" in one_error_line(unknown)
+    assert unknown.exit_code == 2
+    assert "no run 'no-such-run'" in one_error_line(unknown)
     missing = invoke("pr", run_id, "--repo", str(tmp_path / "nope"))
-    assert missing.exit_code == 2 and "repository not found" in one_error_line(missing)
+    assert missing.exit_code == 2
+    assert "repository not found" in one_error_line(missing)
     fx.git(repo, "branch", "-D", BRANCH)
     lost = invoke("pr", run_id, "--repo", str(repo))
-    assert lost.exit_code == 2 and "no longer exists" in one_error_line(lost)
+    assert lost.exit_code == 2
+    assert "no longer exists" in one_error_line(lost)
 
 
 def test_pr_title_is_the_first_line_cut_at_a_word_boundary() -> None:
     assert pr_title("\n  Add a bus  \nmore detail", "plan") == "Add a bus"
     long = pr_title("word " * 40, "plan")
-    assert len(long) <= 72 and long.endswith("word…") and long.startswith("word word")
+    assert len(long) <= 72
+    assert long.endswith("word…")
+    assert long.startswith("word word")
     req = (
         "Publish an OrderCreated event on an in-process bus instead of calling notifications "
         "synchronously"

@@ -34,10 +34,13 @@ def test_the_bundled_table_is_dated_sourced_and_prices_the_default_models() -> N
 
     for model in (DEFAULT_ANTHROPIC_MODEL, DEFAULT_OPENAI_MODEL):
         price = table.price_for(model)
-        assert price is not None and price.input > 0 and price.output > price.input
+        assert price is not None
+        assert price.input > 0
+        assert price.output > price.input
     for name, entry in data["models"].items():  # every entry is complete and sane
         price = Price.model_validate(entry)
-        assert price.cache_read is not None and price.cache_write is not None, name
+        assert price.cache_read is not None, name
+        assert price.cache_write is not None, name
         assert price.read_rate <= price.input <= price.write_rate, name
 
 
@@ -69,7 +72,8 @@ def test_a_call_costs_input_cache_and_output_at_their_rates() -> None:
 def test_long_context_rates_apply_to_the_whole_call() -> None:
     table = load_prices()
     price = table.price_for("gpt-5.5")
-    assert price is not None and price.long_context is not None
+    assert price is not None
+    assert price.long_context is not None
     short = call_cost(Usage(input_tokens=272_000, output_tokens=1_000), price)
     long = call_cost(Usage(input_tokens=272_001, output_tokens=1_000), price)
     assert short == pytest.approx(272_000 * 5 / 1e6 + 1_000 * 30 / 1e6)
@@ -87,7 +91,8 @@ def test_a_user_file_overrides_and_extends_the_bundled_table(tmp_path: Path, suf
     table = load_prices(path)
     sonnet = table.price_for("claude-sonnet-5-5")
     assert sonnet == Price(input=7, output=70)
-    assert sonnet is not None and sonnet.read_rate == 7  # cache rates default to input
+    assert sonnet is not None
+    assert sonnet.read_rate == 7  # cache rates default to input
     assert table.price_for("my-local-llama") is not None
     assert table.price_for("gpt-5.5") is not None  # the rest of the bundled table stays
     assert str(path) in table.described
@@ -113,7 +118,8 @@ def test_a_bad_prices_file_is_one_clear_line(tmp_path: Path, text: str, words: s
     path.write_text(text)
     with pytest.raises(UsageError) as err:
         load_prices(path)
-    assert words in str(err.value) and "\n" not in str(err.value)
+    assert words in str(err.value)
+    assert "\n" not in str(err.value)
     with pytest.raises(UsageError, match="not found"):
         load_prices(tmp_path / "missing.yaml")
 
@@ -130,24 +136,28 @@ def test_the_run_budget_refuses_the_call_that_could_cross_the_dollar_cap() -> No
     run = RunBudget(None, max_cost=1.0, on_exhausted=refusals.append)
     # 50k input ($0.50) + up to 4,096 output ($0.2048): fits, the whole output room granted
     granted = run.reserve(50_000, 4_096, 64, price)
-    assert granted is not None and granted[0] == 4_096
+    assert granted is not None
+    assert granted[0] == 4_096
     assert granted[1] == pytest.approx(0.7048)
     run.settle(50_000 + 4_096, Usage(input_tokens=50_000, output_tokens=1_000), 0.55, granted[1])
     assert run.spent_cost == pytest.approx(0.55)
     # $0.45 left: 40k input is $0.40, which leaves room for 1,000 output tokens only
     smaller = run.reserve(40_000, 4_096, 64, price)
-    assert smaller is not None and smaller[0] == 1_000
+    assert smaller is not None
+    assert smaller[0] == 1_000
     run.settle(40_000 + 1_000, Usage(), 0.0, smaller[1])
     # 44k input ($0.44) leaves $0.01: 200 output tokens, still over the 64 minimum
     assert run.reserve(44_000, 4_096, 64, price) is not None
     # and now nothing is left: refused, once, with the cap in the message
     assert run.reserve(1_000, 4_096, 64, price) is None
     assert run.exhausted_reason == "max_cost"
-    assert refusals == [run.exhausted] and "--max-cost $1.00" in refusals[0]
+    assert refusals == [run.exhausted]
+    assert "--max-cost $1.00" in refusals[0]
 
 
 def test_a_dollar_cap_refuses_a_model_it_cannot_price() -> None:
     run = RunBudget(None, max_cost=5.0)
     assert run.reserve(10, 100, 10, None) is None
-    assert run.exhausted is not None and "without a price" in run.exhausted
+    assert run.exhausted is not None
+    assert "without a price" in run.exhausted
     assert RunBudget(None).reserve(10, 100, 10, None) == (100, 0.0)  # no cap: no question

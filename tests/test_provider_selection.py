@@ -70,7 +70,8 @@ def test_anthropic_key_selects_anthropic() -> None:
 
 def test_openai_key_selects_openai() -> None:
     p = select({"OPENAI_API_KEY": OPENAI_KEY}, model="gpt-x")
-    assert isinstance(p, OpenAIProvider) and p.model == "gpt-x"
+    assert isinstance(p, OpenAIProvider)
+    assert p.model == "gpt-x"
     assert OPENAI_KEY not in repr(p)
     assert select({"OPENAI_API_KEY": OPENAI_KEY}).model == DEFAULT_OPENAI_MODEL
 
@@ -128,7 +129,8 @@ def test_selected_providers_use_the_env_key_and_url() -> None:
         env = {"OPENAI_API_KEY": OPENAI_KEY, "OPENAI_BASE_URL": f"{server.url}/v1"}
         assert select(env, provider="openai", model="m").complete(req).text == "hi"
     first, second = server.requests
-    assert first.path == "/v1/messages" and ANTHROPIC_KEY in first.headers["authorization"]
+    assert first.path == "/v1/messages"
+    assert ANTHROPIC_KEY in first.headers["authorization"]
     assert second.path == "/v1/chat/completions"
     assert second.headers["authorization"] == f"Bearer {OPENAI_KEY}"
 

@@ -173,9 +173,11 @@ def test_overloaded_retries_are_bounded(server: FakeLLMServer) -> None:
     sleeps = Sleeps()
     with pytest.raises(Overloaded) as info:
         provider(server, sleeps, attempts=3).complete(request())
-    assert info.value.retryable and info.value.status == 529
+    assert info.value.retryable
+    assert info.value.status == 529
     assert len(server.requests) == 3
-    assert len(sleeps) == 2 and all(0 < s <= 8 for s in sleeps)
+    assert len(sleeps) == 2
+    assert all(0 < s <= 8 for s in sleeps)
 
 
 def test_bad_request_is_not_retried(server: FakeLLMServer) -> None:
@@ -183,9 +185,11 @@ def test_bad_request_is_not_retried(server: FakeLLMServer) -> None:
     sleeps = Sleeps()
     with pytest.raises(BadRequest) as info:
         provider(server, sleeps).complete(request())
-    assert info.value.status == 400 and not info.value.retryable
+    assert info.value.status == 400
+    assert not info.value.retryable
     assert "max_tokens too big" in str(info.value)
-    assert len(server.requests) == 1 and sleeps == []
+    assert len(server.requests) == 1
+    assert sleeps == []
 
 
 def test_authentication_failure_never_shows_the_key(
@@ -197,7 +201,9 @@ def test_authentication_failure_never_shows_the_key(
     with pytest.raises(AuthenticationFailed) as info:
         p.complete(request())
     err = info.value
-    assert isinstance(err, ProviderError) and not err.retryable and err.status == 401
+    assert isinstance(err, ProviderError)
+    assert not err.retryable
+    assert err.status == 401
     assert "authentication_error" in str(err)
     for text in (
         str(err),

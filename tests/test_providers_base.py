@@ -62,7 +62,8 @@ def test_backoff_doubles_and_is_capped() -> None:
     result = with_retries(
         fn, attempts=6, base_delay=0.5, max_delay=4, sleep=sleeps, rand=lambda: 1.0
     )
-    assert result == "ok" and fn.calls == 6
+    assert result == "ok"
+    assert fn.calls == 6
     assert sleeps == [0.5, 1.0, 2.0, 4.0, 4.0]
 
 
@@ -78,7 +79,8 @@ def test_attempts_are_bounded_and_the_last_error_propagates() -> None:
     sleeps = Sleeps()
     with pytest.raises(RateLimited, match="limited 2"):
         with_retries(fn, attempts=3, sleep=sleeps)
-    assert fn.calls == 3 and len(sleeps) == 2
+    assert fn.calls == 3
+    assert len(sleeps) == 2
 
 
 def test_non_retryable_errors_are_raised_at_once() -> None:
@@ -86,14 +88,16 @@ def test_non_retryable_errors_are_raised_at_once() -> None:
     sleeps = Sleeps()
     with pytest.raises(BadRequest):
         with_retries(fn, sleep=sleeps)
-    assert fn.calls == 1 and sleeps == []
+    assert fn.calls == 1
+    assert sleeps == []
     generic = Flaky(ProviderError("plain", retryable=False))
     with pytest.raises(ProviderError):
         with_retries(generic, sleep=sleeps)
     other = Flaky(KeyError("not ours"))
     with pytest.raises(KeyError):
         with_retries(other, sleep=sleeps)
-    assert other.calls == 1 and sleeps == []
+    assert other.calls == 1
+    assert sleeps == []
 
 
 def test_retry_after_hint_replaces_the_backoff() -> None:
@@ -111,7 +115,7 @@ def test_an_excessive_retry_after_is_not_waited_for() -> None:
 
 
 def test_attempts_must_be_positive() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="attempts must be at least 1"):
         with_retries(Flaky(), attempts=0)
 
 
@@ -133,7 +137,8 @@ def test_typed_errors_fix_retryability() -> None:
 )
 def test_redact_patterns(text: str, secret: str) -> None:
     out = redact(text)
-    assert secret not in out and "[REDACTED:" in out
+    assert secret not in out
+    assert "[REDACTED:" in out
 
 
 def test_redact_known_values() -> None:
@@ -145,7 +150,8 @@ def test_parse_retry_after() -> None:
     assert parse_retry_after({"retry-after": "2"}) == 2.0
     assert parse_retry_after({"retry-after-ms": "250", "retry-after": "9"}) == 0.25
     assert parse_retry_after({"retry-after": "soon"}) is None
-    assert parse_retry_after({}) is None and parse_retry_after(None) is None
+    assert parse_retry_after({}) is None
+    assert parse_retry_after(None) is None
     now = datetime(2030, 1, 1, tzinfo=UTC).timestamp()
     date = format_datetime(datetime(2030, 1, 1, 0, 0, 30, tzinfo=UTC), usegmt=True)
     assert parse_retry_after({"retry-after": date}, now=now) == 30.0

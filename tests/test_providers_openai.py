@@ -90,7 +90,8 @@ def test_two_turn_tool_use_exchange(server: FakeLLMServer) -> None:
     first = p.complete(request())
     assert first.stop_reason == "tool_use"
     assert first.tool_calls == [ToolCall(id="call_1", name="read_file", arguments={"path": "a.py"})]
-    assert first.raw_id == "chatcmpl-1" and first.model == "gpt-test"
+    assert first.raw_id == "chatcmpl-1"
+    assert first.model == "gpt-test"
 
     history = [
         UserMessage(content="Please add the event."),
@@ -108,7 +109,8 @@ def test_two_turn_tool_use_exchange(server: FakeLLMServer) -> None:
     assert roles == ["system", "user", "assistant", "tool"]
     assert sent["messages"][0]["content"] == "You are a careful worker.\n\nTask: X."
     call = sent["messages"][2]["tool_calls"][0]
-    assert call["id"] == "call_1" and call["type"] == "function"
+    assert call["id"] == "call_1"
+    assert call["type"] == "function"
     assert json.loads(call["function"]["arguments"]) == {"path": "a.py"}
     assert sent["messages"][3] == {"role": "tool", "tool_call_id": "call_1", "content": "x = 1"}
     assert sent["tools"][0] == {
@@ -157,7 +159,8 @@ def test_rate_limit_error_carries_the_hint(server: FakeLLMServer) -> None:
     p = OpenAIProvider("gpt-test", api_key=KEY, base_url=server.url, attempts=1)
     with pytest.raises(RateLimited) as info:
         p.complete(request())
-    assert info.value.retry_after == 1.5 and info.value.retryable
+    assert info.value.retry_after == 1.5
+    assert info.value.retryable
 
 
 def test_bad_request_is_not_retried(server: FakeLLMServer) -> None:
@@ -165,9 +168,11 @@ def test_bad_request_is_not_retried(server: FakeLLMServer) -> None:
     sleeps = Sleeps()
     with pytest.raises(BadRequest) as info:
         provider(server, sleeps).complete(request())
-    assert info.value.status == 400 and not info.value.retryable
+    assert info.value.status == 400
+    assert not info.value.retryable
     assert "Invalid schema for function" in str(info.value)
-    assert len(server.requests) == 1 and sleeps == []
+    assert len(server.requests) == 1
+    assert sleeps == []
 
 
 def test_authentication_failure_never_shows_the_key(
@@ -181,7 +186,8 @@ def test_authentication_failure_never_shows_the_key(
     with pytest.raises(AuthenticationFailed) as info:
         p.complete(request())
     err = info.value
-    assert err.status == 401 and not err.retryable
+    assert err.status == 401
+    assert not err.retryable
     assert "Incorrect API key provided" in str(err)
     for text in (
         str(err),
@@ -213,7 +219,9 @@ def test_lax_compatible_server(server: FakeLLMServer) -> None:
     assert response.raw_id is None
     assert response.stop_reason == "tool_use"
     first, second = response.tool_calls
-    assert first.id and second.id and first.id != second.id
+    assert first.id
+    assert second.id
+    assert first.id != second.id
     assert first.arguments == {INVALID_ARGUMENTS_KEY: '{"path": "a.py"'}
     assert second.arguments == {}
     assert response.usage.estimated
@@ -245,7 +253,8 @@ def test_invalid_arguments_and_errors_are_sent_back_verbatim(server: FakeLLMServ
 
 def test_official_api_uses_max_completion_tokens() -> None:
     params = to_openai_params(request(), "gpt-5.5")
-    assert params["max_completion_tokens"] == 256 and "max_tokens" not in params
+    assert params["max_completion_tokens"] == 256
+    assert "max_tokens" not in params
 
 
 @pytest.mark.parametrize(

@@ -42,7 +42,7 @@ LEAKY_MODULE = (
 def cli(tmp_path: Path, repo: Path, plan: dict[str, Any], script: dict[str, Any], *extra: str):
     plan_path, script_path = fx.write_inputs(tmp_path, plan, script)
     env = dict(
-        os.environ, ANTHROPIC_API_KEY=KEY, PATH=f"{os.path.dirname(sys.executable)}:/usr/bin:/bin"
+        os.environ, ANTHROPIC_API_KEY=KEY, PATH=f"{Path(sys.executable).parent}:/usr/bin:/bin"
     )
     args = [sys.executable, "-m", "anti_sprawl", "execute", str(plan_path), "--repo", str(repo)]
     return subprocess.run(
@@ -84,7 +84,8 @@ def test_test_logs_summaries_and_commit_messages_are_redacted(tmp_path: Path) ->
     assert "[REDACTED:env]" in record["summary"]["notes"]
     assert "[REDACTED:github-token]" in record["tests"]["tail"]
     log = Path(record["tests"]["log"])
-    assert log.is_file() and "[REDACTED:aws-access-key]" in log.read_text()
+    assert log.is_file()
+    assert "[REDACTED:aws-access-key]" in log.read_text()
     message = fx.git(repo, "log", "-1", "--format=%B", "--grep=Anti-Sprawl-Task: a", "--all")
     assert "[REDACTED:github-token]" in message
     verdict = cli(tmp_path / "again", fx.make_repo(tmp_path / "again"), plan, fx.script(a=turns))
@@ -121,7 +122,7 @@ def test_a_nul_byte_does_not_hide_a_secret_from_the_commit_scan(
     repo = fx.make_repo(tmp_path)
     provider = ScriptedProvider(Script.from_data(fx.script(a=fx.worker_turns("pkg/a.py", content))))
     redactor = Redactor([KEY])
-    env = {"PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin"}
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}
     opts = ExecuteOptions(
         RedactingProvider(provider, redactor), RunSettings(command_env=env), redactor=redactor
     )
@@ -134,7 +135,8 @@ def test_a_nul_byte_does_not_hide_a_secret_from_the_commit_scan(
     history = subprocess.run(
         ["git", "-C", str(repo), "log", "-p", "--all", "--binary"], capture_output=True, check=True
     ).stdout
-    assert AWS.encode() not in history and AWS.encode("utf-16-le") not in history
+    assert AWS.encode() not in history
+    assert AWS.encode("utf-16-le") not in history
     for path in (repo / ".anti-sprawl").rglob("*"):
         if path.is_file():
             data = path.read_bytes()
@@ -168,6 +170,8 @@ def test_redacting_a_record_never_fails_on_a_length_limit() -> None:
         violations=[Violation(op="read", path=GH, reason="outside_scope")],
     )
     clean = Redactor([short_key]).model(record)
-    assert clean.summary is not None and clean.summary.summary.endswith("[REDACTED:env]")
+    assert clean.summary is not None
+    assert clean.summary.summary.endswith("[REDACTED:env]")
     assert clean.violations[0].path == "[REDACTED:github-token]"
-    assert record.summary is not None and record.summary.summary.endswith(short_key)  # a copy
+    assert record.summary is not None
+    assert record.summary.summary.endswith(short_key)  # a copy

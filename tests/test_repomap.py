@@ -302,7 +302,8 @@ def test_symlinks_out_of_the_repo_are_not_followed(tmp_path: Path, use_git: bool
         git(root, "commit", "-qm", "links")
     repo_map = build_repo_map(root, "leaked secret deep link real", token_budget=5000)
     assert repo_map.files == ["alias.py", "real.py"]
-    assert "leaked" not in repo_map.text and "deep_leak" not in repo_map.text
+    assert "leaked" not in repo_map.text
+    assert "deep_leak" not in repo_map.text
     assert CANARY.replace("-", "_") not in repo_map.text
     assert "def real_fn(): ..." in repo_map.text
     assert read_source(root, "link.py") is None
@@ -319,7 +320,8 @@ def test_binary_and_oversized_files_are_listed_but_not_outlined(tmp_path: Path) 
     repo_map = build_repo_map(root, "big blob ok marker", token_budget=5000)
     assert repo_map.files == ["big.py", "blob.py", "ok.py"]
     assert repo_map.included_outlines == ["ok.py"]
-    assert "big_marker" not in repo_map.text and "blob_marker" not in repo_map.text
+    assert "big_marker" not in repo_map.text
+    assert "blob_marker" not in repo_map.text
 
 
 def test_max_files_caps_the_listing(tmp_path: Path) -> None:
@@ -364,7 +366,8 @@ def test_personalized_pagerank_favours_seed_and_neighbours() -> None:
     assert ranks["b.py"] > ranks["c.py"] > ranks["d.py"] > ranks["z.py"] == 0.0
     assert ranks["b.py"] > ranks["a.py"] > ranks["d.py"]
     uniform = personalized_pagerank(graph, {})
-    assert uniform["z.py"] > 0 and uniform["c.py"] > uniform["z.py"]  # imported modules gain
+    assert uniform["z.py"] > 0
+    assert uniform["c.py"] > uniform["z.py"]  # imported modules gain
 
 
 def test_requirement_terms_split_identifiers_and_paths() -> None:
@@ -388,8 +391,10 @@ def test_a_listing_made_by_the_caller_is_the_one_the_map_uses(tmp_path: Path) ->
     repo_map = build_repo_map(
         root, "compute VAT in billing/tax.py", token_budget=2000, listing=without
     )
-    assert "billing/tax.py" not in repo_map.files and "tax.py" not in repo_map.text
+    assert "billing/tax.py" not in repo_map.files
+    assert "tax.py" not in repo_map.text
     # and a longer listing is cut to the map's own limit, which says so
     cut = build_repo_map(root, "anything", token_budget=2000, max_files=3, listing=listing)
     assert cut.files == listing.files[:3]
-    assert "listing capped" in cut.text and "listing capped" not in same.text
+    assert "listing capped" in cut.text
+    assert "listing capped" not in same.text

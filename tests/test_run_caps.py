@@ -66,7 +66,8 @@ def test_max_tokens_stops_before_the_crossing_call_and_resume_finishes(
     capped = cli("execute", str(plan_path), "--repo", str(repo), *base, "--max-tokens", str(cap))
     assert capped.exit_code == 1, capped.output
     state = run_json(capped)
-    assert state["status"] == "interrupted" and state["max_tokens"] == cap
+    assert state["status"] == "interrupted"
+    assert state["max_tokens"] == cap
     assert {t: r["status"] for t, r in state["tasks"].items()} == {
         "a": "succeeded",
         "b": "pending",
@@ -97,7 +98,8 @@ def test_max_tokens_stops_before_the_crossing_call_and_resume_finishes(
     )
     assert resumed.exit_code == 0, resumed.output
     final = run_json(resumed)
-    assert final["status"] == "succeeded" and final["max_tokens"] == cap * 10
+    assert final["status"] == "succeeded"
+    assert final["max_tokens"] == cap * 10
     assert final["stopped_by"] is None
     assert sorted(fx.task_trailers(repo)) == ["a", "b", "c"]
     # the run's total counts every call of both sessions, the refused b attempt included
@@ -115,14 +117,16 @@ def test_a_plain_resume_keeps_the_runs_cap(tmp_path: Path) -> None:
     assert run_json(again)["status"] == "interrupted"  # still under the 1,500 cap
     assert fx.task_trailers(repo) == []
     verdict = cli("status", first["run_id"], "--repo", str(repo))
-    assert "1,500" in verdict.output and "higher --max-tokens" in verdict.output
+    assert "1,500" in verdict.output
+    assert "higher --max-tokens" in verdict.output
 
 
 def test_max_tokens_must_be_positive(tmp_path: Path) -> None:
     repo = fx.make_repo(tmp_path)
     plan_path, _ = fx.write_inputs(tmp_path, fx.plan(), fx.script())
     bad = cli("execute", str(plan_path), "--repo", str(repo), "--max-tokens", "0")
-    assert bad.exit_code == 2 and "Traceback" not in bad.output
+    assert bad.exit_code == 2
+    assert "Traceback" not in bad.output
 
 
 # --- resume --plan -----------------------------------------------------------------------
@@ -175,7 +179,8 @@ def test_resume_with_a_raised_budget_completes_a_node_that_failed_for_it(
     assert final["plan"]["tasks"][1]["token_budget"] == 40_000
     # the edit is in the journal, with the plan it replaced
     [revision] = final["revisions"]
-    assert revision["changed"] == ["b"] and revision["source"] == str(edited)
+    assert revision["changed"] == ["b"]
+    assert revision["source"] == str(edited)
     assert revision["previous"]["tasks"][1]["token_budget"] == 5_000
     # a was not redone: its commit is still the first on the branch
     assert fx.task_trailers(repo).count("a") == 1
@@ -208,7 +213,8 @@ def test_resume_refuses_a_change_to_a_succeeded_node(tmp_path: Path, edit: Any, 
     refused = cli("resume", first["run_id"], *args, "--plan", str(edited))
     assert refused.exit_code == 2, refused.output
     assert "Traceback" not in refused.output
-    assert "'a'" in refused.output and what in refused.output
+    assert "'a'" in refused.output
+    assert what in refused.output
     assert journal.read_bytes() == before  # nothing recorded, nothing run
     assert fx.task_trailers(repo) == ["a"]
 
@@ -222,11 +228,13 @@ def test_resume_refuses_an_invalid_or_foreign_plan(tmp_path: Path) -> None:
     cyclic["tasks"][1]["dependencies"] = ["c"]
     (tmp_path / "cyclic.yaml").write_text(yaml.safe_dump(cyclic))
     bad = cli("resume", first["run_id"], *args, "--plan", str(tmp_path / "cyclic.yaml"))
-    assert bad.exit_code == 2 and "not a valid plan" in bad.output
+    assert bad.exit_code == 2
+    assert "not a valid plan" in bad.output
     other = {**budget_plan(40_000), "plan_id": "other"}
     (tmp_path / "other.yaml").write_text(yaml.safe_dump(other))
     foreign = cli("resume", first["run_id"], *args, "--plan", str(tmp_path / "other.yaml"))
-    assert foreign.exit_code == 2 and "'other'" in foreign.output
+    assert foreign.exit_code == 2
+    assert "'other'" in foreign.output
 
 
 def test_a_journal_with_the_old_token_names_still_loads(tmp_path: Path) -> None:

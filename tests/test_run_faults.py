@@ -26,7 +26,7 @@ SLOW = [sys.executable, "-c", "import time; time.sleep(2)"]
 
 def _env() -> dict[str, str]:
     env = dict(os.environ)
-    env["PATH"] = f"{os.path.dirname(sys.executable)}:{env.get('PATH', '/usr/bin:/bin')}"
+    env["PATH"] = f"{Path(sys.executable).parent}:{env.get('PATH', '/usr/bin:/bin')}"
     env.pop("ANTI_SPRAWL_CRASH_AT", None)
     return env
 
@@ -119,7 +119,8 @@ def test_execute_refuses_a_branch_checked_out_anywhere(tmp_path: Path) -> None:
         cli("execute", str(plan), "--repo", str(repo), "--script", str(script), "--branch", "main"),
         2,
     )
-    assert f"branch 'main' is checked out in {repo}" in line and "--branch NAME" in line, line
+    assert f"branch 'main' is checked out in {repo}" in line, line
+    assert "--branch NAME" in line, line
     linked = tmp_path / "linked"
     fx.git(repo, "worktree", "add", "-q", "-b", "anti-sprawl/demo", str(linked))
     line = one_line(cli("execute", str(plan), "--repo", str(repo), "--script", str(script)), 2)
@@ -140,7 +141,8 @@ def test_checking_out_the_run_branch_mid_run_stops_it_cleanly(tmp_path: Path) ->
     fx.git(repo, "switch", "-q", "anti-sprawl/demo")  # the user looks at the run branch
     out, err = proc.communicate(timeout=300)
     assert proc.returncode == 2, out + err
-    assert "Traceback" not in out + err and len(err.strip().splitlines()) == 1, err
+    assert "Traceback" not in out + err, err
+    assert len(err.strip().splitlines()) == 1, err
     (run_id,) = run_ids(repo)
     assert f"branch 'anti-sprawl/demo' is checked out in {repo}" in err
     assert "the run stopped before landing a" in err
@@ -222,6 +224,7 @@ def test_damaged_journal_is_one_line_from_every_command(
         line = one_line(cli(*args), 2)
         assert f"run journal {path} {needle}" in line, (args, line)
     listing = cli("status", "--repo", str(repo), "--json")
-    assert listing.returncode == 0 and "Traceback" not in listing.stderr
+    assert listing.returncode == 0
+    assert "Traceback" not in listing.stderr
     assert fx.git(repo, "rev-parse", "anti-sprawl/demo") == tip  # resume changed nothing
     assert sorted(fx.task_trailers(repo)) == ["a", "b"]

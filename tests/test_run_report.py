@@ -64,7 +64,8 @@ def test_live_table_on_a_terminal() -> None:
     progress.event(s.tasks["a"])
     progress.stop()
     text = out.getvalue()
-    assert "tokens (cap/call)" in text and "\x1b[" in text  # a rendered, styled table
+    assert "tokens (cap/call)" in text
+    assert "\x1b[" in text  # a rendered, styled table
     assert "skipped" in text
 
 
@@ -79,7 +80,8 @@ def test_verdict_names_reasons_and_dependencies() -> None:
 
 def test_pr_body_has_dag_table_and_summaries() -> None:
     body = pr_body(state())
-    assert "```mermaid" in body and "n_a --> n_c" in body
+    assert "```mermaid" in body
+    assert "n_a --> n_c" in body
     assert "| `b` | failed (budget): over budget |" in body
     assert "### c: " in body
 
@@ -90,13 +92,14 @@ def test_hidden_characters_are_flagged(tmp_path: Path) -> None:
     (repo / "pkg" / "base.py").write_text("def base() -> int:\n    return 1\n" + hidden)
     fx.git(repo, "-c", "user.name=t", "-c", "user.email=t@l", "commit", "-qam", "hidden")
     plan_path, script_path = fx.write_inputs(tmp_path, fx.plan(), fx.script())
-    env = {"PATH": f"{os.path.dirname(sys.executable)}:{os.environ.get('PATH', '')}"}
+    env = {"PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '')}"}
     args = ["execute", str(plan_path), "--repo", str(repo), "--script", str(script_path), "--json"]
     result = runner.invoke(app, args, env=env)
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     flagged = doc["tasks"]["a"]["hidden_chars"]
-    assert flagged and all(count >= 3 for count in flagged.values())
+    assert flagged
+    assert all(count >= 3 for count in flagged.values())
     pr = (repo / ".anti-sprawl" / "runs" / doc["run_id"] / "PR.md").read_text()
     assert "Hidden characters" in pr
 
@@ -133,7 +136,8 @@ def test_verdict_stays_readable_at_80_columns() -> None:
     assert all(len(line) <= 80 for line in lines), "\n".join(lines)
     rows = [ln for ln in lines if ln.startswith("│")]
     assert len(rows) == 3, "every status fits on its row"
-    assert any("│ failed " in r for r in rows) and any("│ skipped " in r for r in rows)
+    assert any("│ failed " in r for r in rows)
+    assert any("│ skipped " in r for r in rows)
     text = "\n".join(lines)
     assert "failed b (tests): tests failed after the audit (exit code 1)" in text
     assert "last test output: =========== 1 failed, 2 passed in 0.12s ===========" in text

@@ -70,7 +70,8 @@ def test_remount_read_write_fails_inside(policy: SandboxPolicy, project: Path) -
     script = "mount -o remount,bind,rw / ; echo rc=$?; touch f.txt 2>/dev/null; echo touch=$?; chmod +x f.txt; echo chmod=$?"
     result = run_command(sh(script), project, timeout=30, policy=policy)
     assert "rc=0" not in result.output
-    assert "touch=1" in result.output and "chmod=1" in result.output
+    assert "touch=1" in result.output
+    assert "chmod=1" in result.output
     assert (project / "f.txt").read_text() == "original\n"
     assert not os.access(project / "f.txt", os.X_OK)
 
@@ -87,7 +88,8 @@ def test_no_network_to_a_local_listener(policy: SandboxPolicy, project: Path) ->
             "except OSError as exc:\n    print('BLOCKED', exc)\n"
         )
         result = run_command([sys.executable, "-c", code], project, timeout=30, policy=policy)
-        assert "BLOCKED" in result.output and "CONNECTED" not in result.output
+        assert "BLOCKED" in result.output
+        assert "CONNECTED" not in result.output
         listener.settimeout(0)
         with pytest.raises(BlockingIOError):
             listener.accept()
@@ -106,10 +108,12 @@ def test_environment_is_an_allow_list(
     assert result.exit_code == 0
     for text in (result.output, log.read_text()):
         for key, value in CANARIES.items():
-            assert value not in text and f"{key}=" not in text
+            assert value not in text
+            assert f"{key}=" not in text
         assert "HARMLESS_SETTING=passed-through" in text
         assert "UNLISTED_SETTING" not in text
-        assert "PYTHONHASHSEED=0" in text and "LC_ALL=C.UTF-8" in text
+        assert "PYTHONHASHSEED=0" in text
+        assert "LC_ALL=C.UTF-8" in text
 
 
 def test_orchestrator_process_is_not_visible(policy: SandboxPolicy, project: Path) -> None:
@@ -173,8 +177,10 @@ def test_huge_output_is_truncated_and_logged(
     result = run_command(
         [sys.executable, "-c", code], project, timeout=60, policy=pol, log_path=log
     )
-    assert result.exit_code == 0 and result.truncated
-    assert result.output.startswith("START\n") and result.output.endswith("END\n")
+    assert result.exit_code == 0
+    assert result.truncated
+    assert result.output.startswith("START\n")
+    assert result.output.endswith("END\n")
     assert "bytes omitted; full output in" in result.output
     assert len(result.output) < 4096 + 200
     assert result.output_bytes == log.stat().st_size == len("START\n") + 2_000_001 + len("END\n")
@@ -194,7 +200,8 @@ def test_pytest_runs_inside(policy: SandboxPolicy, tmp_path: Path) -> None:
     assert "1 passed" in result.output
     (proj / "test_calc.py").write_text("def test_bad():\n    assert False\n")
     failed = run_command(argv, proj, timeout=120, policy=policy)
-    assert failed.exit_code == 1 and "1 failed" in failed.output
+    assert failed.exit_code == 1
+    assert "1 failed" in failed.output
     assert sorted(p.name for p in proj.iterdir()) == ["calc.py", "test_calc.py"]
 
 
@@ -251,5 +258,6 @@ def test_a_rogue_command_cannot_land_anything_outside_the_write_scope(
                 check=True,
             ).stdout
 
-        assert show("README.md") == "r\n" and show("src/lib/z.py") == "z\n"
+        assert show("README.md") == "r\n"
+        assert show("src/lib/z.py") == "z\n"
         assert show("src/app/x.py") == "kept\n"

@@ -64,7 +64,8 @@ def py(code: str) -> list[str]:
 def test_a_memory_hog_is_stopped_and_named(policy: SandboxPolicy, work: Path) -> None:
     result = run_command(py("b = bytearray(2 << 30); print('ALLOCATED')"), work, timeout=60,
                          policy=policy)  # fmt: skip
-    assert "ALLOCATED" not in result.output and result.exit_code != 0
+    assert "ALLOCATED" not in result.output
+    assert result.exit_code != 0
     assert result.limit == "memory"
     assert "memory limit" in result.output  # what the model sees
 
@@ -91,7 +92,8 @@ def test_runaway_output_ends_the_command(policy: SandboxPolicy, work: Path, tmp_
     log = tmp_path / "out.log"
     code = "import sys\nwhile True: sys.stdout.write('y' * 65536)"
     result = run_command(py(code), work, timeout=120, policy=policy, log_path=log)
-    assert result.limit == "output" and not result.timed_out
+    assert result.limit == "output"
+    assert not result.timed_out
     assert log.stat().st_size == LOW.output_bytes  # the log stops at the cap
     assert "bytes of output" in result.output
 
@@ -146,7 +148,7 @@ def test_the_limit_reaches_the_model_and_the_verdict(tmp_path: Path) -> None:
     plan = fx.plan()
     plan["tasks"][0]["test_command"] = [sys.executable, "-c", "bytearray(3 << 30)"]
     plan_path, script_path = fx.write_inputs(tmp_path, plan, fx.script())
-    env = dict(os.environ, PATH=f"{os.path.dirname(sys.executable)}:/usr/bin:/bin")
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:/usr/bin:/bin")
     args = [sys.executable, "-m", "anti_sprawl", "execute", str(plan_path), "--repo", str(repo)]
     args += ["--script", str(script_path), "--sandbox-limit", "memory=256M"]
     done = subprocess.run(args, env=env, capture_output=True, text=True)
@@ -171,7 +173,8 @@ def test_limit_flags_are_checked(tmp_path: Path) -> None:
         ["execute", str(plan_path), "--repo", str(repo), "--script", str(script_path),
          "--sandbox-limit", "processes=2"],
     )  # fmt: skip
-    assert result.exit_code == 2 and "--sandbox-limit processes" in result.output
+    assert result.exit_code == 2
+    assert "--sandbox-limit processes" in result.output
     assert "Traceback" not in result.output
 
 
@@ -182,7 +185,8 @@ def test_no_silent_fallback_to_landlock(work: Path) -> None:
     assert SandboxPolicy().layers == ("bwrap",)
     broken = SandboxPolicy(bwrap_binary="/nonexistent/bwrap")
     info = probe_sandbox(broken)
-    assert info.layer is None and "landlock" not in info.tried
+    assert info.layer is None
+    assert "landlock" not in info.tried
     with pytest.raises(SandboxUnavailable, match="install bubblewrap"):
         run_command(["true"], work, timeout=10, policy=broken)
 
@@ -225,7 +229,8 @@ def test_landlock_blocks_udp_to_the_host(landlock: SandboxPolicy, work: Path) ->
             "        print('BLOCKED', exc.errno)\n"
         )
         result = run_command(py(code), work, timeout=30, policy=landlock)
-        assert "SENT" not in result.output and result.output.count("BLOCKED 13") == 2
+        assert "SENT" not in result.output
+        assert result.output.count("BLOCKED 13") == 2
         with pytest.raises(TimeoutError):
             listener.recvfrom(16)
 
@@ -241,8 +246,10 @@ def test_landlock_leaves_no_setsid_survivors(landlock: SandboxPolicy, work: Path
         "print('started')\n"
     )
     result = run_command(py(code), work, timeout=20, policy=landlock)
-    assert "NEW SESSION" not in result.output and "NEW GROUP" not in result.output
-    assert "setsid 1" in result.output and "setpgid 1" in result.output
+    assert "NEW SESSION" not in result.output
+    assert "NEW GROUP" not in result.output
+    assert "setsid 1" in result.output
+    assert "setpgid 1" in result.output
     time.sleep(0.2)
     alive = subprocess.run(["pgrep", "-f", f"sleep {tag}"], capture_output=True, text=True)
     assert alive.stdout.strip() == "", "a process escaped the run's process group"
@@ -253,13 +260,15 @@ def test_the_run_report_says_what_landlock_does_not_block(tmp_path: Path) -> Non
         pytest.skip("Landlock does not work here")
     repo = fx.make_repo(tmp_path)
     plan_path, script_path = fx.write_inputs(tmp_path, fx.plan(), fx.script())
-    env = dict(os.environ, PATH=f"{os.path.dirname(sys.executable)}:/usr/bin:/bin")
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:/usr/bin:/bin")
     args = [sys.executable, "-m", "anti_sprawl", "execute", str(plan_path), "--repo", str(repo)]
     args += ["--script", str(script_path), "--sandbox", "landlock", "--json"]
     done = subprocess.run(args, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     sandbox = json.loads(done.stdout)["sandbox"]
-    assert sandbox.startswith("landlock") and "weaker" in sandbox
-    assert "pathname unix sockets" in sandbox and "process-count limit" in sandbox
+    assert sandbox.startswith("landlock")
+    assert "weaker" in sandbox
+    assert "pathname unix sockets" in sandbox
+    assert "process-count limit" in sandbox
     pr = next((repo / ".anti-sprawl" / "runs").glob("*/PR.md")).read_text()
     assert "pathname unix sockets" in pr

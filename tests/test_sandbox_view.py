@@ -149,10 +149,10 @@ def root_only(tmp_path: Path) -> Path:
     """A root-only file inside a tree the user allows: root must not mean readable."""
     where = tmp_path / "allowed"
     where.mkdir()
-    os.chmod(where, 0o755)
+    where.chmod(0o755)
     secret = where / "root-only.txt"
     secret.write_text(f"{C['rootonly']}\n")
-    os.chmod(secret, 0o600)
+    secret.chmod(0o600)
     return where
 
 
@@ -164,7 +164,7 @@ def test_a_hostile_test_module_finds_nothing_outside_its_worktree(
     plan, script = attacker_plan_and_script(repo, home, extra)
     provider = ScriptedProvider(Script.from_data(script))
     env = {
-        "PATH": f"{os.path.dirname(sys.executable)}:/usr/bin:/bin",
+        "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
         "HOME": str(home),
         "ORCH_SECRET_TOKEN": C["orchestrator"],
     }
@@ -198,7 +198,8 @@ def test_a_hostile_test_module_finds_nothing_outside_its_worktree(
     ]
     for path in must_fail:
         assert report.get(path, "DENIED").startswith("DENIED") or report[path] == "", path
-    assert str(sibling) not in report and str(a_transcript) not in report
+    assert str(sibling) not in report
+    assert str(a_transcript) not in report
     everything = json.dumps(report)
     for name, canary in C.items():
         assert canary not in everything, name
@@ -209,7 +210,8 @@ def test_a_hostile_test_module_finds_nothing_outside_its_worktree(
     for name, canary in C.items():
         if name == "transcript":  # a's own transcript holds it; c must never see it
             c_requests = [request_text(r) for r in provider.requests if r.task_id == "c"]
-            assert c_requests and all(canary not in text for text in c_requests)
+            assert c_requests
+            assert all(canary not in text for text in c_requests)
             continue
         assert canary not in seen_by_model, name
         assert canary not in written, name
@@ -236,28 +238,31 @@ def test_the_users_home_is_never_bound_but_a_toolchain_inside_it_is(tmp_path: Pa
     assert result.exit_code == 0, result.output
     assert f"prefix {venv}" in result.output
     assert "home True ['.local']" in result.output  # only the path down to the toolchain
-    assert "key False" in result.output and C["home"] not in result.output
+    assert "key False" in result.output
+    assert C["home"] not in result.output
 
 
 def test_the_cli_takes_home_from_the_environment(tmp_path: Path) -> None:
     repo, home = hostile_repo(tmp_path)
     plan, script = attacker_plan_and_script(repo, home, [])
     plan_path, script_path = fx.write_inputs(tmp_path, plan, script)
-    env = dict(os.environ, HOME=str(home), PATH=f"{os.path.dirname(sys.executable)}:/usr/bin:/bin")
+    env = dict(os.environ, HOME=str(home), PATH=f"{Path(sys.executable).parent}:/usr/bin:/bin")
     args = [sys.executable, "-m", "anti_sprawl", "execute", str(plan_path), "--repo", str(repo)]
     done = subprocess.run(
         [*args, "--script", str(script_path), "--json"], env=env, capture_output=True, text=True
     )
     assert done.returncode == 0, done.stdout + done.stderr
     state = json.loads(done.stdout)
-    assert "worktree, toolchain" in state["sandbox"] and "limits:" in state["sandbox"]
+    assert "worktree, toolchain" in state["sandbox"]
+    assert "limits:" in state["sandbox"]
     written = everything_written(repo)
     for name, canary in C.items():
         assert canary not in done.stdout + done.stderr, name
         if name != "transcript":  # a's own transcript legitimately holds its own text
             assert canary not in written, name
     c_log = Path(state["tasks"]["c"]["tests"]["log"]).read_text()
-    assert "DENIED" in c_log and all(canary not in c_log for canary in C.values())
+    assert "DENIED" in c_log
+    assert all(canary not in c_log for canary in C.values())
 
 
 def test_root_does_not_mean_root_inside(tmp_path: Path, root_only: Path) -> None:
@@ -271,7 +276,8 @@ def test_root_does_not_mean_root_inside(tmp_path: Path, root_only: Path) -> None
     result = run_command(["sh", "-c", script], work, timeout=30, policy=policy)
     lines = result.output.splitlines()
     assert lines[0] == "65534"
-    assert C["rootonly"] not in result.output and "Permission denied" in result.output
+    assert C["rootonly"] not in result.output
+    assert "Permission denied" in result.output
     assert "CapEff:\t0000000000000000" in result.output
 
 
@@ -339,7 +345,9 @@ def test_a_worktree_inside_an_allowed_checkout_stays_visible(tmp_path: Path) -> 
         )  # fmt: skip
     assert result.exit_code == 0, result.output
     assert "cwd ['.git', 'README.md', 'config']" in result.output
-    assert "sibling False" in result.output and "readme # demo" in result.output
-    assert ".env DENIED" in result.output and ".git/config DENIED" in result.output
+    assert "sibling False" in result.output
+    assert "readme # demo" in result.output
+    assert ".env DENIED" in result.output
+    assert ".git/config DENIED" in result.output
     for canary in C.values():
         assert canary not in result.output

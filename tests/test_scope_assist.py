@@ -101,7 +101,8 @@ def test_default_budgets_only_fill_missing_fields() -> None:
     filled = default_budgets(p, {"a": {"token_budget", "max_tool_calls"}}, FILES, read)
     natural, minimal = prompt_sizes(filled.tasks[0], FILES, read)
     a_tokens = count_tokens(SOURCES["src/pkg/a.py"])
-    assert natural > PROMPT_OVERHEAD + a_tokens and minimal > PROMPT_OVERHEAD
+    assert natural > PROMPT_OVERHEAD + a_tokens
+    assert minimal > PROMPT_OVERHEAD
     assert filled.tasks[0].token_budget == budget_for(natural, minimal) == MIN_DEFAULT_TOKENS
     assert filled.tasks[0].max_tool_calls == tool_calls_for(2)  # one existing, one new file
     # every call at its cap, for each of the plan's default two attempts

@@ -114,7 +114,8 @@ def test_an_attacking_worker_gets_no_byte_of_any_catalogue_entry(
     assert set(NAMES) <= refused
     sent = "\n".join(request_text(r) for r in provider.requests)
     assert CANARY not in sent
-    assert "[REDACTED:pgp-private-key]" in sent and "[REDACTED:putty-private-key]" in sent
+    assert "[REDACTED:pgp-private-key]" in sent
+    assert "[REDACTED:putty-private-key]" in sent
     for path in (tmp_path / "artifacts").rglob("*"):
         if path.is_file():
             assert CANARY not in path.read_text(), path
@@ -138,12 +139,15 @@ def test_an_attacking_worker_gets_no_byte_of_any_catalogue_entry(
 def test_content_shapes_are_one_placeholder_format(kind: str, sample: str) -> None:
     redactor = Redactor()
     out = redactor(f"x = '''{sample}'''\n")
-    assert f"[REDACTED:{kind}]" in out and CANARY not in out
+    assert f"[REDACTED:{kind}]" in out
+    assert CANARY not in out
     assert [f.kind for f in redactor.findings(sample)][:1] == [kind]
 
 
 def test_provider_errors_use_the_same_redactor_and_format() -> None:
     text = "401: Authorization: Bearer abc.def-123 key sk-ant-api03-" + "z" * 24
     out = redact_provider_error(text, ["abc.def-123"])
-    assert "abc.def-123" not in out and "sk-ant-api03" not in out
-    assert "[REDACTED]" not in out and "[REDACTED:" in out
+    assert "abc.def-123" not in out
+    assert "sk-ant-api03" not in out
+    assert "[REDACTED]" not in out
+    assert "[REDACTED:" in out

@@ -101,8 +101,10 @@ def test_setup_may_write_only_ignored_paths_and_nothing_it_writes_lands(tmp_path
     state, provider = run(repo, plan)
     record = state.tasks["a"]
     assert state.status == "succeeded", record.message
-    assert record.setup is not None and record.setup.passed
-    assert record.tests is not None and "environment ok" in Path(record.tests.log).read_text()
+    assert record.setup is not None
+    assert record.setup.passed
+    assert record.tests is not None
+    assert "environment ok" in Path(record.tests.log).read_text()
 
     main, branch = tree_with_modes(repo, "main"), tree_with_modes(repo, "anti-sprawl/demo")
     assert set(branch) == {*main, "pkg/a.py"}  # no evil.py, build/, .venv/, pkg/.gitignore
@@ -113,10 +115,13 @@ def test_setup_may_write_only_ignored_paths_and_nothing_it_writes_lands(tmp_path
 
     # The worker read the original file: setup's change was put back before any model call.
     seen = "\n".join(request_text(r) for r in provider.requests)
-    assert "def base()" in seen and "HACKED" not in seen
+    assert "def base()" in seen
+    assert "HACKED" not in seen
     log = Path(record.setup.log or "")
-    assert log.parent.name == "a" and log.name == "setup-1.log"
-    assert "setup done" in log.read_text() and TOKEN not in log.read_text()
+    assert log.parent.name == "a"
+    assert log.name == "setup-1.log"
+    assert "setup done" in log.read_text()
+    assert TOKEN not in log.read_text()
     run_dir = repo / ".anti-sprawl" / "runs" / state.run_id
     for path in run_dir.rglob("*"):
         if path.is_file():
@@ -141,18 +146,24 @@ def test_a_failing_setup_fails_the_node_before_any_model_call(tmp_path: Path) ->
     state, provider = run(repo, plan)
     record = state.tasks["a"]
     assert state.status == "failed"
-    assert record.status == "failed" and record.reason == "setup"
+    assert record.status == "failed"
+    assert record.reason == "setup"
     assert record.message.startswith("setup_command failed (exit code 3); last lines:")
-    assert "setup line 10" in record.message and "setup line 5" not in record.message
-    assert TOKEN not in record.message and "[REDACTED" in record.message
+    assert "setup line 10" in record.message
+    assert "setup line 5" not in record.message
+    assert TOKEN not in record.message
+    assert "[REDACTED" in record.message
     assert state.tasks["b"].status == "skipped"
     assert provider.requests == []  # no tokens spent on a node whose environment is broken
-    assert record.setup is not None and record.setup.exit_code == 3
+    assert record.setup is not None
+    assert record.setup.exit_code == 3
     out = StringIO()
     render_verdict(state, Console(file=out, width=200))
-    assert "failed a (setup)" in out.getvalue() and "setup line 10" in out.getvalue()
+    assert "failed a (setup)" in out.getvalue()
+    assert "setup line 10" in out.getvalue()
     run_json = (repo / ".anti-sprawl" / "runs" / state.run_id / "run.json").read_text()
-    assert TOKEN not in run_json and json.loads(run_json)["tasks"]["a"]["reason"] == "setup"
+    assert TOKEN not in run_json
+    assert json.loads(run_json)["tasks"]["a"]["reason"] == "setup"
 
 
 class Listener:
@@ -206,7 +217,8 @@ def test_setup_has_no_network_without_the_flag(tmp_path: Path, listener: Listene
     repo = repo_with_ignores(tmp_path)
     state, _ = run(repo, one_node(connect(listener.port, expect="setup"), fx.TEST_CMD))
     record = state.tasks["a"]
-    assert record.reason == "setup" and "exit code 7" in record.message
+    assert record.reason == "setup"
+    assert "exit code 7" in record.message
     assert "no network" in record.message
     assert listener.received == []
 
@@ -218,9 +230,12 @@ def test_allow_setup_network_reaches_the_host_for_setup_only(
     plan = one_node(connect(listener.port, expect="setup"), connect(listener.port, expect="tests"))
     state, _ = run(repo, plan, SandboxPolicy(setup_network=True))
     record = state.tasks["a"]
-    assert record.setup is not None and record.setup.passed, record.message
+    assert record.setup is not None, record.message
+    assert record.setup.passed, record.message
     assert listener.received == [b"setup"]  # the test command stayed offline
-    assert record.reason == "tests" and record.tests is not None and record.tests.exit_code == 7
+    assert record.reason == "tests"
+    assert record.tests is not None
+    assert record.tests.exit_code == 7
     assert "setup_command may use the network" in state.sandbox
 
 

@@ -27,11 +27,13 @@ def test_each_event_is_one_appended_line_and_earlier_lines_never_change(tmp_path
         assert transcript.ref == f"artifact://a/{TRANSCRIPT}"
         sizes.append(store.path(transcript.ref).read_bytes())
     for before, after in itertools.pairwise(sizes):
-        assert after.startswith(before) and after.count(b"\n") == before.count(b"\n") + 1
+        assert after.startswith(before)
+        assert after.count(b"\n") == before.count(b"\n") + 1
     path = store.path(f"artifact://a/{TRANSCRIPT}")
     events = read_json_lines(path)
     assert [e["n"] for e in events] == [0, 1, 2, 3, 4]
-    assert TOKEN not in path.read_text() and "[REDACTED:" in events[0]["text"]
+    assert TOKEN not in path.read_text()
+    assert "[REDACTED:" in events[0]["text"]
     assert oct(path.stat().st_mode & 0o777) == "0o600"
     # a new conversation of the same node (a rerun) starts its transcript over
     Transcript(store, "a").log({"event": "start"})
@@ -82,7 +84,8 @@ def test_killing_a_process_mid_transcript_leaves_a_readable_prefix(tmp_path: Pat
         assert all(len(e["output"]) == 200_000 for e in events)
         if not data.endswith(b"\n"):
             tail = data.rsplit(b"\n", 1)[-1]
-            assert tail and not _parses(tail)
+            assert tail
+            assert not _parses(tail)
 
 
 def _parses(raw: bytes) -> bool:

@@ -81,13 +81,16 @@ def test_small_edit_succeeds(root: Path, firewall: Firewall) -> None:
     ]
     result, _, artifacts = run(root, firewall, turns)
     assert result.status == "succeeded", result.message
-    assert result.finish is not None and result.finish.summary == "done"
+    assert result.finish is not None
+    assert result.finish.summary == "done"
     assert "'hello'" in (root / "src" / "app.py").read_text()
     assert result.tool_calls == 3
     assert result.calls == 3
     # usage equals what the provider reported for each recorded request
-    assert result.usage.input_tokens > 0 and result.usage.output_tokens > 0
-    assert result.transcript and artifacts.path(result.transcript).exists()
+    assert result.usage.input_tokens > 0
+    assert result.usage.output_tokens > 0
+    assert result.transcript
+    assert artifacts.path(result.transcript).exists()
 
 
 def test_rereading_stays_under_the_cap_until_the_script_ends(
@@ -106,7 +109,8 @@ def test_rereading_stays_under_the_cap_until_the_script_ends(
     lines = [ln for ln in digest.splitlines() if ln.startswith("- calls ")]
     assert len(lines) == 1, digest
     first, last, times = map(int, re.findall(r"calls (\d+)-(\d+) \((\d+) times\)", lines[0])[0])
-    assert first == 1 and times == last >= 90
+    assert first == 1
+    assert times == last >= 90
     assert lines[0].startswith(f"- calls 1-{last} ({last} times), by you: read_file docs/")
 
 
@@ -157,7 +161,8 @@ def test_blocked_write_leaves_file_and_loop_goes_on(root: Path, firewall: Firewa
 def test_script_exhaustion_fails_clearly(root: Path, firewall: Firewall) -> None:
     result, _, _ = run(root, firewall, [{"tool": "read_file", "args": {"path": "src/app.py"}}])
     assert (result.status, result.reason) == ("failed", "script")
-    assert "ran out" in result.message and "t1" in result.message
+    assert "ran out" in result.message
+    assert "t1" in result.message
 
 
 def test_invalid_finish_is_returned_for_correction(root: Path, firewall: Firewall) -> None:
@@ -168,7 +173,8 @@ def test_invalid_finish_is_returned_for_correction(root: Path, firewall: Firewal
     ]
     result, provider, _ = run(root, firewall, turns)
     assert result.status == "succeeded"
-    assert result.finish is not None and result.finish.interfaces == "hello() -> str"
+    assert result.finish is not None
+    assert result.finish.interfaces == "hello() -> str"
     assert "summary" in last_results_of(provider.requests[1])[0]
     assert result.calls == 3
 
@@ -209,7 +215,8 @@ def test_masking_when_the_conversation_nears_the_budget(root: Path, firewall: Fi
         if "masked" in r.content
     ]
     assert masked, "older observations should be masked near the budget"
-    assert result.masked == len(masked) and result.digests == 0
+    assert result.masked == len(masked)
+    assert result.digests == 0
 
 
 def fits(request: ModelRequest, cap: int) -> bool:

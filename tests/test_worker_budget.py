@@ -127,7 +127,8 @@ def test_a_thirty_call_conversation_never_sends_a_request_over_the_cap(
     for request in provider.requests:
         assert fits(request, cap), request.call_id
     # both ways of shrinking the conversation were needed, and they show in the requests
-    assert result.masked > 0 and result.digests > 0
+    assert result.masked > 0
+    assert result.digests > 0
     digests = [
         m.content
         for r in provider.requests
@@ -136,7 +137,8 @@ def test_a_thirty_call_conversation_never_sends_a_request_over_the_cap(
     ]
     assert digests
     last = digests[-1]
-    assert "read_file docs/" in last and "write_file src/app.py -> ok: wrote" in last
+    assert "read_file docs/" in last
+    assert "write_file src/app.py -> ok: wrote" in last
     assert "run_tests -> ok: tests passed (exit code 0)" in last
     assert SECRET_LINE not in last  # essentials only, never the raw output
     # the manifest records the digest as untrusted: it names paths the model chose
@@ -151,7 +153,7 @@ def test_a_thirty_call_conversation_never_sends_a_request_over_the_cap(
 
 
 def test_the_tool_table_offers_exactly_the_contract_tools(root: Path, firewall: Firewall) -> None:
-    """One table row per tool of ``tools.py``: what the prompt's manifest lists is what is sent."""
+    """One table row per tool of ``agent/tools.py``: what the manifest lists is what is sent."""
     _, provider = run(root, firewall, [FINISH], budget=20_000)
     assert provider.requests[0].tools == sorted(WORKER_TOOLS, key=lambda t: t.name)
 
@@ -161,7 +163,8 @@ def test_text_only_turns_hit_the_model_call_cap(root: Path, firewall: Firewall) 
     result, provider = run(root, firewall, turns, budget=20_000, max_tool_calls=3)
     assert (result.status, result.reason) == ("failed", "calls")
     assert len(provider.requests) == result.calls == 3 + CALL_SLACK
-    assert "model-call cap of 5" in result.message and "count too" in result.message
+    assert "model-call cap of 5" in result.message
+    assert "count too" in result.message
 
 
 def test_a_node_fails_only_when_the_essentials_do_not_fit(root: Path, firewall: Firewall) -> None:

@@ -93,7 +93,8 @@ def test_worktree_never_touches_the_users_checkout(repo: Path) -> None:
         assert (ws.path / "README.md").read_text() == FILES["README.md"]
         (ws.path / "src/app/x.py").write_text("X = 10\n")
         sha = commit(ws, "change x", TRAILERS)
-        assert sha is not None and ws.head == sha
+        assert sha is not None
+        assert ws.head == sha
         assert snapshot(repo) == before
     assert snapshot(repo) == before
     assert not ws.path.exists()
@@ -101,11 +102,17 @@ def test_worktree_never_touches_the_users_checkout(repo: Path) -> None:
     assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
 
 
+def _half_done_then(ws: Workspace, exc: BaseException) -> None:
+    with ws:
+        (ws.path / "src/app/x.py").write_text("half done\n")
+        raise exc
+
+
 def test_context_manager_removes_on_failure_and_interrupt(repo: Path) -> None:
     for exc in (ValueError("boom"), KeyboardInterrupt()):
-        with pytest.raises(type(exc)), make_ws(repo) as ws:
-            (ws.path / "src/app/x.py").write_text("half done\n")
-            raise exc
+        ws = make_ws(repo)
+        with pytest.raises(type(exc)):
+            _half_done_then(ws, exc)
         assert not ws.path.exists()
         assert "anti-sprawl/wt/n1" not in git(repo, "branch", "--list")
 
@@ -243,7 +250,8 @@ def test_audit_reverts_everything_outside_the_write_scope(repo: Path, tmp_path: 
         }
         assert all(v.op == "audit" for v in result.violations)
         details = {v.path: v.detail for v in result.violations}
-        assert details["docs/a.md"] == "deleted" and details["docs/new.md"] == "added"
+        assert details["docs/a.md"] == "deleted"
+        assert details["docs/new.md"] == "added"
         assert details["docs/b.md"] == "typechange"
         for rel in ("README.md", "docs/a.md", "docs/b.md", "src/lib/z.py", "run.sh"):
             assert not (w / rel).is_symlink()
@@ -272,9 +280,9 @@ def test_audit_keeps_renames_in_scope_and_reverts_the_half_outside(repo: Path) -
     with make_ws(repo) as ws:
         w = ws.path
         (w / "src/app/sub").mkdir()
-        os.rename(w / "src/app/x.py", w / "src/app/sub/x2.py")  # inside: a rename git sees
-        os.rename(w / "src/lib/z.py", w / "src/app/z.py")  # from outside: source restored
-        os.rename(w / "src/app/y.py", w / "docs/y.md")  # to outside: the copy is removed
+        (w / "src/app/x.py").rename(w / "src/app/sub/x2.py")  # inside: a rename git sees
+        (w / "src/lib/z.py").rename(w / "src/app/z.py")  # from outside: source restored
+        (w / "src/app/y.py").rename(w / "docs/y.md")  # to outside: the copy is removed
         result = audit(ws, ["src/app/"])
         assert {(v.path, v.detail) for v in result.violations} == {
             ("src/lib/z.py", "deleted"),
@@ -312,7 +320,8 @@ def test_audit_restores_a_directory_replaced_by_a_symlink(repo: Path, tmp_path: 
         (ws.path / "docs").symlink_to(target)
         result = audit(ws, ["src/app/"])
         assert {v.path for v in result.violations} == {"docs", "docs/a.md", "docs/b.md"}
-        assert (ws.path / "docs").is_dir() and not (ws.path / "docs").is_symlink()
+        assert (ws.path / "docs").is_dir()
+        assert not (ws.path / "docs").is_symlink()
         assert (ws.path / "docs/a.md").read_text() == "A\n"
         assert (target / "a.md").read_text() == "not ours\n"
         assert changes(ws) == []
@@ -351,9 +360,11 @@ def test_diff_and_diffstat(repo: Path) -> None:
         head = commit(ws, "c", TRAILERS)
         assert head is not None
         text = diff(ws, base, head)
-        assert "+X2 = 2" in text and "-Y = 2" in text
+        assert "+X2 = 2" in text
+        assert "-Y = 2" in text
         only_x = diff(ws, base, head, ["src/app/x.py"])
-        assert "+X2 = 2" in only_x and "y.py" not in only_x
+        assert "+X2 = 2" in only_x
+        assert "y.py" not in only_x
         stat = diffstat(ws, base, head)
         by_path = {f.path: (f.added, f.deleted) for f in stat.files}
         assert by_path == {
@@ -396,7 +407,8 @@ def test_clean_stale_locks_refuses_while_git_runs(repo: Path) -> None:
     finally:
         holder.kill()
         holder.wait()
-        assert holder.stdin is not None and holder.stdout is not None
+        assert holder.stdin is not None
+        assert holder.stdout is not None
         holder.stdin.close()
         holder.stdout.close()
     assert sorted(clean_stale_locks(repo)) == sorted(locks)

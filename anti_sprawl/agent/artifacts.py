@@ -5,7 +5,7 @@ event (``append``), read back with ``read_json_lines``.
 
 ``Observer`` turns a tool's output into what the model sees (redacted, long output stored
 here and shown compact, wrapped as untrusted data) and keeps the full text, so masking and
-the conversation digest (``digest.py``) can point at it later.
+the conversation digest (``agent/digest.py``) can point at it later.
 """
 
 from __future__ import annotations
@@ -154,7 +154,7 @@ class Observation:
 
 
 class Rendered(Protocol):
-    """What ``Observer.render`` needs of a tool's outcome (``loop.ToolOutcome``)."""
+    """What ``Observer.render`` needs of a tool's outcome (``dispatch.ToolOutcome``)."""
 
     @property
     def text(self) -> str: ...

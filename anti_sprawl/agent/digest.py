@@ -33,7 +33,8 @@ from ..providers.base import (
 )
 from ..trust import wrap_data
 from .artifacts import ArtifactStore, Kept, Observation
-from .loop import Loop, ToolOutcome
+from .dispatch import ToolOutcome
+from .loop import Loop
 
 __all__ = ["DIGEST_HEADER", "Compactor", "Digest", "DigestEntry"]
 

@@ -14,7 +14,7 @@ from ..fs.firewall import Firewall
 from ..outline.views import read_view
 from . import change_tools
 from .change_tools import refuse_placeholder
-from .loop import Handler, Tool, ToolOutcome
+from .dispatch import Handler, Tool, ToolOutcome
 from .tools import WORKER_TOOLS, tool_args_model
 
 __all__ = ["read_handlers", "tool_table", "write_handlers"]
@@ -24,7 +24,7 @@ def read_handlers(fw: Firewall, max_chars: int = 6000) -> dict[str, Handler]:
     """``read_file``, ``list_dir`` and ``grep`` on ``fw``'s readable files.
 
     ``read_file`` takes a line range and answers within ``max_chars`` (the observation limit):
-    a longer file read whole comes back as its outline (``file_views.read_view``).
+    a longer file read whole comes back as its outline (``outline.views.read_view``).
     """
 
     def read_file(args: Any) -> ToolOutcome:
@@ -71,7 +71,7 @@ def write_handlers(fw: Firewall) -> dict[str, Handler]:
 
 
 def tool_table(handlers: Mapping[str, Handler]) -> dict[str, Tool]:
-    """One row per handler: the tool's contract schema and argument model (``tools.py``)."""
+    """One row per handler: the tool's contract schema and argument model (``agent/tools.py``)."""
     specs = {spec.name: spec for spec in WORKER_TOOLS}
     return {
         name: Tool(spec=specs[name], args=tool_args_model(name), run=run)

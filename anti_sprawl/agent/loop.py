@@ -3,7 +3,8 @@
 A ``Loop`` holds a conversation, a ``Budget`` and a tool table (name -> argument model and
 handler). Each turn: fit the next request to the budget (compacting the conversation when the
 policy allows), call the provider, charge the response, then dispatch every tool call through
-one function that checks arguments, runs the handler and renders the observation. The
+one function that checks arguments, runs the handler and renders the observation
+(``dispatch``). The
 ``Policy`` supplies what differs: how to answer a text-only turn, per-call checks (caps), and
 what to do after a tool ran. Each step is appended to the transcript when a store is given.
 
@@ -18,12 +19,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from pydantic import BaseModel, ValidationError
-
-from ..errors import ProviderError, ToolError
-from ..fs.firewall import FirewallError
+from ..errors import ProviderError
 from ..providers.base import (
-    INVALID_ARGUMENTS_KEY,
     AssistantMessage,
     Message,
     ModelRequest,
@@ -35,99 +32,15 @@ from ..providers.base import (
     ToolResult,
     ToolResultMessage,
     ToolSpec,
+    Usage,
     UserMessage,
 )
 from ..redact import redact_data
 from .artifacts import ArtifactStore, Observer
-from .budget import Budget, Refusal
+from .budget import Budget, Refusal, Ticket
+from .dispatch import Ending, Tool, ToolOutcome, dispatch
 
-__all__ = [
-    "TRANSCRIPT",
-    "Ending",
-    "Handler",
-    "Loop",
-    "Policy",
-    "Tool",
-    "ToolOutcome",
-    "ToolRefusal",
-    "Transcript",
-    "dispatch",
-]
-
-
-@dataclass(frozen=True)
-class Ending:
-    """Why a loop stopped; ``value`` carries the policy's result (finish arguments, a plan)."""
-
-    reason: str
-    message: str = ""
-    value: Any = None
-
-
-class ToolRefusal(ToolError):
-    """Raised by a handler: the call is answered with this message as an error observation."""
-
-
-@dataclass(frozen=True)
-class ToolOutcome:
-    """What a handler produced. ``kind`` names the data block; ``ending`` stops the loop.
-
-    ``summary`` is the essentials in a few words (``wrote a.py (120 chars)``, ``tests failed
-    (exit code 1)``): what a digest keeps of the call instead of its output.
-    """
-
-    text: str
-    status: str = "ok"  # ok | failed (e.g. tests failed) | error
-    summary: str = ""
-    kind: str = "observation"
-    wrap: bool = True  # untrusted output goes into a data block; orchestrator text does not
-    ending: Ending | None = None
-
-
-Handler = Callable[[Any], ToolOutcome]
-
-
-@dataclass(frozen=True)
-class Tool:
-    """One row of a tool table: the schema the model sees, the argument model, the handler.
-
-    ``args`` None hands the raw argument mapping to the handler (``submit_plan``).
-    """
-
-    spec: ToolSpec
-    args: type[BaseModel] | None
-    run: Handler
-
-
-def dispatch(
-    tools: Mapping[str, Tool], call: ToolCall, observer: Observer
-) -> tuple[ToolResult, ToolOutcome | None]:
-    """Run one tool call; every failure becomes an error observation, never an exception."""
-    tool = tools.get(call.name)
-    if tool is None:
-        names = ", ".join(sorted(tools))
-        return observer.error(call, f"unknown tool {call.name!r}; available tools: {names}"), None
-    if INVALID_ARGUMENTS_KEY in call.arguments:
-        return observer.error(call, "arguments are not a JSON object"), None
-    args: Any = call.arguments
-    if tool.args is not None:
-        try:
-            args = tool.args.model_validate(call.arguments)
-        except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(map(str, e['loc'])) or 'args'}: {e['msg']}" for e in exc.errors()
-            )
-            return observer.error(call, f"invalid arguments for {call.name}: {problems}"), None
-    try:
-        outcome = tool.run(args)
-    except FirewallError as exc:
-        v = exc.violation
-        text = f"blocked by the scope firewall: {v.op} {v.path!r}: {v.reason}. {v.detail}"
-        return observer.error(call, text.strip()), None
-    except ToolError as exc:  # EditError, ToolRefusal: the message is for the model
-        return observer.error(call, str(exc)), None
-    content = observer.render(call, outcome)
-    return ToolResult(call_id=call.id, content=content, is_error=outcome.status == "error"), outcome
+__all__ = ["TRANSCRIPT", "Loop", "Policy", "Transcript"]
 
 
 TRANSCRIPT = "transcript.jsonl"
@@ -240,64 +153,81 @@ class Loop:
 
     def _run(self, policy: Policy) -> Ending:
         while True:
-            if self.stop.is_set():
-                return Ending("stopped", "stopped by the orchestrator")
-            if self.calls >= self.max_calls:
-                return Ending("calls", f"model-call cap of {self.max_calls} reached")
-            fitted = self.budget.fit(
-                self.build, policy.compactions(), policy.explain, policy.compact_early()
-            )
-            if isinstance(fitted, Refusal):
-                return Ending(fitted.reason, fitted.message)
-            self.calls += 1
-            if self.on_request:
-                self.on_request(fitted.request, self.calls)
-            try:
-                # providers retry retryable errors themselves, with bounded backoff
-                response = self.provider.complete(fitted.request)
-            except ProviderError as exc:
-                self.budget.release(fitted)
-                self.log({"event": "error", "message": str(exc)})
-                reason = "script" if isinstance(exc, ScriptExhausted) else "provider"
-                return Ending(reason, str(exc))
-            usage, overrun = self.budget.charge(fitted, response)
-            if self.stop.is_set():
-                # Stopped (Ctrl-C) while the call was in flight: the tokens are charged, the
-                # turn itself is discarded (none of its tools runs).
-                return Ending("stopped", "stopped by the orchestrator")
-            # A response cut at the output limit holds an incomplete tool call: never run it.
-            cut = response.stop_reason == "max_tokens"
-            calls = [] if cut else response.tool_calls
-            self.messages.append(AssistantMessage(text=response.text, tool_calls=calls))
-            self.log(
-                {
-                    "event": "response",
-                    "call": self.calls,
-                    "text": response.text,
-                    "tool_calls": [c.model_dump() for c in response.tool_calls],
-                    "usage": usage.model_dump(),
-                    "model": response.model,
-                    "stop_reason": response.stop_reason,
-                }
-            )
-            if overrun:
-                return Ending("budget", overrun)
-            if cut:
-                told = policy.cut_turn(fitted.request.max_output_tokens)
-                if isinstance(told, Ending):
-                    return told
-                self.log({"event": "cut", "message": told})
-                self.messages.append(UserMessage(content=told))
-                continue
-            if not response.tool_calls:
-                follow = policy.text_turn(response)
-                if isinstance(follow, Ending):
-                    return follow
-                self.messages.append(UserMessage(content=follow))
-                continue
-            ending = self._tools(policy, response.tool_calls)
+            ending = self._turn(policy)
             if ending is not None:
                 return ending
+
+    def _turn(self, policy: Policy) -> Ending | None:
+        """One model call and what its answer leads to; None: the conversation goes on."""
+        if self.stop.is_set():
+            return Ending("stopped", "stopped by the orchestrator")
+        if self.calls >= self.max_calls:
+            return Ending("calls", f"model-call cap of {self.max_calls} reached")
+        fitted = self.budget.fit(
+            self.build, policy.compactions(), policy.explain, policy.compact_early()
+        )
+        if isinstance(fitted, Refusal):
+            return Ending(fitted.reason, fitted.message)
+        response = self._call(fitted)
+        if isinstance(response, Ending):
+            return response
+        usage, overrun = self.budget.charge(fitted, response)
+        if self.stop.is_set():
+            # Stopped (Ctrl-C) while the call was in flight: the tokens are charged, the
+            # turn itself is discarded (none of its tools runs).
+            return Ending("stopped", "stopped by the orchestrator")
+        # A response cut at the output limit holds an incomplete tool call: never run it.
+        cut = response.stop_reason == "max_tokens"
+        self._record(response, usage, cut)
+        if overrun:
+            return Ending("budget", overrun)
+        if cut:
+            return self._after_cut(policy, fitted.request.max_output_tokens)
+        if not response.tool_calls:
+            follow = policy.text_turn(response)
+            if isinstance(follow, Ending):
+                return follow
+            self.messages.append(UserMessage(content=follow))
+            return None
+        return self._tools(policy, response.tool_calls)
+
+    def _call(self, fitted: Ticket) -> ModelResponse | Ending:
+        """The provider's answer to ``fitted``, or how its error ends the conversation."""
+        self.calls += 1
+        if self.on_request:
+            self.on_request(fitted.request, self.calls)
+        try:
+            # providers retry retryable errors themselves, with bounded backoff
+            return self.provider.complete(fitted.request)
+        except ProviderError as exc:
+            self.budget.release(fitted)
+            self.log({"event": "error", "message": str(exc)})
+            reason = "script" if isinstance(exc, ScriptExhausted) else "provider"
+            return Ending(reason, str(exc))
+
+    def _record(self, response: ModelResponse, usage: Usage, cut: bool) -> None:
+        """Append the model's turn (without the tool calls of a cut one) and log it whole."""
+        calls = [] if cut else response.tool_calls
+        self.messages.append(AssistantMessage(text=response.text, tool_calls=calls))
+        self.log(
+            {
+                "event": "response",
+                "call": self.calls,
+                "text": response.text,
+                "tool_calls": [c.model_dump() for c in response.tool_calls],
+                "usage": usage.model_dump(),
+                "model": response.model,
+                "stop_reason": response.stop_reason,
+            }
+        )
+
+    def _after_cut(self, policy: Policy, max_output: int) -> Ending | None:
+        told = policy.cut_turn(max_output)
+        if isinstance(told, Ending):
+            return told
+        self.log({"event": "cut", "message": told})
+        self.messages.append(UserMessage(content=told))
+        return None
 
     def _tools(self, policy: Policy, calls: Sequence[ToolCall]) -> Ending | None:
         results: list[ToolResult] = []

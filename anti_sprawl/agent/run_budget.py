@@ -4,7 +4,8 @@ A call reserves its worst case before it is made: its input estimate plus the ou
 produce, and what that could cost at its model's prices (input at the dearer of the input and
 cache-write rates, every output token produced). Two nodes running at once therefore cannot
 both take the last tokens or cents; the call that could cross a cap is not made, and the run
-ends interrupted (resumable with a higher cap). See ``budget.py`` for the per-conversation side.
+ends interrupted (resumable with a higher cap). See ``agent/budget.py`` for the per-conversation
+side.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
-"""The worker: one node's policy over the agent loop (``loop.py``), with hard caps.
+"""The worker: one node's policy over the agent loop (``agent/loop.py``), with hard caps.
 
 Every file operation goes through the node's ``Firewall``; ``run_tests`` goes through the
 sandboxed runner the orchestrator hands in. Caps:
 
 - ``token_budget`` is the **per-call** cap: no model call carries more than this many tokens,
   its input plus the output it may produce. Older observations are masked and then digested
-  (``digest.py``) to keep each call under it; the node fails only when even the essentials
+  (``agent/digest.py``) to keep each call under it; the node fails only when even the essentials
   (first prompt, digest, latest turn) do not fit.
 - ``max_tool_calls`` caps tool calls; model calls are capped at ``max_tool_calls + 2``
   (``CALL_SLACK``: text-only turns count too), so a node spends at most about
@@ -41,8 +41,9 @@ from ..tokens import TokenCounter
 from .artifacts import ArtifactStore, Observer
 from .budget import Budget, RunBudget
 from .digest import Compactor
+from .dispatch import Ending, ToolOutcome
 from .handlers import read_handlers, tool_table, write_handlers
-from .loop import TRANSCRIPT, Ending, Loop, ToolOutcome, Transcript
+from .loop import TRANSCRIPT, Loop, Transcript
 from .tools import FinishArgs
 
 __all__ = [

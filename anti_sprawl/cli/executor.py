@@ -31,8 +31,8 @@ from ..providers import (
 from ..run.dask_executor import DaskExecutor, check_plan
 from ..run.journal import Journal
 from ..run.node_job import NodeEnv, NodeJob, NodeOutcome
+from ..run.preflight import check_repo
 from ..run.remote_settings import DaskSettings, ProviderSpec
-from ..run.runner import check_repo
 
 __all__ = [
     "NEEDS_SCHEDULER",
@@ -77,21 +77,7 @@ def dask_settings(
         raise UsageError(NEEDS_SCHEDULER)
     if base_url:
         check_base_url(base_url, "--base-url")
-    name = provider.strip().lower() if provider else None
-    if name is None:
-        if script is not None:
-            name = "scripted"
-        elif base_url:
-            name = "openai"
-        elif env.get("ANTHROPIC_API_KEY"):
-            name = "anthropic"
-        elif env.get("OPENAI_API_KEY") or env.get("OPENAI_BASE_URL"):
-            name = "openai"
-        else:
-            raise UsageError(
-                "--executor dask: name the workers' provider with --provider anthropic|openai "
-                "(their keys come from the workers' environment)"
-            )
+    name = provider.strip().lower() if provider else _guessed(script, base_url, env)
     if name == "scripted":
         central = select_provider(
             provider=name, model=model, base_url=base_url, script=script, env=env
@@ -106,6 +92,22 @@ def dask_settings(
     default = DEFAULT_ANTHROPIC_MODEL if name == "anthropic" else DEFAULT_OPENAI_MODEL
     spec = ProviderSpec(name=name, model=model, base_url=base_url)
     return DaskSettings(scheduler=scheduler, provider=spec), RemoteProvider(name, model or default)
+
+
+def _guessed(script: Path | None, base_url: str | None, env: Mapping[str, str]) -> str:
+    """The provider ``select_provider`` would pick without ``--provider``, keys unneeded."""
+    if script is not None:
+        return "scripted"
+    if base_url:
+        return "openai"
+    if env.get("ANTHROPIC_API_KEY"):
+        return "anthropic"
+    if env.get("OPENAI_API_KEY") or env.get("OPENAI_BASE_URL"):
+        return "openai"
+    raise UsageError(
+        "--executor dask: name the workers' provider with --provider anthropic|openai "
+        "(their keys come from the workers' environment)"
+    )
 
 
 def choose(

@@ -255,7 +255,7 @@ def plan_for(plan_file: Path, repo: Path) -> Any:
     """A plan file validated against ``repo``; an invalid one is the user's mistake (exit 2)."""
     from ..plan.model import load_plan_data
     from ..plan.validate import validate as run_validation
-    from ..run.runner import check_repo
+    from ..run.preflight import check_repo
 
     check_repo(repo)
     report = run_validation(load_plan_data(plan_file), existing_dir(repo))

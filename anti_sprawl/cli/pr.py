@@ -1,7 +1,7 @@
 """``anti-sprawl pr``: push a run's branch, then open its pull request with ``gh`` or say how.
 
 The PR body (``PR.md`` in the run dir) is rewritten from the journal. The branch is pushed by
-ref name, ``git push <remote> refs/heads/B:refs/heads/B`` through :func:`.gitcmd.run_git`
+ref name, ``git push <remote> refs/heads/B:refs/heads/B`` through ``git.cmd.run_git``
 (hooks off): no checkout and no upstream setting, so the user's branch, index, working tree
 and config stay as they were. ``gh`` is optional: without it (or without a login) the exact
 command is printed for the user to run.

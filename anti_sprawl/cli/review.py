@@ -33,12 +33,12 @@ __all__ = ["eval_cmd", "inspect", "pr_cmd", "status"]
 @handle_errors
 def status(
     run_id: Annotated[str | None, typer.Argument(metavar="RUN_ID")] = None,
-    repo: RepoReq = Path("."),
+    repo: RepoReq = Path(),
     as_json: JsonOpt = False,
 ) -> None:
     """List runs, or show one run's nodes."""
     from ..run.journal import Journal, list_runs
-    from ..run.runner import check_repo
+    from ..run.preflight import check_repo
     from ..views.run import render_runs, render_verdict
 
     repo = check_repo(repo)
@@ -72,7 +72,7 @@ def status(
 @handle_errors
 def inspect(
     run_id: Annotated[str, typer.Argument(metavar="RUN_ID")],
-    repo: RepoReq = Path("."),
+    repo: RepoReq = Path(),
     task: Annotated[str | None, typer.Option("--task", help="Only this task's calls.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -80,7 +80,7 @@ def inspect(
     from ..context.manifest import load_manifests, render_manifests
     from ..run.journal import Journal
 
-    journal = Journal.load(existing_dir(repo) or Path("."), run_id)
+    journal = Journal.load(existing_dir(repo) or Path(), run_id)
     if task is not None and task not in journal.state.tasks:
         raise UsageError(f"run {run_id} has no task {task!r}")
     manifests = load_manifests(journal.paths.manifests, task)

@@ -177,8 +177,8 @@ def execute(
     as_json: JsonOpt = False,
 ) -> None:
     """Run a plan: one worktree, firewall and commit per node; leaves a branch and a PR body."""
+    from ..run.preflight import uncommitted_changes
     from ..run.runner import execute as run_execute
-    from ..run.runner import uncommitted_changes
     from .executor import executor_for
 
     plan = plan_for(plan_file, repo)
@@ -223,7 +223,7 @@ def _dry_run(plan: Any, repo: Path, provider: Any, settings: Any, as_json: bool)
     exit 1 when a node could not start (as ``execute`` would), 0 otherwise."""
     from ..planner.estimate import dry_run, render_dry_run
     from ..run.node import ExecuteOptions
-    from ..run.runner import check_cost_cap, resolve_base
+    from ..run.preflight import check_cost_cap, resolve_base
 
     check_cost_cap(plan, ExecuteOptions(provider, settings), settings.max_cost)
     result = dry_run(

@@ -7,6 +7,9 @@ at them), ``files`` (write-scope files, whole or outline + regions) and ``memory
 decides each file's form within the lean target. Repository files are read only through
 the node's ``Firewall`` (docs/security.md P11). Every item is recorded with its exact text's
 token count and SHA-256, so the manifest accounts for the whole prompt.
+
+One cohesive module at ~300 lines: the section order is the design, and splitting the
+assembly would spread that one order over several modules.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ The target is ``lean_target``: the smaller of 16k tokens and 40% of the node's p
 1. *fixed*: rules, tool schemas, brief, upstream results; never shrunk.
 2. *write-scope files*, the node's essentials: whole when they fit their share (a water-fill
    over what is left, keeping up to half for read-scope outlines), else their outline plus
-   the regions most relevant to the goal (``file_views.region_view``).
+   the regions most relevant to the goal (``outline.views.region_view``).
 3. *memory*: up to a quarter of what is left, packed by utility (``packing.pack_context``).
 4. *read-scope files*: every one at least as a names-only outline (dropped, least relevant
    first, only when even those do not fit); then outlines up to signatures; then whole files
@@ -15,6 +15,9 @@ The target is ``lean_target``: the smaller of 16k tokens and 40% of the node's p
    the goal points at, full outlines (with first docstring lines).
 
 Every file's form and the reason for it is a ``manifest.FileChoice``.
+
+One cohesive module a little over 300 lines: the claims above share one running remainder of
+the target, and splitting them would pass that remainder between modules.
 """
 
 from __future__ import annotations

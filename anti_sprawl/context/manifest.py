@@ -53,7 +53,7 @@ ItemKind = Literal[
     "memory",
     "tool_schema",
     "observation",
-    "failure_note",  # why the node's previous attempt failed (retries; see failure_note.py)
+    "failure_note",  # why the node's previous attempt failed (retries; see run/failure_note.py)
 ]
 Trust = Literal["trusted", "untrusted"]
 DropReason = Literal[

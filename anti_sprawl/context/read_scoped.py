@@ -42,7 +42,7 @@ SECTIONS: tuple[Section, ...] = (
     "stubs",
     "files",
     "memory",
-    "retry",  # a retry's failure note (failure_note.py)
+    "retry",  # a retry's failure note (run/failure_note.py)
 )
 MAX_SCOPED_FILES = 2000
 MAX_LISTED_DIRS = 20_000

@@ -4,6 +4,9 @@ Every check reads real state: the branch's diff and log, the files under ``.anti
 each recorded request serialized with ``request_text``, and the test command run again on a
 fresh checkout of the branch. Some checks are always on: the run completed, nothing outside
 a succeeded task's write scope landed, the user's checkout is untouched, tokens agree.
+
+One cohesive module at ~300 lines: every check reads the same ``Evidence``, and ``score`` lists
+them all in one place; splitting would separate the checks from that list.
 """
 
 from __future__ import annotations
@@ -11,8 +14,10 @@ from __future__ import annotations
 import json
 import os
 import re
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 
 from ..fs.scopes import Scope
@@ -87,29 +92,43 @@ def _files(directory: Path) -> Iterator[Path]:
 def find_leaks(needles: Sequence[str], ev: Evidence) -> list[Leak]:
     """Where each needle occurs: recorded requests, files under the scan dirs, branch commits."""
     leaks: list[Leak] = []
-
-    def add(needle: str, where: str) -> None:
-        if sum(leak.needle == needle for leak in leaks) < _MAX_LEAKS_PER_NEEDLE:
-            leaks.append(Leak(needle=needle, where=where))
-
     if not needles:
         return leaks
+    shown: Counter[str] = Counter()
+    sightings = chain(
+        _request_sightings(needles, ev),
+        _file_sightings(needles, ev),
+        _commit_sightings(needles, ev),
+    )
+    for needle, where in sightings:
+        if shown[needle] < _MAX_LEAKS_PER_NEEDLE:
+            shown[needle] += 1
+            leaks.append(Leak(needle=needle, where=where))
+    return leaks
+
+
+def _request_sightings(needles: Sequence[str], ev: Evidence) -> Iterator[tuple[str, str]]:
     for call in ev.calls:
         text = request_text(call.request)
         for needle in needles:
             if needle in text:
-                add(needle, f"request {call.request.call_id or call.request.task_id}")
+                yield needle, f"request {call.request.call_id or call.request.task_id}"
+
+
+def _file_sightings(needles: Sequence[str], ev: Evidence) -> Iterator[tuple[str, str]]:
     for directory in ev.scan_dirs:
         for path in _files(directory):
             data = path.read_bytes()
             for needle in needles:
                 if any(form in data for form in _forms(needle)):
-                    add(needle, f"file {path.relative_to(ev.root).as_posix()}")
+                    yield needle, f"file {path.relative_to(ev.root).as_posix()}"
+
+
+def _commit_sightings(needles: Sequence[str], ev: Evidence) -> Iterator[tuple[str, str]]:
     log = commit_log(ev.repo, ev.base, ev.branch)
     for needle in needles:
         if needle in log:
-            add(needle, f"commits {ev.base[:10]}..{ev.branch}")
-    return leaks
+            yield needle, f"commits {ev.base[:10]}..{ev.branch}"
 
 
 def find_cross_task_leaks(spec: dict[str, list[str]], calls: Sequence[RecordedCall]) -> list[Leak]:

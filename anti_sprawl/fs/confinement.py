@@ -20,7 +20,8 @@ from typing import Literal
 
 from ..errors import RunError
 from . import safe_fs
-from .path_rules import DenyRules, DirEntry, Reason, Refusal
+from .deny_rules import DenyRules
+from .path_rules import DirEntry, Reason, Refusal
 from .scopes import Scope
 
 __all__ = ["Confinement", "join", "refusal_from_os"]

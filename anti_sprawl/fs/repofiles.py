@@ -18,7 +18,7 @@ import pathspec
 
 from ..errors import UsageError
 from . import safe_fs
-from .path_rules import DEFAULT_ALLOW, DEFAULT_DENY, DenyRules
+from .deny_rules import DEFAULT_ALLOW, DEFAULT_DENY, DenyRules
 from .scopes import ALWAYS_DENIED_DIRS
 
 __all__ = [

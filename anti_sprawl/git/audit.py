@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import BaseModel
 
 from ..errors import RunError
+from ..fs.deny_rules import DenyRules
 from ..fs.firewall import DEFAULT_ALLOW, DEFAULT_DENY, Violation
-from ..fs.path_rules import DenyRules
 from ..fs.scopes import Scope
 
 if TYPE_CHECKING:

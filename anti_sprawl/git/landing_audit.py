@@ -26,8 +26,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..errors import RunError
-from ..fs.firewall import DEFAULT_ALLOW, DEFAULT_DENY
-from ..fs.path_rules import DenyRules
+from ..fs.deny_rules import DEFAULT_ALLOW, DEFAULT_DENY, DenyRules
 from ..fs.scopes import Scope
 from ..redact import Redactor
 from .cmd import GitError, run_git

@@ -47,7 +47,7 @@ __all__ = [
     "ensure_state_dir",
 ]
 
-# Not "*.lock": git's own stale-lock cleanup (gitlocks.py) removes those.
+# Not "*.lock": git's own stale-lock cleanup (git/locks.py) removes those.
 LOCK_NAME = "anti-sprawl-run.flock"
 _RUNS, _WORKTREES, _PLANS, _PLANNER, _MEMORY = (
     "runs",
@@ -215,7 +215,7 @@ def ensure_state_dir(repo: Path) -> Path:
     """The checked state directory, created (mode 0700) if it does not exist yet."""
     state = check_state_dir(repo)
     try:
-        os.mkdir(state, 0o700)
+        state.mkdir(mode=0o700)
     except FileExistsError:
         pass
     except OSError as exc:

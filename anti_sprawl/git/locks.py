@@ -53,7 +53,7 @@ def live_git_processes(repo: Path) -> list[int]:
         except OSError:
             continue  # gone, or not ours to inspect
         args = [a.decode("utf-8", "surrogateescape") for a in argv if a]
-        if not args or not os.path.basename(args[0]).startswith("git"):
+        if not args or not Path(args[0]).name.startswith("git"):
             continue
         paths = [cwd, *(a.split("=", 1)[-1] for a in args[1:])]
         if any(_inside(p, roots) for p in paths):

@@ -1,6 +1,6 @@
 """The orchestrator-side pre-commit scan: secrets a node's staged change adds, read from blobs.
 
-Repository hooks never run (``gitcmd``); this scan is ours. It reads the staged blobs
+Repository hooks never run (``git.cmd``); this scan is ours. It reads the staged blobs
 themselves with ``git cat-file --batch``, not ``git diff`` text, because a diff of a file with
 a NUL byte says only "Binary files differ" and would hide whatever the file adds. Each changed
 blob is decoded leniently (UTF-8 with replacement, and again with NUL bytes dropped, which

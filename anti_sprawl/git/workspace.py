@@ -2,9 +2,9 @@
 
 A node works in its own worktree on a temporary branch ``anti-sprawl/wt/<name>`` under
 ``<repo>/.anti-sprawl/worktrees/``; the user's branch, index and working tree are never
-touched (docs/architecture.md, guarantee 5). Git always runs through :mod:`.gitcmd` (no hooks,
+touched (docs/architecture.md, guarantee 5). Git always runs through :mod:`.cmd` (no hooks,
 no repo-configured programs). The audit of a worktree is :mod:`.audit` (it takes a
-``Workspace``; this module never imports it), stale git locks are :mod:`.gitlocks`.
+``Workspace``; this module never imports it), stale git locks are :mod:`.locks`.
 """
 
 from __future__ import annotations
@@ -306,7 +306,7 @@ def commit(
 ) -> str | None:
     """Stage everything in the (audited) worktree and commit; None when nothing changed.
 
-    ``identity`` commits; ``author`` (the user, see ``gitcmd.user_identity``) authors, so
+    ``identity`` commits; ``author`` (the user, see ``git.cmd.user_identity``) authors, so
     the history says whose change it is and the trailers say which tool made it.
     ``allow_empty`` commits even when nothing changed.
     """

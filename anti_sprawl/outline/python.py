@@ -2,8 +2,8 @@
 
 A worker that needs another module's contract gets its signatures, not its 800 lines. Python is
 outlined from ``ast`` (the code is parsed, never executed); other languages go through
-``outline_langs`` (tree-sitter when a grammar package happens to be installed, else regexes).
-``python_imports`` feeds the repository map's import graph.
+``outline.langs`` (tree-sitter when a grammar package happens to be installed, else regexes).
+What the repository map needs of a Python module without outlining it is ``outline.pyfacts``.
 """
 
 from __future__ import annotations
@@ -11,22 +11,17 @@ from __future__ import annotations
 import ast
 import copy
 import re
-from collections.abc import Iterator
-from typing import NamedTuple
 
 from .langs import OutlineLine, language_for, outline_other, outline_other_lines
 
 __all__ = [
     "FALLBACK_LINES",
     "OutlineLine",
-    "PythonFacts",
     "outlinable",
     "outline_file",
     "outline_lines",
     "outline_python",
-    "python_imports",
     "python_outline_lines",
-    "scan_python",
 ]
 
 FALLBACK_LINES = 20
@@ -76,78 +71,6 @@ def outline_lines(path: str, text: str) -> list[OutlineLine] | None:
 def outlinable(path: str) -> bool:
     """Whether ``outline_file`` can outline a file with this name."""
     return path.lower().endswith(_PY_SUFFIXES) or language_for(path) is not None
-
-
-def python_imports(source: str, module_path: str) -> list[str]:
-    """Dotted names a module may import, relative imports resolved against its package.
-
-    ``import a.b`` gives ``a.b``; ``from m import x`` gives ``m`` and ``m.x`` (``x`` may be a
-    submodule; callers keep the names that exist). ``module_path`` is the repo-relative POSIX
-    path of the module; its directory is the package a leading ``.`` refers to. Imports that
-    climb above the repository root and files that do not parse give nothing.
-    """
-    facts = scan_python(source, module_path)
-    return facts.imports if facts is not None else []
-
-
-class PythonFacts(NamedTuple):
-    """What the repository map needs from a module without outlining it."""
-
-    imports: list[str]
-    symbols: list[str]
-
-
-def scan_python(source: str, module_path: str) -> PythonFacts | None:
-    """Imports (as ``python_imports``) and defined class/function names, from one parse."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
-    package = [p for p in module_path.split("/")[:-1] if p not in ("", ".")]
-    found: dict[str, None] = {}
-    symbols: dict[str, None] = {}
-    for node in _statements(tree.body):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                found[alias.name] = None
-        elif isinstance(node, ast.ImportFrom):
-            base = _from_base(node, package)
-            if base is None:
-                continue
-            if base:
-                found[base] = None
-            for alias in node.names:
-                if alias.name != "*":
-                    found[f"{base}.{alias.name}" if base else alias.name] = None
-        elif isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
-            symbols[node.name] = None
-    return PythonFacts(list(found), list(symbols))
-
-
-def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
-    """Every statement, nested ones included, without visiting expressions (``ast.walk`` does,
-    and imports and definitions are only ever statements)."""
-    stack = [body]
-    while stack:
-        for node in stack.pop():
-            yield node
-            for field in ("body", "orelse", "finalbody"):
-                block = getattr(node, field, None)
-                if block:
-                    stack.append(block)
-            for holder in (*getattr(node, "handlers", ()), *getattr(node, "cases", ())):
-                stack.append(holder.body)
-
-
-def _from_base(node: ast.ImportFrom, package: list[str]) -> str | None:
-    if node.level == 0:
-        return node.module or ""
-    if node.level - 1 > len(package):
-        return None
-    parts = package[: len(package) - (node.level - 1)]
-    if node.module:
-        parts = [*parts, *node.module.split(".")]
-    return ".".join(parts)
 
 
 def _unparsed(source: str, path: str, exc: BaseException) -> list[OutlineLine]:

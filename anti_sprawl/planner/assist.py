@@ -10,7 +10,10 @@ Applied by the planner after validation and before saving:
 - ``default_budgets``: estimate ``token_budget`` (the per-call cap) / ``max_tool_calls`` for
   tasks whose submission left them out, from their lean first prompt (see ``budget_for``).
 - ``cost_estimate``: the plan's cost as a range per task and in total, from the lean first
-  calls to every call of every attempt at its cap (``estimate.py`` adds dollars).
+  calls to every call of every attempt at its cap (``planner/estimate.py`` adds dollars).
+
+One cohesive module at ~300 lines: the four passes share the plan's literal files, scope
+matching and ordering helpers, and splitting them would export those helpers between modules.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from pydantic import BaseModel
 from ..agent.worker import CALL_SLACK
 from ..context.lean import LEAN_SHARE, Scoped, reserve_for
 from ..fs.scopes import Scope, is_glob, normalize_entry
-from ..outline.python import python_imports
+from ..outline.pyfacts import python_imports
 from ..outline.views import MIN_REGION_TOKENS
 from ..plan.model import Plan, TaskNode
 from .repomap.ranking import module_index

@@ -1,6 +1,6 @@
 """What a plan may cost before it runs: a range per node and in total, in tokens and dollars.
 
-The token range is ``scope_assist.cost_estimate``: from the node's lean first call alone (its
+The token range is ``planner.assist.cost_estimate``: from the node's lean first call alone (its
 first prompt, built with the real assembler: ``essentials.first_prompts``) to every call it
 may make at its per-call cap, for every attempt it may get. In dollars, the low end prices
 the first prompt as uncached input; the high end prices each of those calls at its worst: as

@@ -3,8 +3,11 @@
 The model gets read-only tools (``read_file``, ``list_dir``, ``grep`` through a ``Firewall``
 whose write scope is empty, so secrets and ``.git/`` are refused) and ``submit_plan``. Each
 submission is validated against the repository; its errors go back as the tool's error result,
-up to ``max_rounds`` submissions. A valid plan gets scope assistance (``scope_assist``) before
+up to ``max_rounds`` submissions. A valid plan gets scope assistance (``planner.assist``) before
 it is returned. Tokens are capped over the whole planning conversation.
+
+One cohesive module over 300 lines: ``_Session`` is the loop's policy, its tools and the state
+they share (submissions, the manifest, the caps); splitting would pass that state around.
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ from pydantic import BaseModel, Field
 
 from ..agent.artifacts import Observer
 from ..agent.budget import Budget
+from ..agent.dispatch import Ending, Handler, Tool, ToolOutcome, ToolRefusal
 from ..agent.handlers import read_handlers, tool_table
-from ..agent.loop import Ending, Handler, Loop, Tool, ToolOutcome, ToolRefusal
+from ..agent.loop import Loop
 from ..context.manifest import save_manifest
 from ..errors import UsageError
 from ..fs.firewall import Firewall, FirewallError, Violation

@@ -3,7 +3,7 @@
 Exploration (``read_file``, ``list_dir``, ``grep``) uses the worker's handlers through the
 planner's ``Firewall`` (read scope the whole repository, write scope empty), so secrets,
 ``.git/`` and anything outside the repository are refused by the same dispatch and with the
-same messages as a worker's (``loop.py``).
+same messages as a worker's (``agent/loop.py``).
 """
 
 from __future__ import annotations

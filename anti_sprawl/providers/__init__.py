@@ -141,37 +141,52 @@ def select_provider(
     """
     if base_url:
         check_base_url(base_url, "--base-url")
-    name = provider.strip().lower() if provider else None
-    if name is None:
-        if script is not None:
-            name = "scripted"
-        elif base_url:
-            name = "openai"
-        elif _env(env, "ANTHROPIC_API_KEY"):
-            name = "anthropic"
-        elif _env(env, "OPENAI_API_KEY") or _env(env, "OPENAI_BASE_URL"):
-            name = "openai"
-        else:
-            raise UsageError(NO_PROVIDER_MESSAGE)
-    if name not in PROVIDER_NAMES:
-        raise UsageError(f"unknown provider {provider!r} (choose {', '.join(PROVIDER_NAMES)})")
-    if name != "scripted" and script is not None:
-        raise UsageError("--script is only used with --provider scripted")
+    name = _provider_name(provider, base_url=base_url, script=script, env=env)
     if name == "scripted":
         if script is None:
             raise UsageError("--provider scripted requires --script FILE")
         if base_url:
             raise UsageError("--base-url does not apply to --provider scripted")
         return ScriptedProvider(Script.load(script), model=model or "scripted")
+    if script is not None:
+        raise UsageError("--script is only used with --provider scripted")
     if name == "anthropic":
-        key = _env(env, "ANTHROPIC_API_KEY")
-        if key is None:
-            raise UsageError("--provider anthropic needs ANTHROPIC_API_KEY in the environment")
-        return AnthropicProvider(
-            model or DEFAULT_ANTHROPIC_MODEL,
-            api_key=key,
-            base_url=base_url or _env_url(env, "ANTHROPIC_BASE_URL"),
-        )
+        return _anthropic(model, base_url, env)
+    return _openai(model, base_url, env)
+
+
+def _provider_name(
+    provider: str | None, *, base_url: str | None, script: Path | None, env: Mapping[str, str]
+) -> str:
+    """The provider named by ``provider``, or the one the other flags and the environment imply."""
+    if provider:
+        name = provider.strip().lower()
+        if name not in PROVIDER_NAMES:
+            raise UsageError(f"unknown provider {provider!r} (choose {', '.join(PROVIDER_NAMES)})")
+        return name
+    if script is not None:
+        return "scripted"
+    if base_url:
+        return "openai"
+    if _env(env, "ANTHROPIC_API_KEY"):
+        return "anthropic"
+    if _env(env, "OPENAI_API_KEY") or _env(env, "OPENAI_BASE_URL"):
+        return "openai"
+    raise UsageError(NO_PROVIDER_MESSAGE)
+
+
+def _anthropic(model: str | None, base_url: str | None, env: Mapping[str, str]) -> Provider:
+    key = _env(env, "ANTHROPIC_API_KEY")
+    if key is None:
+        raise UsageError("--provider anthropic needs ANTHROPIC_API_KEY in the environment")
+    return AnthropicProvider(
+        model or DEFAULT_ANTHROPIC_MODEL,
+        api_key=key,
+        base_url=base_url or _env_url(env, "ANTHROPIC_BASE_URL"),
+    )
+
+
+def _openai(model: str | None, base_url: str | None, env: Mapping[str, str]) -> Provider:
     url = base_url or _env_url(env, "OPENAI_BASE_URL")
     key = _env(env, "OPENAI_API_KEY")
     if key is None and url is None:

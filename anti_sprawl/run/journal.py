@@ -231,7 +231,7 @@ class RepoLock:
 
     def acquire(self, run_id: str) -> None:
         try:
-            fh = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115 - held until release()
+            fh = self.path.open("a+", encoding="utf-8")  # held until release()
         except OSError as exc:
             raise UsageError(f"cannot open the run lock {self.path}: {exc.strerror}") from exc
         try:

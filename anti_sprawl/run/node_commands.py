@@ -1,8 +1,9 @@
 """A node's commands in its worktree: the plan's setup command and the node's test runner.
 
-Both run sandboxed (sandbox.py) with the job's policy, timeout and environment, ``{checkout}``
-bound to the user's checkout read-only (command_template.py); their output goes, redacted, to
-the job's artifacts: ``setup-<attempt>.log`` and ``tests-<n>.log``, numbered on across attempts.
+Both run sandboxed (sandbox/sandbox.py) with the job's policy, timeout and environment,
+``{checkout}`` bound to the user's checkout read-only (sandbox/command_template.py); their
+output goes, redacted, to the job's artifacts: ``setup-<attempt>.log`` and ``tests-<n>.log``,
+numbered on across attempts.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def run_setup_command(
     artifacts: ArtifactStore,
     redact: Callable[[str], str],
 ) -> list[Violation] | None:
-    """The plan's setup_command in the fresh worktree (setup_step.py): the violations it
+    """The plan's setup_command in the fresh worktree (run/setup_step.py): the violations it
     caused, or None when it failed (``record`` then says why; no model call is made)."""
     argv = command_argv(job.plan.setup_command)
     if not argv:

@@ -2,7 +2,7 @@
 
     prepare   a fresh worktree at ``job.base``, the firewall, the plan's setup command, the
               clean-slate prompt and the node's test runner
-    work      the worker loop under the node's caps (worker.py)
+    work      the worker loop under the node's caps (agent/worker.py)
     verify    the audit (nothing outside the write scope survives), the final test run, the
               secret scan of what would be committed
     commit    one commit with the run's trailers, authored by the user

@@ -1,4 +1,5 @@
-"""``execute`` and ``resume``: preconditions, the run branch and journal, the scheduler.
+"""``execute`` and ``resume``: the run branch and journal, the scheduler (the checks before
+either writes anything are in run/preflight.py).
 
 Each node's life is in ``node.py``. The journal is written after every state change; git
 decides what is done: on resume, a node whose commit is on the run branch is never redone.
@@ -20,19 +21,25 @@ import shutil
 from pathlib import Path
 
 from ..context.essentials import check_first_prompts
-from ..errors import Interrupted, RunError, StorageError, UsageError
+from ..errors import Interrupted, RunError, StorageError
 from ..git.branch import RunBranch, check_branch_name, refuse_checked_out
-from ..git.cmd import GitError, run_git
+from ..git.cmd import run_git
 from ..git.layout import StateLayout
 from ..git.locks import clean_stale_locks
 from ..git.workspace import ensure_excluded, remove_stale_worktrees
 from ..plan.model import Plan
-from ..plan.validate import validate
-from ..sandbox.sandbox import probe_sandbox, umask_problem, unavailable_message
 from .ablations import ABLATIONS
 from .interrupts import ctrl_c_stops
 from .journal import Journal, RepoLock, RunState, new_run_id
 from .node import ExecuteOptions, NodeRunner
+from .preflight import (
+    base_branch_of,
+    check_cost_cap,
+    check_plan,
+    check_repo,
+    ready_sandbox,
+    resolve_base,
+)
 from .replan import check_revision
 from .result import TaskResult
 from .scheduler import run_dag
@@ -44,39 +51,9 @@ __all__ = [
     "ExecuteOptions",
     "RunHooks",
     "RunSettings",
-    "check_cost_cap",
-    "check_repo",
     "execute",
-    "resolve_base",
     "resume",
-    "uncommitted_changes",
 ]
-
-
-def _git_out(repo: Path, args: list[str]) -> str:
-    return run_git(args, repo).stdout.decode("utf-8", "replace").strip()
-
-
-def uncommitted_changes(repo: Path) -> int:
-    """How many paths differ from HEAD in the user's checkout (not part of a run's base)."""
-    out = run_git(["status", "--porcelain", "-z", "--untracked-files=all"], repo, check=False)
-    return sum(1 for entry in out.stdout.split(b"\0") if entry[:2].strip())
-
-
-def check_repo(repo: Path) -> Path:
-    """The repository root for ``repo``; UsageError unless it is a git root with a commit."""
-    if not repo.is_dir():
-        raise UsageError(f"repository not found: {repo}")
-    probe = run_git(["rev-parse", "--show-toplevel"], repo, check=False)
-    if probe.returncode != 0:
-        raise UsageError(f"not a git repository: {repo}")
-    top = Path(probe.stdout.decode().strip()).resolve()
-    if top != repo.resolve():
-        # Scopes are relative to the repository root; a subdirectory would shift every path.
-        raise UsageError(f"{repo} is inside the repository {top}; pass the root with --repo")
-    if run_git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], top, check=False).returncode:
-        raise UsageError(f"repository {top} has no commits yet; commit something first")
-    return top
 
 
 def _recover(saved: Path, record: TaskResult, commit: str) -> TaskResult:
@@ -88,6 +65,25 @@ def _recover(saved: Path, record: TaskResult, commit: str) -> TaskResult:
         recovered = record.model_copy()
         recovered.recover(commit, "recovered from the run branch (details lost)")
     return recovered
+
+
+def _reconcile(journal: Journal, branch: RunBranch) -> list[str]:
+    """The journal brought in line with the run branch (git is the truth): a node whose commit
+    landed is succeeded (its record rebuilt if a crash lost it), any other unfinished node is
+    pending again. Returns the landed nodes, which never run again."""
+    state = journal.state
+    landed = branch.landed_tasks()
+    already: list[str] = []
+    for tid, record in state.tasks.items():
+        if landed.get(tid):
+            if record.status != "succeeded":
+                saved = journal.paths.artifacts / tid / "result.json"
+                commit = branch.task_commit(tid) or ""  # landed: it has one
+                state.tasks[tid] = _recover(saved, record, commit)
+            already.append(tid)
+        elif record.status != "pending":
+            record.interrupt(record.message)
+    return already
 
 
 def _finish(run: NodeRunner) -> RunState:
@@ -176,30 +172,14 @@ def _wind_up(run: NodeRunner, lock: RepoLock) -> None:
 def execute(plan: Plan, repo: Path, opts: ExecuteOptions) -> RunState:
     """Run ``plan`` against ``repo``; returns the final run state (see ``state.status``)."""
     repo = check_repo(repo)
-    report = validate(plan, repo)
-    if not report.valid:
-        first = report.errors[0].message
-        raise UsageError(
-            f"the plan is invalid against {repo}: {first} (run 'anti-sprawl validate')"
-        )
+    check_plan(plan, repo)
     settings = opts.settings
     check_cost_cap(plan, opts, settings.max_cost)
     base_ref = settings.base or "HEAD"
     base = resolve_base(repo, base_ref)
     check_first_prompts(plan, repo, base)  # before any node spends a token
-    sandbox = probe_sandbox(settings.sandbox)
-    if sandbox.layer is None:
-        raise UsageError(unavailable_message(sandbox))
-    if problem := umask_problem(sandbox):
-        raise UsageError(problem)
-    if base_ref == "HEAD":
-        head = run_git(["symbolic-ref", "--quiet", "--short", "HEAD"], repo, check=False)
-        base_branch = head.stdout.decode("utf-8", "replace").strip() or None
-    else:
-        is_branch = run_git(
-            ["show-ref", "--verify", "--quiet", f"refs/heads/{base_ref}"], repo, check=False
-        )
-        base_branch = base_ref if is_branch.returncode == 0 else None
+    sandbox = ready_sandbox(settings.sandbox)
+    base_branch = base_branch_of(repo, base_ref)
     branch_name = settings.branch or f"anti-sprawl/{plan.plan_id}"
     check_branch_name(repo, branch_name)
     refuse_checked_out(repo, branch_name, "pass --branch NAME")
@@ -273,17 +253,8 @@ def resume(
         repo, journal.state.branch, "check out another branch there, then resume again"
     )
     if plan is not None:
-        report = validate(plan, repo)
-        if not report.valid:
-            first = report.errors[0].message
-            raise UsageError(
-                f"the plan is invalid against {repo}: {first} (run 'anti-sprawl validate')"
-            )
-    sandbox = probe_sandbox(opts.settings.sandbox)
-    if sandbox.layer is None:
-        raise UsageError(unavailable_message(sandbox))
-    if problem := umask_problem(sandbox):
-        raise UsageError(problem)
+        check_plan(plan, repo)
+    sandbox = ready_sandbox(opts.settings.sandbox)
     lock = RepoLock(repo)
     lock.acquire(run_id)
     try:
@@ -293,18 +264,7 @@ def resume(
         if not branch.exists():
             branch.create(state.base)
         remove_stale_worktrees(repo, layout.worktrees, run_id)
-        landed = branch.landed_tasks()
-        already: list[str] = []
-        artifacts = journal.paths.artifacts
-        for tid, record in state.tasks.items():
-            if landed.get(tid):
-                if record.status != "succeeded":
-                    saved = artifacts / tid / "result.json"
-                    commit = branch.task_commit(tid) or ""  # landed: it has one
-                    state.tasks[tid] = _recover(saved, record, commit)
-                already.append(tid)
-            elif record.status != "pending":
-                record.interrupt(record.message)
+        already = _reconcile(journal, branch)
         if plan is not None:
             _revise(state, plan, already, source or "the new plan")
         if opts.settings.max_tokens is not None:
@@ -327,27 +287,6 @@ def resume(
     )
     resumed = dataclasses.replace(opts, settings=settings)
     return _drive(NodeRunner(repo, journal, branch, resumed), lock, already)
-
-
-def resolve_base(repo: Path, ref: str) -> str:
-    """The commit a run starts from (``--base``, default HEAD); UsageError if there is none."""
-    try:
-        return _git_out(repo, ["rev-parse", "--verify", f"{ref}^{{commit}}"])
-    except GitError:
-        raise UsageError(f"unknown base revision: {ref}") from None
-
-
-def check_cost_cap(plan: Plan, opts: ExecuteOptions, max_cost: float | None) -> None:
-    """A dollar cap needs a price for every model the plan's nodes use (UsageError if not)."""
-    if max_cost is None:
-        return
-    models = [plan.model_for(t, opts.settings.model) or opts.provider.model for t in plan.tasks]
-    missing = opts.settings.prices.unpriced(models)
-    if missing:
-        raise UsageError(
-            f"--max-cost needs a price for every model, and {', '.join(missing)} has none: "
-            "add it to a prices file (--prices FILE)"
-        )
 
 
 def _revise(state: RunState, plan: Plan, succeeded: list[str], source: str) -> None:

@@ -2,7 +2,7 @@
 
 Only used when the user opts in (``--sandbox landlock``), e.g. where bubblewrap cannot run
 (Docker's default seccomp profile); the run report then lists what it does not block
-(``sandbox_policy.LANDLOCK_GAPS``). It grants the same allow-list view as bubblewrap (read
+(``sandbox.policy.LANDLOCK_GAPS``). It grants the same allow-list view as bubblewrap (read
 and execute on the listed trees, the masked paths carved out). The launcher runs
 as ``python -I -S -c LAUNCHER CONFIG -- argv...``, so nothing runs between ``fork`` and the
 restriction in our own process (no ``preexec_fn``). It drops every capability when started

@@ -4,7 +4,7 @@ A command sees an **allow-list view** of the host, never the host minus a deny l
 
 - the node's worktree (read-only unless the caller makes it writable) and any extra tree the
   caller names (e.g. the user's checkout), each with ``.git``, ``.anti-sprawl`` and every name
-  of the secret catalogue (``path_rules.DEFAULT_DENY``) masked, even deep inside (except in
+  of the secret catalogue (``fs.deny_rules.DEFAULT_DENY``) masked, even deep inside (except in
   an untracked environment the command names, ``command_template.environments``);
 - the toolchain: ``/usr`` and the root-level lib/bin directories, the interpreter's real
   prefix and virtualenv, and the environment the command names (its executable's prefix, or a
@@ -20,6 +20,9 @@ A command sees an **allow-list view** of the host, never the host minus a deny l
 Nothing else: not ``$HOME``, not ``<repo>/.git`` or ``<repo>/.anti-sprawl``, not other worktrees.
 ``ResourceLimits`` bound what a command may consume; ``describe_policy`` is what the run report
 prints. ``build_view`` turns a policy and one command into the concrete paths.
+
+Over 300 lines mostly because of this documentation: the code is the policy objects, the
+mask walk and the view builder, one concern.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..errors import UsageError
-from ..fs.path_rules import DEFAULT_ALLOW, DEFAULT_DENY, DenyRules
+from ..fs.deny_rules import DEFAULT_ALLOW, DEFAULT_DENY, DenyRules
 from .toolchain import acceptable_toolchain, toolchain_trees
 
 __all__ = [

@@ -1,7 +1,7 @@
 """Running a node's commands in an allow-list view, without network, within resource limits.
 
 File-tool rules do not bind a shell (docs/security.md), so commands run under an OS sandbox
-described by one ``SandboxPolicy`` (:mod:`.sandbox_policy`: what is bound, masked, limited):
+described by one ``SandboxPolicy`` (:mod:`.policy`: what is bound, masked, limited):
 bubblewrap by default (:mod:`.bwrap`), Landlock + seccomp only when the user opts in with
 ``--sandbox landlock`` (:mod:`.landlock`, weaker: the run report lists what it does not block),
 and nothing at all only with the explicit unsafe flag. When the chosen layer does not work
@@ -9,6 +9,9 @@ here, commands are refused with the install hint. The environment is built from 
 allow-list, never by filtering. A timeout or the output cap kills the whole process group;
 output is kept as head + tail, redacted, with the full (redacted) log on disk; a command that
 hit a resource limit says which in ``CommandResult.limit``.
+
+Over 300 lines: probing a layer runs the very wrapper a command runs in, so the probe stays
+next to ``run_command`` (moving it out would also touch run/runner.py, which imports it).
 """
 
 from __future__ import annotations

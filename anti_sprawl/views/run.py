@@ -1,4 +1,9 @@
-"""Views of a run: live progress, the end-of-run verdict, the status list and the PR body."""
+"""Views of a run: live progress, the end-of-run verdict, the status list and the PR body.
+
+One module a little over 300 lines: the four views render the same ``RunState`` with the same
+cell helpers (verdict text, tokens, cost); the PR body could move out, but cli/app.py and
+cli/pr.py import it from here, and cli/ is being split on another branch.
+"""
 
 from __future__ import annotations
 

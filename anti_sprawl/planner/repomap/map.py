@@ -5,7 +5,7 @@ named in a compact tree, and the interfaces of the files most relevant to the re
 in at most ``token_budget`` tokens. Building it reads each source file once, to find its
 imports and defined names; outlines are rendered lazily, only for the files that fit.
 
-    listing (repofiles) -> scan -> import graph + relevance (ranking) -> text (repomap_render)
+    listing (fs.repofiles) -> scan (pyscan) -> import graph + relevance (ranking) -> text (render)
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ The repository map needs only these two facts from every module, and ``ast.parse
 two thirds of the map's time on a real repository (Django 4.2: 14.8 of 23.8 s, profiled with
 ``benchmarks/repomap_scale.py --repo ... --profile``). Here comments and string literals are
 blanked by one regular expression, line continuations and bracketed import lists joined,
-and the statements read by line patterns: the same facts as ``outline.scan_python`` for
+and the statements read by line patterns: the same facts as ``outline.pyfacts.scan_python`` for
 ordinary code (checked against it in the tests), in a fraction of the time. A module ``ast``
 cannot parse still yields what its lines say, which only helps a ranking heuristic.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from ...outline.python import PythonFacts
+from ...outline.pyfacts import PythonFacts
 
 __all__ = ["scan_python_fast"]
 
@@ -82,7 +82,7 @@ def scan_python_fast(source: str, module_path: str) -> PythonFacts:
 
 
 def _base(level: int, module: str, package: list[str]) -> str | None:
-    """The absolute module a ``from`` clause names (``outline._from_base``'s rule)."""
+    """The absolute module a ``from`` clause names (``outline.pyfacts._from_base``'s rule)."""
     if level == 0:
         return module
     if level - 1 > len(package):

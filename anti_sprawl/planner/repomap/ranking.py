@@ -214,14 +214,36 @@ def personalized_pagerank(
     if not nodes:
         return {}
     index = {n: i for i, n in enumerate(nodes)}
-    count = len(nodes)
+    restart = _restart(personalization, index)
+    adjacency, leaky = _transitions(graph, index, reverse_weight)
+    rank = restart[:]
+    for _ in range(max_iter):
+        nxt = _step(rank, adjacency, leaky, restart, alpha)
+        delta = sum(abs(a - b) for a, b in zip(nxt, rank, strict=True))
+        rank = nxt
+        if delta < tol:
+            break
+    return dict(zip(nodes, rank, strict=True))
+
+
+def _restart(personalization: Mapping[str, float], index: Mapping[str, int]) -> list[float]:
+    """Where a random walk restarts: ``personalization`` normalised, or uniform without it."""
+    count = len(index)
     total = sum(v for v in personalization.values() if v > 0)
+    if total <= 0:
+        return [1.0 / count] * count
     restart = [0.0] * count
-    if total > 0:
-        for node, value in personalization.items():
-            restart[index[node]] = max(value, 0.0) / total
-    else:
-        restart = [1.0 / count] * count
+    for node, value in personalization.items():
+        restart[index[node]] = max(value, 0.0) / total
+    return restart
+
+
+def _transitions(
+    graph: ImportGraph, index: Mapping[str, int], reverse_weight: float
+) -> tuple[list[list[tuple[int, float]]], list[tuple[int, float]]]:
+    """Per node, its out-edges with the share of mass each passes on, and the nodes that leak
+    mass (their edges pass on less than all of it) with the share that restarts instead."""
+    count = len(index)
     weights: list[dict[int, float]] = [{} for _ in range(count)]
     for u, targets in graph.items():
         i = index[u]
@@ -239,21 +261,25 @@ def personalized_pagerank(
         adjacency.append([(j, w / norm) for j, w in out_weights.items()])
         kept[i] = total_weight / norm
     leaky = [(i, 1.0 - kept[i]) for i in range(count) if kept[i] < 1.0]
-    rank = restart[:]
-    for _ in range(max_iter):
-        nxt = [0.0] * count
-        for i, out in enumerate(adjacency):
-            mass = rank[i]
-            if mass:
-                for j, w in out:
-                    nxt[j] += mass * w
-        leak = sum(rank[i] * share for i, share in leaky)
-        nxt = [alpha * (x + leak * r) + (1 - alpha) * r for x, r in zip(nxt, restart, strict=True)]
-        delta = sum(abs(a - b) for a, b in zip(nxt, rank, strict=True))
-        rank = nxt
-        if delta < tol:
-            break
-    return dict(zip(nodes, rank, strict=True))
+    return adjacency, leaky
+
+
+def _step(
+    rank: list[float],
+    adjacency: list[list[tuple[int, float]]],
+    leaky: list[tuple[int, float]],
+    restart: list[float],
+    alpha: float,
+) -> list[float]:
+    """One power-iteration step: follow the edges with ``alpha``, restart with the rest."""
+    nxt = [0.0] * len(rank)
+    for i, out in enumerate(adjacency):
+        mass = rank[i]
+        if mass:
+            for j, w in out:
+                nxt[j] += mass * w
+    leak = sum(rank[i] * share for i, share in leaky)
+    return [alpha * (x + leak * r) + (1 - alpha) * r for x, r in zip(nxt, restart, strict=True)]
 
 
 def _normalize(word: str) -> str:

@@ -1,0 +1,93 @@
+"""What the repository map needs of a Python module without outlining it: imports and names.
+
+``python_imports`` feeds the import graph (the repository map's ranking, the planner's
+one-hop read scopes); ``scan_python`` adds the defined class and function names, from the
+same one parse (``ast``: the code is parsed, never executed). ``planner.repomap.pyscan`` reads
+the same facts by line patterns, faster, and is tested against this.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from typing import NamedTuple
+
+__all__ = ["PythonFacts", "python_imports", "scan_python"]
+
+
+def python_imports(source: str, module_path: str) -> list[str]:
+    """Dotted names a module may import, relative imports resolved against its package.
+
+    ``import a.b`` gives ``a.b``; ``from m import x`` gives ``m`` and ``m.x`` (``x`` may be a
+    submodule; callers keep the names that exist). ``module_path`` is the repo-relative POSIX
+    path of the module; its directory is the package a leading ``.`` refers to. Imports that
+    climb above the repository root and files that do not parse give nothing.
+    """
+    facts = scan_python(source, module_path)
+    return facts.imports if facts is not None else []
+
+
+class PythonFacts(NamedTuple):
+    """What the repository map needs from a module without outlining it."""
+
+    imports: list[str]
+    symbols: list[str]
+
+
+def scan_python(source: str, module_path: str) -> PythonFacts | None:
+    """Imports (as ``python_imports``) and defined class/function names, from one parse."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    package = [p for p in module_path.split("/")[:-1] if p not in ("", ".")]
+    found: dict[str, None] = {}
+    symbols: dict[str, None] = {}
+    for node in _statements(tree.body):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            found.update(dict.fromkeys(_imported(node, package)))
+        elif isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            symbols[node.name] = None
+    return PythonFacts(list(found), list(symbols))
+
+
+def _imported(node: ast.Import | ast.ImportFrom, package: list[str]) -> Iterator[str]:
+    """The dotted names one import statement may load: a from-import's base module, then
+    each name under it (a submodule, or a symbol the caller cannot tell from one)."""
+    if isinstance(node, ast.Import):
+        yield from (alias.name for alias in node.names)
+        return
+    base = _from_base(node, package)
+    if base is None:
+        return
+    if base:
+        yield base
+    for alias in node.names:
+        if alias.name != "*":
+            yield f"{base}.{alias.name}" if base else alias.name
+
+
+def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement, nested ones included, without visiting expressions (``ast.walk`` does,
+    and imports and definitions are only ever statements)."""
+    stack = [body]
+    while stack:
+        for node in stack.pop():
+            yield node
+            for field in ("body", "orelse", "finalbody"):
+                block = getattr(node, field, None)
+                if block:
+                    stack.append(block)
+            for holder in (*getattr(node, "handlers", ()), *getattr(node, "cases", ())):
+                stack.append(holder.body)
+
+
+def _from_base(node: ast.ImportFrom, package: list[str]) -> str | None:
+    if node.level == 0:
+        return node.module or ""
+    if node.level - 1 > len(package):
+        return None
+    parts = package[: len(package) - (node.level - 1)]
+    if node.module:
+        parts = [*parts, *node.module.split(".")]
+    return ".".join(parts)
