@@ -14,6 +14,9 @@ brought up to the base), bundle out (the result bundle), transit (scheduling, tr
 the worker's own work around the node), landing checks (fetch into quarantine, re-audit,
 rebuild, files), and the bytes moved per node.
 
+For the synthetic plan also the local run's CPU time over the machine's cores: a floor no
+executor can beat here, and how many cores the 1.2x target would need.
+
 Prints figures measured in this run; asserts nothing about time (machines vary).
 Run: ``.venv/bin/python benchmarks/distributed.py [--nodes N]``.
 """
@@ -106,11 +109,20 @@ def lower_bound(plan: Plan, work: dict[str, float], jobs: int) -> float:
     return max(max(finish.values()), sum(work.values()) / jobs)
 
 
+def cpu_seconds() -> float:
+    """CPU time of this process and of the children it has waited for (git, bwrap, tests)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
 def run(
     plan: Plan, script: Script, repo: Path, jobs: int, address: str | None
-) -> tuple[float, Path]:
+) -> tuple[float, Path, float]:
+    """Makespan, the run's folder, and the CPU seconds spent here (a Dask run's workers'
+    time is not in it)."""
     settings = RunSettings(jobs=jobs, command_env=command_env())
     opts = ExecuteOptions(provider=ScriptedProvider(script), settings=settings)
+    cpu = cpu_seconds()
     start = time.perf_counter()
     if address:
         spec = ProviderSpec(name="scripted", script=script)
@@ -119,6 +131,7 @@ def run(
     else:
         state = execute(plan, repo, opts)
     took = time.perf_counter() - start
+    cpu = cpu_seconds() - cpu
     if state.status != "succeeded":
         failed = {t: r.message for t, r in state.tasks.items() if r.status != "succeeded"}
         for task in failed:
@@ -126,7 +139,7 @@ def run(
             if error.is_file():
                 print(error.read_text(), file=sys.stderr)
         raise SystemExit(f"run failed: {list(failed.items())[:3]}")
-    return took, repo / ".anti-sprawl" / "runs" / state.run_id
+    return took, repo / ".anti-sprawl" / "runs" / state.run_id, cpu
 
 
 def remote_stats(run_dir: Path) -> dict[str, list[float]]:
@@ -165,11 +178,24 @@ def report(name: str, jobs: int, bound: float, local: float, dask: float, run_di
     )
 
 
+def capacity(cpu: float, nodes: int, bound: float, local: float) -> None:
+    """What this machine allows: the local run's CPU time spread over every core is a floor
+    under any makespan here, whatever the executor (sleeping test commands use none of it)."""
+    cores = os.cpu_count() or 1
+    floor = cpu / cores
+    print(
+        f"  local run's CPU time: {cpu:.1f} s ({cpu / nodes:.2f} s per node: worktree, sandbox, "
+        f"git, tests); on {cores} cores no run beats {floor:.1f} s = {floor / bound:.2f}x the "
+        f"bound; 1.2x the bound needs >= {cpu / (1.2 * bound):.0f} such cores "
+        f"(local took {local / floor:.2f}x that floor)"
+    )
+
+
 def sample(root: Path, address: str) -> None:
     plan = Plan.model_validate(load_plan_data(SAMPLE / "plan.yaml"))
     script = Script.load(SAMPLE / "script.yaml")
-    local, _ = run(plan, script, git_repo(ROOT / "sandbox", root / "s-local"), 2, None)
-    dask_s, run_dir = run(plan, script, git_repo(ROOT / "sandbox", root / "s-dask"), 2, address)
+    local, _, _ = run(plan, script, git_repo(ROOT / "sandbox", root / "s-local"), 2, None)
+    dask_s, run_dir, _ = run(plan, script, git_repo(ROOT / "sandbox", root / "s-dask"), 2, address)
     stats = remote_stats(run_dir)
     print(f"\n== sample plan: {len(plan.tasks)} nodes, 2 parallel")
     print(f"  local {local:.2f} s, dask {dask_s:.2f} s ({dask_s / local:.2f}x)")
@@ -209,10 +235,12 @@ def main() -> int:
             plan_data, script_data, sleeps = synthetic(args.nodes, seed=17)
             plan, script = Plan.model_validate(plan_data), Script.from_data(script_data)
             files = {"README.md": "# synthetic\n", "gen/__init__.py": ""}
-            local, _ = run(plan, script, git_repo(None, root / "g-local", files), 8, None)
-            dask_s, run_dir = run(plan, script, git_repo(None, root / "g-dask", files), 8, address)
+            g_local, g_dask = git_repo(None, root / "g-local", files), root / "g-dask"
+            local, _, local_cpu = run(plan, script, g_local, 8, None)
+            dask_s, run_dir, _ = run(plan, script, git_repo(None, g_dask, files), 8, address)
             bound = lower_bound(plan, {t: 2 * s for t, s in sleeps.items()}, 8)
             report("synthetic plan", 8, bound, local, dask_s, run_dir)
+            capacity(local_cpu, len(plan.tasks), bound, local)
     return 0
 
 

@@ -30,7 +30,11 @@ MAX_REPO_FILES = 500_000
 
 
 def repo_files(repo: Path) -> list[str]:
-    """Repo-relative POSIX paths of the files under ``repo`` (no .git, no symlinked dirs)."""
+    """Repo-relative POSIX paths of the files under ``repo`` (no .git, no symlinked dirs).
+
+    Not the planner's listing (fs/repofiles.py), which hides secret, ignored and vendored files
+    from a model: validation checks entries against the checkout as the user sees it, so an
+    entry naming a secret file gets its own ``secret_in_scope`` error, not "matches no file"."""
     out: list[str] = []
     root = str(repo)
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
