@@ -227,17 +227,22 @@ def _remove_entry(path: Path) -> None:
 
 
 def _registered_worktrees(repo: Path) -> list[tuple[Path, str]]:
-    """``(path, branch)`` of every worktree git knows about, from ``--porcelain -z``."""
+    """``(path, branch)`` of every worktree git knows about, from ``--porcelain -z``; the
+    branch is ``""`` for a detached one, or one whose HEAD points at nothing."""
     out = run_git(["worktree", "list", "--porcelain", "-z"], repo).stdout
     found: list[tuple[Path, str]] = []
     path: Path | None = None
+    branch = ""
     for field in out.decode("utf-8", "surrogateescape").split("\0"):
         if field.startswith("worktree "):
-            path = Path(field[len("worktree ") :])
-        elif field.startswith("branch ") and path is not None:
-            found.append((path, field[len("branch ") :].removeprefix("refs/heads/")))
-        elif not field:
+            path, branch = Path(field[len("worktree ") :]), ""
+        elif field.startswith("branch "):
+            branch = field[len("branch ") :].removeprefix("refs/heads/")
+        elif not field and path is not None:  # an empty field ends a record
+            found.append((path, branch))
             path = None
+    if path is not None:
+        found.append((path, branch))
     return found
 
 
@@ -253,8 +258,14 @@ def remove_stale_worktrees(
     prefix = BRANCH_PREFIX + (f"{run_id}-" if run_id else "")
     where = os.path.abspath(worktrees_dir)
     removed: list[Path] = []
-    for path, branch in _registered_worktrees(repo):
-        if branch.startswith(prefix) and os.path.dirname(os.path.abspath(path)) == where:
+    for path, listed in _registered_worktrees(repo):
+        if os.path.dirname(os.path.abspath(path)) != where:
+            continue
+        # A process killed inside `git worktree add` can leave a registered worktree whose
+        # HEAD points at nothing (no branch listed; `git fsck` then fails): its name is still
+        # its branch's (Workspace.create), so it is recognised and removed all the same.
+        branch = listed or BRANCH_PREFIX + path.name
+        if branch.startswith(prefix):
             _remove_worktree(repo, path, branch)
             removed.append(path)
     with _worktree_lock(repo.resolve()):
