@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import gc
 import itertools
 from collections.abc import Callable
 from pathlib import Path
@@ -231,3 +232,17 @@ def test_secret_files_in_a_scope_are_a_warning() -> None:
         ("secret_in_scope", [".env"]),
         ("secret_in_scope", ["config/id_rsa"]),
     ]
+
+
+def test_validation_gives_back_the_collector_as_it_found_it() -> None:
+    """validate pauses Python's cycle collector (plan/validate.py) and must restore it."""
+    plan = {"plan_id": "p", "requirement": "r", "tasks": []}
+    assert gc.isenabled()
+    validate(plan)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        validate({"plan_id": 3})  # a schema error returns early
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

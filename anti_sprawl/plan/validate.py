@@ -9,8 +9,10 @@ reads between nodes that the DAG leaves unordered (``overlap``).
 
 from __future__ import annotations
 
+import gc
 import shlex
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +44,31 @@ MAX_TOOL_CALLS = 2_000
 
 def validate(data: dict[str, Any] | Plan, repo: Path | None = None) -> Report:
     """Check a plan (a parsed mapping or a Plan) and, with ``repo``, its scopes on disk."""
+    with _collector_paused():
+        return _validate(data, repo)
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cycle collector off while a plan is checked.
+
+    Validation allocates many small objects that hold no reference cycles (models, trie
+    nodes, problems); the collector's full passes over them are pure cost and grow with the
+    heap, which made time per node rise with plan size. Measured with
+    benchmarks/validate_scale.py's 10k-node plan, best of 3, same session: 1.1-1.6 s with
+    the collector, 0.79-0.81 s without (the 1k-node plan: the same either way). Reference
+    counting still frees everything; the collector is back on (if it was on) on return.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _validate(data: dict[str, Any] | Plan, repo: Path | None) -> Report:
     if isinstance(data, Plan):
         plan = data
     else:
