@@ -3,6 +3,9 @@
 Each case runs in its own temporary directory with a fresh provider wrapped in a recorder, so
 what the metrics say comes from that run alone. A variant switches boundaries off through
 ``RunSettings.ablations`` and changes nothing else: same cases, same scripts.
+
+Over 300 lines: one case's run (fixture, provider, recorder, executor, checks) reads top to
+bottom here; its pieces are only ever used together.
 """
 
 from __future__ import annotations

@@ -5,6 +5,10 @@ A node works in its own worktree on a temporary branch ``anti-sprawl/wt/<name>``
 touched (docs/architecture.md, guarantee 5). Git always runs through :mod:`.cmd` (no hooks,
 no repo-configured programs). The audit of a worktree is :mod:`.audit` (it takes a
 ``Workspace``; this module never imports it), stale git locks are :mod:`.locks`.
+
+Over 300 lines: creating a worktree, removing it and cleaning up what a kill left share one
+lock on git's worktree admin files and one naming rule (a worktree's name is its branch's);
+apart, each half would need the other's.
 """
 
 from __future__ import annotations

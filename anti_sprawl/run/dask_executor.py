@@ -17,6 +17,10 @@ Failure semantics: Dask retries nothing; a worker that dies mid-node fails the a
 (``worker_lost``): the scheduler reports ``KilledWorker``, or, on a cluster that re-runs the
 task elsewhere, the re-run finds its one-use claim (a Dask ``Queue`` holding one token) taken
 and gives up at once. The run's heartbeat (``heartbeat.py``) stops orphaned remote nodes.
+
+Over 300 lines: the central half of a remote attempt (send, wait, check, store) is one
+sequence whose checks must all run before ``NodeRunner`` sees the outcome; the worker half
+is remote_node.py, the rebuild and file store remote_result.py.
 """
 
 from __future__ import annotations
