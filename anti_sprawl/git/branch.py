@@ -5,6 +5,8 @@ commit onto the run branch's current tip with ``git merge-tree --write-tree`` (a
 three-way merge: no working tree, no index, so the user's checkout is never touched),
 ``commit-tree`` and a compare-and-swap ``update-ref``. Unordered nodes have disjoint write
 scopes, so this never conflicts; if it does, the node fails instead of corrupting the branch.
+Git failing for another reason is no conflict: the landing is tried again, and if git still
+fails, the run stops with the node left for ``resume`` (run/node.py), never failed for it.
 Which nodes are done is read back from the branch's ``Anti-Sprawl-Task`` trailers.
 
 A branch checked out in any worktree of the repository (the user's main checkout or a
@@ -19,9 +21,11 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from pathlib import Path
 
 from ..errors import RunError, UsageError
+from .admin import admin_lock
 from .cmd import GitError, run_git
 
 __all__ = [
@@ -38,6 +42,7 @@ __all__ = [
 TRAILER_RUN = "Anti-Sprawl-Run"
 TRAILER_TASK = "Anti-Sprawl-Task"
 TRAILER_TOKENS = "Anti-Sprawl-Tokens"
+LAND_RETRY_DELAYS = (0.5, 1.0, 2.0)  # seconds before each new try of a landing
 _BRANCH_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,200}$")
 
 
@@ -51,7 +56,8 @@ class BranchCheckedOut(UsageError):
 
 def checked_out_in(repo: Path, name: str) -> Path | None:
     """The worktree (main checkout included) whose HEAD is branch ``name``, if any."""
-    out = run_git(["worktree", "list", "--porcelain", "-z"], repo).stdout
+    with admin_lock(repo):  # never while this process adds or removes a worktree
+        out = run_git(["worktree", "list", "--porcelain", "-z"], repo).stdout
     ref = f"branch refs/heads/{name}".encode()
     where: bytes = b""
     for field in out.split(b"\0"):
@@ -157,7 +163,21 @@ class RunBranch:
         return None
 
     def land(self, commit: str, task_id: str) -> str:
-        """Replay ``commit`` (made on top of an earlier tip) onto the current tip."""
+        """Replay ``commit`` (made on top of an earlier tip) onto the current tip.
+
+        A git failure that is not a conflict (git's own transient errors are already retried
+        by ``run_git``) is tried again from the start a few times: each try re-reads the tip
+        and is a compare-and-swap, so a try that half happened lands nothing twice."""
+        for delay in LAND_RETRY_DELAYS:
+            try:
+                return self._land_once(commit, task_id)
+            except (LandingConflict, BranchCheckedOut):
+                raise
+            except GitError:
+                time.sleep(delay)
+        return self._land_once(commit, task_id)
+
+    def _land_once(self, commit: str, task_id: str) -> str:
         with self._lock:
             existing = self.task_commit(task_id)
             if existing:
@@ -172,6 +192,8 @@ class RunBranch:
                         self.repo, ["merge-tree", "--write-tree", "--no-messages", tip, commit]
                     )
                 except GitError as exc:
+                    if exc.returncode != 1:  # 1 is a conflict; anything else is git failing
+                        raise
                     raise LandingConflict(
                         f"task {task_id}: its changes conflict with the run branch; not landed"
                     ) from exc

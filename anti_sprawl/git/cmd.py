@@ -4,17 +4,21 @@ Every call goes through :func:`run_git`, which pins the options that stop a repo
 (or a worker that wrote into it) from running code in the orchestrator (docs/security.md, P7):
 hooks go to ``/dev/null``, fsmonitor and signing are off, pathspecs are literal, and
 ``GIT_*`` variables inherited from a calling hook cannot redirect us. Diff callers add
-``--no-ext-diff --no-textconv`` so repo attributes cannot name a program to run.
+``--no-ext-diff --no-textconv`` so repo attributes cannot name a program to run. A command
+that tripped over another process's half-made worktree admin dir is run again, briefly
+(admin.py), before its error counts.
 """
 
 from __future__ import annotations
 
 import os
 import subprocess
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..errors import RunError
+from .admin import RETRY_DELAYS, is_transient
 
 __all__ = [
     "DEFAULT_IDENTITY",
@@ -87,21 +91,31 @@ def run_git(
     for item in (*_SAFE_CONFIG, *names, *config):
         argv += ["-c", item]
     argv += list(args)
-    try:
-        proc = subprocess.run(
-            argv,
-            cwd=cwd,
-            env=git_env() | _author_env(author),
-            input=input_bytes,
-            stdin=None if input_bytes is not None else subprocess.DEVNULL,
-            capture_output=True,
-            check=False,
-        )
-    except OSError as exc:
-        raise RunError(f"cannot run git in {cwd}: {exc}") from exc
+    env = git_env() | _author_env(author)
+    for delay in (*RETRY_DELAYS, None):
+        try:
+            proc = subprocess.run(
+                argv,
+                cwd=cwd,
+                env=env,
+                input=input_bytes,
+                stdin=None if input_bytes is not None else subprocess.DEVNULL,
+                capture_output=True,
+                check=False,
+            )
+        except OSError as exc:
+            raise RunError(f"cannot run git in {cwd}: {exc}") from exc
+        # git dies on such an error while reading, before it changed anything: safe to rerun.
+        if proc.returncode == 0 or delay is None or not is_transient(_text(proc.stderr)):
+            break
+        time.sleep(delay)
     if check and proc.returncode != 0:
         raise GitError(args, proc.returncode, proc.stderr.decode("utf-8", "replace"))
     return proc
+
+
+def _text(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
 
 
 def _author_env(author: tuple[str, str, str] | None) -> dict[str, str]:

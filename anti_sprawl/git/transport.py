@@ -31,8 +31,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from ..errors import RunError
+from .admin import SHARED_LOCK, admin_lock
 from .cmd import run_git
-from .workspace import SHARED_LOCK
 
 __all__ = [
     "BUNDLE_REF",
@@ -217,7 +217,8 @@ class CacheRepo:
                 fetched += len(data)
                 path = write_bundle(self.root / "incoming", data)
                 try:
-                    run_git(["bundle", "unbundle", str(path)], self.path)
+                    with admin_lock(self.path):  # it reads every worktree's HEAD
+                        run_git(["bundle", "unbundle", str(path)], self.path)
                 finally:
                     path.unlink(missing_ok=True)
                 # A ref keeps each tip (and so its history) for later nodes and runs.

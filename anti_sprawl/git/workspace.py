@@ -3,7 +3,7 @@
 A node works in its own worktree on a temporary branch ``anti-sprawl/wt/<name>`` under
 ``<repo>/.anti-sprawl/worktrees/``; the user's branch, index and working tree are never
 touched (docs/architecture.md, guarantee 5). Git always runs through :mod:`.cmd` (no hooks,
-no repo-configured programs). The audit of a worktree is :mod:`.audit` (it takes a
+no repo-configured programs); adding, removing and listing worktrees take :mod:`.admin`'s lock. The audit of a worktree is :mod:`.audit` (it takes a
 ``Workspace``; this module never imports it), stale git locks are :mod:`.locks`.
 
 Over 300 lines: creating a worktree, removing it and cleaning up what a kill left share one
@@ -14,14 +14,13 @@ apart, each half would need the other's.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import re
 import shutil
 import stat
 import subprocess
-import threading
-from collections.abc import Iterator, Mapping, Sequence
+import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -30,11 +29,11 @@ from pydantic import BaseModel
 from ..errors import RunError
 from ..fs.files import atomic_write_text
 from ..ids import STATE_DIR_NAME
+from .admin import RETRY_DELAYS, admin_lock
 from .cmd import DEFAULT_IDENTITY, common_dir, git_dir, run_git
 
 __all__ = [
     "BRANCH_PREFIX",
-    "SHARED_LOCK",
     "DiffStat",
     "FileStat",
     "Workspace",
@@ -50,34 +49,6 @@ BRANCH_PREFIX = "anti-sprawl/wt/"
 EXCLUDE_LINE = f"/{STATE_DIR_NAME}/"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 _TRAILER_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
-
-
-# `git worktree add/remove/prune` read every admin dir: two at once in one repo can fail
-# ("failed to read .git/worktrees/x/commondir"). Other processes are kept out by the run lock.
-_worktree_locks: dict[Path, threading.Lock] = {}
-_locks_guard = threading.Lock()
-
-
-# A Dask worker's cache clone (transport.py) is shared by the worker processes of a machine,
-# which no run lock keeps apart: a lock file in the clone makes them take turns too.
-SHARED_LOCK = "anti-sprawl-shared.lock"
-
-
-@contextlib.contextmanager
-def _worktree_lock(repo: Path) -> Iterator[None]:
-    with _locks_guard:
-        lock = _worktree_locks.setdefault(repo, threading.Lock())
-    with lock:
-        shared = repo / SHARED_LOCK
-        if not (repo / "objects").is_dir() or not shared.is_file():
-            yield  # a checkout: the run lock keeps other processes out
-            return
-        fd = os.open(shared, os.O_RDONLY | os.O_NOFOLLOW)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
-        finally:
-            os.close(fd)
 
 
 def _check_name(name: str) -> None:
@@ -135,13 +106,34 @@ class Workspace:
         branch = BRANCH_PREFIX + name
         _remove_worktree(repo, path, branch)
         patterns = None if sparse is None else tuple(sparse)
+        for delay in RETRY_DELAYS:
+            ws = cls._add(repo, path, name, base, patterns)
+            if ws is not None:
+                return ws
+            time.sleep(delay)
+        ws = cls._add(repo, path, name, base, patterns)
+        if ws is None:
+            raise RunError(f"git worktree add left {path} without its branch at {base[:12]}")
+        return ws
+
+    @classmethod
+    def _add(
+        cls, repo: Path, path: Path, name: str, base: str, patterns: tuple[str, ...] | None
+    ) -> Workspace | None:
+        """One ``git worktree add``; None (and nothing left) when the new worktree's HEAD is not
+        ``base``: a race deleted its branch before it was checked out (admin.py)."""
+        branch = BRANCH_PREFIX + name
         add = ["worktree", "add", "--quiet", "-B", branch]
         if patterns is not None:
             add.append("--no-checkout")
         try:
-            with _worktree_lock(repo):
+            with admin_lock(repo):
                 run_git([*add, "--", str(path), base], repo)
             ws = cls(repo, path, name, git_dir(path), base, patterns)
+            head = ws.git(["rev-parse", "--verify", "--quiet", "HEAD"], check=False)
+            if head.stdout.decode().strip() != base:
+                _remove_worktree(repo, path, branch)
+                return None
             if patterns is not None:
                 lines = "".join(f"/{entry.lstrip('/')}\n" for entry in patterns)
                 atomic_write_text(ws.admin_dir / "info" / "sparse-checkout", lines)
@@ -196,11 +188,15 @@ class Workspace:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.remove()
+        # A removal git refuses is no reason to fail the node's finished work: what it left
+        # is on the run's temp branch, which the run's clean-up removes (runner._wind_up,
+        # and resume before anything runs).
+        with contextlib.suppress(RunError):
+            self.remove()
 
 
 def _remove_worktree(repo: Path, path: Path, branch: str) -> None:
-    with _worktree_lock(repo.resolve()):
+    with admin_lock(repo):
         _remove_worktree_locked(repo, path, branch)
 
 
@@ -233,7 +229,8 @@ def _remove_entry(path: Path) -> None:
 def _registered_worktrees(repo: Path) -> list[tuple[Path, str]]:
     """``(path, branch)`` of every worktree git knows about, from ``--porcelain -z``; the
     branch is ``""`` for a detached one, or one whose HEAD points at nothing."""
-    out = run_git(["worktree", "list", "--porcelain", "-z"], repo).stdout
+    with admin_lock(repo):
+        out = run_git(["worktree", "list", "--porcelain", "-z"], repo).stdout
     found: list[tuple[Path, str]] = []
     path: Path | None = None
     branch = ""
@@ -272,15 +269,18 @@ def remove_stale_worktrees(
         if branch.startswith(prefix):
             _remove_worktree(repo, path, branch)
             removed.append(path)
-    with _worktree_lock(repo.resolve()):
+    # Under the lock: `worktree add -B` makes its branch before the worktree that checks it
+    # out, so a `branch -D` in between would delete a live node's branch (a Dask worker's
+    # cache clone is shared by the nodes of every worker process of its machine).
+    with admin_lock(repo):
         run_git(["worktree", "prune"], repo)
-    # for-each-ref patterns match whole components: list all temp branches, filter here.
-    refs = run_git(
-        ["for-each-ref", "--format=%(refname:short)", f"refs/heads/{BRANCH_PREFIX}"], repo
-    )
-    for branch in refs.stdout.decode("utf-8", "surrogateescape").split():
-        if branch.startswith(prefix):
-            run_git(["branch", "-D", "--", branch], repo, check=False)
+        # for-each-ref patterns match whole components: list all temp branches, filter here.
+        refs = run_git(
+            ["for-each-ref", "--format=%(refname:short)", f"refs/heads/{BRANCH_PREFIX}"], repo
+        )
+        for branch in refs.stdout.decode("utf-8", "surrogateescape").split():
+            if branch.startswith(prefix):
+                run_git(["branch", "-D", "--", branch], repo, check=False)
     return removed
 
 

@@ -28,7 +28,7 @@ from ..agent.artifacts import ArtifactStore
 from ..agent.budget import RunBudget
 from ..context.memory import load_memory
 from ..errors import AntiSprawlError, RunError, at_boundary
-from ..git.branch import BranchCheckedOut, RunBranch
+from ..git.branch import BranchCheckedOut, LandingConflict, RunBranch
 from ..git.cmd import user_identity
 from ..git.layout import StateLayout
 from ..lifecycle import NodeVerdict
@@ -282,9 +282,15 @@ class NodeRunner:
             self.stop_run(exc)
             record.interrupt(str(exc))
             return "failed"
-        except RunError as exc:
+        except LandingConflict as exc:
             record.fail("landing", str(exc))
             self._emit(record)
+            return "failed"
+        except RunError as exc:
+            # git itself failed (not a conflict): the work is fine, so the run stops and the
+            # node is left for `resume`, instead of failing it and skipping its dependents.
+            self.stop_run(RunError(f"task {task_id} could not land: {exc}"))
+            record.interrupt(f"not landed: {exc}")
             return "failed"
         record.land(commit)
         self._crash("after_commit_before_journal", task_id)
