@@ -19,6 +19,8 @@ from pathlib import Path
 import pytest
 
 from anti_sprawl.agent.artifacts import read_json_lines
+from anti_sprawl.git.layout import RunPaths
+from anti_sprawl.run.journal import read_state
 
 from . import e2e_fixture as fx
 
@@ -208,12 +210,10 @@ def test_resume_unknown_run_is_a_usage_error(tmp_path: Path) -> None:
 
 
 def _running(runs: Path, task: str) -> bool:
+    """Whether the run's journal (its snapshot and the changes logged since) says so."""
     for journal in runs.glob("*/run.json"):
-        try:
-            state = json.loads(journal.read_text())
-        except ValueError:
-            return False  # caught mid-rename: look again
-        return bool(state["tasks"][task]["status"] == "running")
+        state, _ = read_state(RunPaths(journal.parent))
+        return state.tasks[task].status == "running"
     return False
 
 

@@ -20,7 +20,7 @@ LAZY_IMPORTS_ALLOWED = {
     f"anti_sprawl.cli.{m}" for m in ("app", "options", "output", "plans", "review", "runs")
 }
 # Names of files and directories under `.anti-sprawl/`, and the lock: only the layout says them.
-LAYOUT_NAMES = {"run.json", "PR.md", "manifests", "artifacts", "memory.yaml"}
+LAYOUT_NAMES = {"run.json", "events.jsonl", "PR.md", "manifests", "artifacts", "memory.yaml"}
 LAYOUT_NAMES |= {"anti-sprawl-run.flock"}
 
 

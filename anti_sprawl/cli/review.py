@@ -79,6 +79,7 @@ def inspect(
     """Show the context manifests: what each model call saw, from where, how many tokens."""
     from ..context.manifest import load_manifests, render_manifests
     from ..run.journal import Journal
+    from ..views.plain import MANY_CALLS, render_manifest_lines
 
     journal = Journal.load(existing_dir(repo) or Path(), run_id)
     if task is not None and task not in journal.state.tasks:
@@ -86,6 +87,8 @@ def inspect(
     manifests = load_manifests(journal.paths.manifests, task)
     if as_json:
         print_json([m.model_dump(mode="json") for m in manifests])
+    elif len(manifests) > MANY_CALLS:  # a Rich table per call would take minutes (views/plain.py)
+        render_manifest_lines(manifests, stdout())
     else:
         render_manifests(manifests, stdout())
 

@@ -170,9 +170,8 @@ def load_manifests(manifests: Path, task_id: str | None = None) -> list[ContextM
         files = [(i, p) for p in task_dir.glob("*.json") if (i := _call_index(p)) is not None]
         for _, path in sorted(files):
             try:
-                data = json.loads(path.read_text(encoding="utf-8"))
-                out.append(ContextManifest.model_validate(data))
-            except (OSError, UnicodeDecodeError, json.JSONDecodeError, ValidationError) as exc:
+                out.append(ContextManifest.model_validate_json(path.read_bytes()))
+            except (OSError, ValidationError) as exc:
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
                 raise UsageError(f"cannot read manifest {path}: {first}") from exc
     return out

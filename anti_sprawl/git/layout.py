@@ -13,7 +13,8 @@ The directory is created mode 0700: run data is private to the user who ran the 
 for a path instead of joining names itself::
 
     <git common dir>/anti-sprawl-run.flock     the run lock (one execute/resume per repository)
-    .anti-sprawl/runs/<run_id>/run.json        the journal (RunState)
+    .anti-sprawl/runs/<run_id>/run.json        the journal's snapshot (RunState)
+    .anti-sprawl/runs/<run_id>/events.jsonl    the journal's changes since the snapshot
     .anti-sprawl/runs/<run_id>/manifests/      one ContextManifest per model call
     .anti-sprawl/runs/<run_id>/artifacts/      transcripts, full tool outputs, test logs
     .anti-sprawl/runs/<run_id>/PR.md           the pull-request body
@@ -72,6 +73,11 @@ class RunPaths:
     @property
     def journal(self) -> Path:
         return self.root / "run.json"
+
+    @property
+    def events(self) -> Path:
+        """The journal's log of changes since ``run.json`` was written (run/journal_log.py)."""
+        return self.root / "events.jsonl"
 
     @property
     def manifests(self) -> Path:

@@ -1,11 +1,19 @@
-"""The run journal (``run.json``, written atomically after every change) and the repo lock.
+"""The run journal (``run.json`` and ``events.jsonl``) and the repo lock.
 
-Where each file lives is ``git.layout.StateLayout`` (the run's ``RunPaths``).
+Where each file lives is ``git.layout.StateLayout`` (the run's ``RunPaths``). ``run.json`` is
+a snapshot of the whole ``RunState``; every change after it is one line appended to
+``events.jsonl`` (journal_log.py says how a line stays whole and when the log is folded into a
+new snapshot), so recording a node costs the same at node 3,000 as at node 3. ``read_state``
+reads both back for ``status``, ``inspect`` and ``resume``; a 0.2 ``run.json`` (no log) is a
+snapshot. One module of a little under 400 lines: the state, its writer and its reader share
+``SNAPSHOT_ONLY`` and the consistency checks, and the lock is imported from here by callers
+other branches are changing.
 
 The journal is a cache of progress; git is the truth: on resume, a node whose commit is on
 the run branch counts as succeeded even if the journal missed it. So a journal write that fails
-(disk full, quota) keeps the previous journal (writes go to a temp file renamed into place) and
-stops the run; ``resume`` finishes it later. A damaged journal is one line from every command.
+(disk full, quota) keeps the previous journal (a failed append is cut off, a snapshot goes to
+a temp file renamed into place) and stops the run; ``resume`` finishes it later. A damaged
+journal is one line from every command.
 
 The lock lives in the repository's common git directory, so every checkout of one repository
 (the main one and each ``git worktree add``) shares it: one run per repository, since they all
@@ -15,6 +23,7 @@ build branches in the same ref store.
 from __future__ import annotations
 
 import fcntl
+import functools
 import json
 import os
 import re
@@ -23,9 +32,9 @@ import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Literal
+from typing import IO, Any, ClassVar, Literal
 
-from pydantic import BaseModel, Field, ValidationError, computed_field
+from pydantic import BaseModel, Field, ValidationError, computed_field, create_model
 
 from ..errors import StorageError, UsageError
 from ..fs.files import atomic_write_text
@@ -33,14 +42,17 @@ from ..git.layout import RunPaths, StateLayout
 from ..plan.graph import find_cycle
 from ..plan.model import Plan
 from ..providers.base import Usage
+from .journal_log import LogTail, LogWriter, compaction_due, event_line, fsync_dir, read_log
 from .replan import PlanRevision
 from .result import TaskResult, cache_share, now
 
-__all__ = ["Journal", "RepoLock", "RunState", "list_runs", "new_run_id"]
+__all__ = ["Journal", "RepoLock", "RunState", "list_runs", "new_run_id", "read_state"]
 
 RunStatus = Literal["running", "succeeded", "failed", "interrupted"]
 JOURNAL_VERSION = 1
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,100}$")
+# What only the snapshot records; a "run" event holds every other field of ``RunState``.
+SNAPSHOT_ONLY = frozenset({"plan", "tasks", "revisions", "seq"})
 
 
 def new_run_id(plan_id: str) -> str:
@@ -82,6 +94,9 @@ class RunState(BaseModel):
     prices: str = Field(default="", description="Where the dollar figures' prices came from.")
     stopped_by: str | None = Field(default=None, description="Why the run was interrupted.")
     revisions: list[PlanRevision] = Field(default_factory=list, description="resume --plan edits.")
+    seq: int = Field(
+        default=0, description="The last journal event in this snapshot (journal_log.py)."
+    )
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -91,55 +106,107 @@ class RunState(BaseModel):
 
 
 class Journal:
-    """Atomic, thread-safe persistence of one run's ``RunState``.
+    """Atomic, thread-safe persistence of one run's ``RunState``: a snapshot (``run.json``)
+    and an append-only log of the changes since (``events.jsonl``; journal_log.py).
 
-    ``save`` raises ``StorageError`` when the write fails (the previous journal stays);
-    ``update`` and ``checkpoint``, called as nodes progress, record the first such error in
-    ``write_error`` and call ``on_write_error`` (the run stops) instead. After ``close`` nothing is written: the
-    process no longer owns the run once it lets go of the lock.
+    ``save`` writes the whole state as the new snapshot (start, end, resume) and raises
+    ``StorageError`` when that fails (the previous snapshot and log stay); ``update`` (a task's
+    record) and ``checkpoint`` (the run's header) append one line each, called as nodes
+    progress, and record the first failure in ``write_error`` and call ``on_write_error`` (the
+    run stops) instead. A change costs the size of what changed, not of the plan. After
+    ``close`` nothing is written: the process no longer owns the run once it lets go of the lock.
     """
 
-    def __init__(self, paths: RunPaths, state: RunState):
+    # Bytes every journal of this process wrote (snapshots and log lines), for benchmarks.
+    bytes_written_total: ClassVar[int] = 0
+    _count_lock: ClassVar[threading.Lock] = threading.Lock()
+
+    def __init__(self, paths: RunPaths, state: RunState, *, log_bytes: int = 0):
         self.paths = paths
         self.state = state
         self._lock = threading.RLock()
         self._closed = False
         self.write_error: StorageError | None = None
         self.on_write_error: Callable[[StorageError], None] | None = None
+        self.bytes_written = 0
+        self._log = LogWriter(paths.events, log_bytes)
+        self._snapshot_bytes = 0
+        # A failed write lost a change the log never got: the next write is a whole snapshot.
+        self._behind = False
+        self._bulky = self._bulky_parts()
 
     @property
     def path(self) -> Path:
         return self.paths.journal
 
+    def _bulky_parts(self) -> tuple[int, int, int]:
+        """What only a snapshot records (the plan, the task table, the revisions), by identity."""
+        return id(self.state.plan), id(self.state.tasks), len(self.state.revisions)
+
+    def _count(self, n: int) -> None:
+        self.bytes_written += n
+        with Journal._count_lock:
+            Journal.bytes_written_total += n
+
     def save(self) -> None:
+        """Write the whole state as the snapshot, then empty the log it now holds."""
         with self._lock:
             if self._closed:
                 return
             self.state.updated_at = now()
+            text = self.state.model_dump_json(indent=2) + "\n"
+            size = len(text.encode())
             try:
-                atomic_write_text(self.path, self.state.model_dump_json(indent=2) + "\n")
+                atomic_write_text(self.path, text)
+                fsync_dir(self.path.parent)
+                self._count(size)
+                self._log.reset()
             except OSError as exc:
+                self._behind = True
                 raise StorageError(
                     f"cannot write the run journal {self.path}: {exc.strerror or exc}"
                 ) from exc
+            self._snapshot_bytes, self._behind = size, False
+            self._bulky = self._bulky_parts()
 
     def update(self, task: TaskResult) -> None:
         with self._lock:
             if self._closed:
                 return
             self.state.tasks[task.task_id] = task
-            self.checkpoint()
+            self._record("task", task.model_dump_json())
 
     def checkpoint(self) -> None:
-        """``save`` during a run: a failure is recorded and reported, not raised."""
+        """The run's header changed (tokens, cost, status, why it stopped): record it."""
         with self._lock:
-            try:
+            if self._closed:
+                return
+            self.state.updated_at = now()
+            self._record("run", self.state.model_dump_json(exclude=set(SNAPSHOT_ONLY)))
+
+    def _record(self, kind: str, payload: str) -> None:
+        """Append one event (a snapshot instead when one is due); failures are reported."""
+        try:
+            if self._behind or self._bulky != self._bulky_parts():
                 self.save()
-            except StorageError as exc:
-                if self.write_error is None:
-                    self.write_error = exc
-                    if self.on_write_error is not None:
-                        self.on_write_error(exc)
+                return
+            line = event_line(self.state.seq + 1, kind, payload)
+            try:
+                self._log.append(line)
+            except OSError as exc:
+                self._behind = True
+                raise StorageError(
+                    f"cannot write the run journal {self._log.path}: {exc.strerror or exc}"
+                ) from exc
+            self.state.seq += 1
+            self._count(len(line))
+            if compaction_due(self._log.size, self._snapshot_bytes):
+                self.save()
+        except StorageError as exc:
+            if self.write_error is None:
+                self.write_error = exc
+                if self.on_write_error is not None:
+                    self.on_write_error(exc)
 
     @property
     def closed(self) -> bool:
@@ -149,6 +216,7 @@ class Journal:
         """No more writes from this object, whatever a straggling thread asks for."""
         with self._lock:
             self._closed = True
+            self._log.close()
 
     @classmethod
     def load(cls, repo: Path, run_id: str) -> Journal:
@@ -156,25 +224,84 @@ class Journal:
         if not _RUN_ID.match(run_id):
             raise UsageError(f"invalid run id: {run_id!r}")
         paths = StateLayout.checked(repo).run(run_id)
-        path = paths.journal
+        if not paths.journal.exists():
+            raise UsageError(f"no run {run_id!r} in {repo} (see 'anti-sprawl status')")
+        state, log_bytes = read_state(paths)
+        journal = cls(paths, state, log_bytes=log_bytes)
+        journal._snapshot_bytes = paths.journal.stat().st_size
+        return journal
+
+
+def read_state(paths: RunPaths) -> tuple[RunState, int]:
+    """A run's state, its snapshot with the log replayed, and the length of the log's whole
+    lines; a missing or damaged journal is a UsageError. The log is read first (see
+    journal_log.py: a compaction in between then only makes the snapshot newer)."""
+    path = paths.journal
+    try:
+        tail = read_log(paths.events)
+    except OSError as exc:
+        raise UsageError(
+            f"run journal {paths.events} is unreadable: {exc.strerror or exc}"
+        ) from exc
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise UsageError(f"no run {paths.root.name!r} (see 'anti-sprawl status')") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"run journal {path} is damaged: not UTF-8 text") from exc
+    except OSError as exc:
+        raise UsageError(f"run journal {path} is unreadable: {exc.strerror or exc}") from exc
+    try:
+        state = RunState.model_validate_json(text)
+    except ValidationError as exc:
+        raise UsageError(f"run journal {path} is damaged: {exc.errors()[0]['msg']}") from exc
+    if state.version > JOURNAL_VERSION:
+        raise UsageError(
+            f"run {state.run_id} was written by a newer anti-sprawl (v{state.version})"
+        )
+    problem = _inconsistency(state)  # every snapshot written is whole
+    if problem:
+        raise UsageError(f"run journal {path} is damaged: {problem}")
+    problem = tail.problem or _replay(state, tail)
+    if problem:
+        raise UsageError(f"run journal {paths.events} is damaged: {problem}")
+    return state, tail.good_bytes
+
+
+def _replay(state: RunState, tail: LogTail) -> str | None:
+    """Apply the log's events after the snapshot to ``state``; what is wrong, if anything."""
+    header = _header_model()
+    for seq, kind, payload in tail.events:
+        if seq <= state.seq:
+            continue  # already in the snapshot (a crash between its rename and the truncation)
+        if seq != state.seq + 1:
+            return f"event {state.seq + 1} is missing (found {seq})"
         try:
-            text = path.read_bytes().decode("utf-8")
-        except FileNotFoundError:
-            raise UsageError(f"no run {run_id!r} in {repo} (see 'anti-sprawl status')") from None
-        except UnicodeDecodeError as exc:
-            raise UsageError(f"run journal {path} is damaged: not UTF-8 text") from exc
-        except OSError as exc:
-            raise UsageError(f"run journal {path} is unreadable: {exc.strerror or exc}") from exc
-        try:
-            state = RunState.model_validate_json(text)
+            if kind == "task":
+                task = TaskResult.model_validate(payload)
+                if task.task_id not in state.tasks:
+                    return f"event {seq}: task {task.task_id!r} is not in the plan"
+                state.tasks[task.task_id] = task
+            else:
+                fields = header.model_validate(payload)
+                for name in type(fields).model_fields:
+                    setattr(state, name, getattr(fields, name))
         except ValidationError as exc:
-            raise UsageError(f"run journal {path} is damaged: {exc.errors()[0]['msg']}") from exc
-        if state.version > JOURNAL_VERSION:
-            raise UsageError(f"run {run_id} was written by a newer anti-sprawl (v{state.version})")
-        problem = _inconsistency(state)
-        if problem:
-            raise UsageError(f"run journal {path} is damaged: {problem}")
-        return cls(paths, state)
+            return f"event {seq}: {exc.errors()[0]['msg']}"
+        state.seq = seq
+    return None
+
+
+@functools.cache
+def _header_model() -> type[BaseModel]:
+    """``RunState`` without its bulky parts: what a ``run`` event holds (any field added to
+    ``RunState`` is in it)."""
+    fields: dict[str, Any] = {
+        name: (info.annotation, info)
+        for name, info in RunState.model_fields.items()
+        if name not in SNAPSHOT_ONLY
+    }
+    return create_model("RunHeader", **fields)
 
 
 def _inconsistency(state: RunState) -> str | None:
@@ -210,9 +337,8 @@ def list_runs(repo: Path) -> list[RunState]:
         return out
     for entry in sorted(layout.runs.iterdir()):
         try:
-            text = layout.run(entry.name).journal.read_text(encoding="utf-8")
-            out.append(RunState.model_validate_json(text))
-        except (OSError, ValidationError, ValueError):
+            out.append(read_state(layout.run(entry.name))[0])
+        except UsageError:
             continue
     return sorted(out, key=lambda s: s.created_at)
 

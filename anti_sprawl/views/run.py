@@ -20,6 +20,7 @@ from ..fs.files import atomic_write_text
 from ..providers.prices import format_usd
 from ..run.journal import RunState
 from ..run.result import TaskResult
+from .plain import LARGE, columns, plain, print_lines
 from .plan import plan_mermaid
 
 __all__ = ["Progress", "pr_body", "render_runs", "render_verdict", "write_pr_body"]
@@ -55,6 +56,16 @@ def _share(value: float | None) -> str:
     return "-" if value is None else f"{value:.0%}"
 
 
+_NODE_COLUMNS = ("task", "status", "tokens (cap/call)", "calls", "blocked", "tests")
+
+
+def _row(r: TaskResult) -> tuple[str, str, str, str, str, str]:
+    """A node's cells in the verdict table (plain text)."""
+    tests = "-" if r.tests is None else ("passed" if r.tests.passed else "failed")
+    calls = f"{r.tool_calls}/{r.max_tool_calls}"
+    return r.task_id, str(r.status), _tokens_cell(r), calls, str(len(r.violations)), tests
+
+
 def _table(state: RunState, *, title: str) -> Table:
     """One row per node with short cells, so the table fits 80 columns; reasons go below."""
     table = Table(title=title, expand=False)
@@ -65,17 +76,9 @@ def _table(state: RunState, *, title: str) -> Table:
     table.add_column("blocked", no_wrap=True, justify="right")
     table.add_column("tests", no_wrap=True)
     for task in state.plan.tasks:
-        r = state.tasks[task.task_id]
-        style = _STYLE.get(r.status, "")
-        tests = "-" if r.tests is None else ("passed" if r.tests.passed else "failed")
-        table.add_row(
-            escape(r.task_id),
-            f"[{style}]{r.status}[/]",
-            _tokens_cell(r),
-            f"{r.tool_calls}/{r.max_tool_calls}",
-            str(len(r.violations)),
-            tests,
-        )
+        task_id, status, tokens, calls, blocked, tests = _row(state.tasks[task.task_id])
+        style = _STYLE.get(status, "")
+        table.add_row(escape(task_id), f"[{style}]{status}[/]", tokens, calls, blocked, tests)
     return table
 
 
@@ -157,20 +160,37 @@ def _cost(state: RunState) -> str:
 
 
 def render_verdict(state: RunState, console: Console) -> None:
-    """The end-of-run table: per node succeeded / failed (why) / skipped (because of which)."""
-    console.print(_table(state, title=f"run {state.run_id}: {state.status}"))
-    console.print(_totals(state))  # prose wraps at the terminal's width; names below do not
+    """The end-of-run table: per node succeeded / failed (why) / skipped (because of which).
+    Past ``plain.LARGE`` nodes, in plain columns printed at once (views/plain.py says why)."""
+    title = f"run {state.run_id}: {state.status}"
+    # (line, soft_wrap): prose wraps at the terminal's width; names do not
+    notes = [(_totals(state), False)]
     if state.status == "interrupted" and state.stopped_by:
         flag = "--max-cost" if "--max-cost" in state.stopped_by else "--max-tokens"
-        console.print(
-            f"interrupted: {escape(state.stopped_by)}; 'anti-sprawl resume {state.run_id}' "
-            f"with a higher {flag} finishes it"
+        notes.append(
+            (
+                f"interrupted: {escape(state.stopped_by)}; 'anti-sprawl resume {state.run_id}' "
+                f"with a higher {flag} finishes it",
+                False,
+            )
         )
     if state.prices and state.cost_usd:
-        console.print(f"dollars at {escape(state.prices)}", soft_wrap=True)
-    console.print(f"branch: {state.branch}", soft_wrap=True)
-    for task in state.plan.tasks:
-        r = state.tasks[task.task_id]
+        notes.append((f"dollars at {escape(state.prices)}", True))
+    notes.append((f"branch: {state.branch}", True))
+    records = [state.tasks[t.task_id] for t in state.plan.tasks]
+    if len(records) > LARGE:
+        lines = [title, *columns(_NODE_COLUMNS, map(_row, records), right={2, 3, 4})]
+        lines += [plain(note) for note, _ in notes]
+        for r in records:
+            if r.attempts:
+                lines.append(f"  {_spend_line(r)}")
+            lines += [f"  {plain(line)}" for line in _details(r)]
+        print_lines(console, lines)
+        return
+    console.print(_table(state, title=title))
+    for note, soft in notes:
+        console.print(note, soft_wrap=soft)
+    for r in records:
         if r.attempts:
             console.print(Padding(escape(_spend_line(r)), (0, 0, 0, 2), expand=False))
         for line in _details(r):
@@ -178,7 +198,8 @@ def render_verdict(state: RunState, console: Console) -> None:
 
 
 class Progress:
-    """Live node table on a terminal; one plain line per state change otherwise."""
+    """Live node table on a terminal (up to ``plain.LARGE`` nodes); one plain line per state
+    change otherwise."""
 
     def __init__(self, console: Console):
         self.console = console
@@ -189,7 +210,8 @@ class Progress:
 
     def start(self, state: RunState) -> None:
         self._state = state
-        if self.console.is_terminal:
+        # A live table of a big run would be laid out again at every refresh: plain lines then.
+        if self.console.is_terminal and len(state.plan.tasks) <= LARGE:
             self._live = Live(
                 _table(state, title="anti-sprawl"), console=self.console, refresh_per_second=4
             )

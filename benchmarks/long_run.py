@@ -1,0 +1,194 @@
+"""Long runs: does recording a node cost the same at node 3,000 as at node 3? (issue 22, item 9)
+
+For each size (default 100, 1,000 and 3,000) a plan of that many independent nodes, each
+writing one file, runs with the scripted provider and no test command at ``--jobs 8``, in a
+child process of its own (so its peak RSS is its own). Printed per size: wall time, seconds
+per node, peak RSS, the size of ``.anti-sprawl/``, the bytes the journal wrote per node
+(``Journal.bytes_written_total``: snapshots and appended events, counted as written), and
+the time of ``status RUN`` and ``inspect RUN`` (the real CLI, a fresh interpreter each), then
+the ratios of the largest size to the smallest. Every node must land exactly once (one commit
+with its task trailer on the run branch).
+
+Prints figures measured in this run; asserts nothing about time (machines vary).
+Run: ``.venv/bin/python benchmarks/long_run.py [--sizes 100,1000,3000] [--jobs 8]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from anti_sprawl.plan.model import Plan
+from anti_sprawl.providers.scripted import Script, ScriptedProvider
+from anti_sprawl.run.journal import Journal
+from anti_sprawl.run.runner import ExecuteOptions, RunSettings, execute
+
+CLI = [sys.executable, "-m", "anti_sprawl"]
+IDENT = ["-c", "user.name=bench", "-c", "user.email=bench@localhost"]
+ROUNDS = 3
+
+
+def inputs(n: int) -> tuple[Plan, Script]:
+    """``n`` independent nodes, each writing ``mod/nNNNN.py`` in two scripted turns."""
+    tasks, workers = [], {}
+    for i in range(n):
+        tid, path = f"n{i:04d}", f"mod/n{i:04d}.py"
+        tasks.append(
+            {
+                "task_id": tid,
+                "name": f"Write {path}",
+                "goal": f"Create {path} with one constant",
+                "dependencies": [],
+                "read_scope": [],
+                "write_scope": [path],
+                "token_budget": 20_000,
+                "max_tool_calls": 4,
+            }
+        )
+        workers[tid] = [
+            {"tool": "write_file", "args": {"path": path, "content": f"N = {i}\n"}},
+            {"tool": "finish", "args": {"summary": f"created {path}"}},
+        ]
+    plan = Plan.model_validate(
+        {"plan_id": f"long{n}", "requirement": "Many modules", "tasks": tasks}
+    )
+    return plan, Script.from_data({"workers": workers})
+
+
+def make_repo(root: Path) -> Path:
+    repo = root / "repo"
+    (repo / "mod").mkdir(parents=True)
+    (repo / "mod" / "__init__.py").write_text("")
+    (repo / "README.md").write_text("# long run\n")
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], [*IDENT, "commit", "-qm", "base"]):
+        subprocess.run(["git", *args], cwd=repo, check=True)
+    return repo
+
+
+def tree_bytes(root: Path) -> int:
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def one_run(n: int, jobs: int, root: Path) -> dict[str, Any]:
+    """The child: one run of ``n`` nodes; its figures as a dict."""
+    repo = make_repo(root)
+    plan, script = inputs(n)
+    opts = ExecuteOptions(ScriptedProvider(script), RunSettings(jobs=jobs))
+    before = Journal.bytes_written_total
+    start = time.perf_counter()
+    state = execute(plan, repo, opts)
+    wall = time.perf_counter() - start
+    trailers = subprocess.run(
+        ["git", "log", "--format=%(trailers:key=Anti-Sprawl-Task,valueonly)", state.branch],
+        cwd=repo,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    counts = Counter(trailers)
+    return {
+        "n": n,
+        "repo": str(repo),
+        "run_id": state.run_id,
+        "status": state.status,
+        "landed_once": sorted(counts) == sorted(t.task_id for t in plan.tasks)
+        and set(counts.values()) == {1},
+        "wall": wall,
+        "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "state_mb": tree_bytes(repo / ".anti-sprawl") / 1e6,
+        "journal_bytes": Journal.bytes_written_total - before,
+    }
+
+
+def timed_cli(*args: str) -> tuple[float, float]:
+    """Wall and CPU seconds (user + system) of one CLI command in a fresh interpreter: on a
+    shared machine the CPU time is what the command costs, the wall time what it waited too."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    done = subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=600)
+    took = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if done.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(args)} failed ({done.returncode}): {done.stderr.strip()}")
+    cpu = after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime
+    return took, cpu
+
+
+def measure(n: int, jobs: int, root: Path) -> dict[str, Any]:
+    child = subprocess.run(
+        [sys.executable, __file__, "--child", str(n), "--jobs", str(jobs), "--root", str(root)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if child.returncode != 0:
+        raise SystemExit(f"the {n}-node run failed:\n{child.stderr[-3000:]}")
+    out: dict[str, Any] = json.loads(child.stdout.strip().splitlines()[-1])
+    # 3 rounds each, the fastest kept: a fresh interpreter on a loaded machine waits at random
+    for key, extra in (("status_s", ()), ("status_json_s", ("--json",)), ("inspect_s", ())):
+        command = "inspect" if key == "inspect_s" else "status"
+        args = (command, out["run_id"], "--repo", out["repo"], *extra)
+        out[key] = min(timed_cli(*args) for _ in range(ROUNDS))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sizes", default="100,1000,3000", help="comma-separated node counts")
+    ap.add_argument("--jobs", type=int, default=8)
+    ap.add_argument("--child", type=int, help=argparse.SUPPRESS)
+    ap.add_argument("--root", type=Path, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child is not None:
+        print(json.dumps(one_run(args.child, args.jobs, args.root)))
+        return
+    sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
+    print(f"== {', '.join(map(str, sizes))} independent scripted nodes, --jobs {args.jobs}")
+    print(f"   (machine: {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f})")
+    header = (
+        f"{'nodes':>6} {'wall s':>8} {'s/node':>7} {'RSS MB':>7} {'state MB':>9} "
+        f"{'journal B/node':>15} {'status s':>11} {'--json s':>11} {'inspect s':>11}  landed once"
+    )
+    print("   (status, status --json, inspect: wall/CPU seconds, each a fresh interpreter)")
+    print(header)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="long-run-") as tmp:
+        for n in sizes:
+            root = Path(tmp) / str(n)
+            root.mkdir()
+            r = measure(n, args.jobs, root)
+            r["per_node"], r["journal_per_node"] = r["wall"] / n, r["journal_bytes"] / n
+            rows.append(r)
+            print(
+                f"{n:>6} {r['wall']:>8.1f} {r['per_node']:>7.3f} {r['rss_mb']:>7.0f} "
+                f"{r['state_mb']:>9.1f} {r['journal_per_node']:>15,.0f} {_pair(r['status_s'])} "
+                f"{_pair(r['status_json_s'])} {_pair(r['inspect_s'])}  "
+                f"{'yes' if r['landed_once'] else 'NO'} ({r['status']})",
+                flush=True,
+            )
+    if len(rows) > 1:
+        small, big = rows[0], rows[-1]
+        print(
+            f"{big['n']} vs {small['n']} nodes: seconds per node x"
+            f"{big['per_node'] / small['per_node']:.2f}, journal bytes per node x"
+            f"{big['journal_per_node'] / small['journal_per_node']:.2f} (target: within 1.3x); "
+            f"status {_pair(big['status_s'])} s, inspect {_pair(big['inspect_s'])} s "
+            f"(wall/CPU) at {big['n']} nodes (target: under 2 s)"
+        )
+
+
+def _pair(times: tuple[float, float]) -> str:
+    return f"{times[0]:5.2f}/{times[1]:5.2f}"
+
+
+if __name__ == "__main__":
+    main()
