@@ -63,6 +63,19 @@ MaxOutOpt = Annotated[
         "unknown model on a --base-url server).",
     ),
 ]
+RequestTimeoutOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--request-timeout",
+        envvar="ANTI_SPRAWL_REQUEST_TIMEOUT",
+        min=1.0,
+        metavar="SECONDS",
+        help="Overall deadline of one model call, from the request to the last byte of its "
+        "answer (default: 120 s for hosted APIs, widened for long answers; 900 s for a "
+        "--base-url server, whose CPU may take minutes to read a prompt). A call past it is "
+        "abandoned and retried as a timeout.",
+    ),
+]
 JobsOpt = Annotated[int, typer.Option("--jobs", "-j", min=1, max=64, help="Nodes run at once.")]
 MaxTokensOpt = Annotated[
     int | None,
@@ -223,14 +236,23 @@ def warn_unpriced(table: Any, models: list[str]) -> None:
 
 
 def build_provider(
-    provider: str | None, model: str | None, base_url: str | None, script: Path | None
+    provider: str | None,
+    model: str | None,
+    base_url: str | None,
+    script: Path | None,
+    timeout: float | None = None,
 ) -> Any:
     from ..providers import select_provider
     from ..providers.redacting import RedactingProvider
     from ..redact import Redactor, env_secrets
 
     chosen = select_provider(
-        provider=provider, model=model, base_url=base_url, script=script, env=os.environ
+        provider=provider,
+        model=model,
+        base_url=base_url,
+        script=script,
+        env=os.environ,
+        timeout=timeout,
     )
     # Every request is scrubbed of the secret values this process can see before it leaves.
     return RedactingProvider(chosen, Redactor(env_secrets(os.environ)))

@@ -34,6 +34,7 @@ from ..plan.model import Plan
 from ..plan.validate import Problem, Report, validate
 from ..providers.base import ModelRequest, ModelResponse, Provider, ToolCall, Usage, UserMessage
 from ..providers.limits import cut_message
+from ..providers.text_calls import text_call_nudge
 from .assist import (
     default_budgets,
     estimated_tokens,
@@ -249,6 +250,8 @@ class _Session:
         self.nudges += 1
         if self.nudges > MAX_NUDGES:
             return Ending("stalled", "the model did not call submit_plan")
+        if response.text_call_problem:
+            return text_call_nudge(response.text_call_problem, self.loop.specs)
         return NUDGE
 
     def cut_turn(self, max_output_tokens: int) -> str | Ending:
