@@ -192,6 +192,8 @@ class _Session:
     manifests: list[Path] = field(default_factory=list)
     violations: list[Violation] = field(default_factory=list)
     _seen: int = 0
+    # the (code, message) pairs of the last invalid submission: a repeat earns the skeleton
+    _last_errors: set[tuple[str, str]] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         explore = read_handlers(self.firewall, OBSERVATION_CHARS)
@@ -310,7 +312,10 @@ class _Session:
             report = Report(valid=False, errors=errors, warnings=report.warnings, plan=report.plan)
         self.report = report
         if not report.valid or report.plan is None:
-            text = feedback(self.report, self.rounds, self.max_rounds)
+            seen = {(p.code, p.message) for p in report.errors}
+            repeated = bool(seen & self._last_errors)
+            self._last_errors = seen
+            text = feedback(self.report, self.rounds, self.max_rounds, repeated=repeated)
             ending = None
             if self.rounds >= self.max_rounds:
                 message = f"the plan is still invalid after {self.rounds} submission(s)"
