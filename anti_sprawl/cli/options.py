@@ -273,14 +273,21 @@ def output_limit(flag: int | None, provider: Any, base_url: str | None) -> int:
     return default_output_limit(provider.name, provider.model, local_server=local)
 
 
-def plan_for(plan_file: Path, repo: Path) -> Any:
-    """A plan file validated against ``repo``; an invalid one is the user's mistake (exit 2)."""
+def plan_for(plan_file: Path, repo: Path, setup_network: bool = False) -> Any:
+    """A plan file validated against ``repo``; an invalid one is the user's mistake (exit 2).
+    Warnings that the run would come to regret (a file the requirement names that no node may
+    write, a setup command that needs the network) are printed on stderr."""
     from ..plan.model import load_plan_data
     from ..plan.validate import validate as run_validation
     from ..run.preflight import check_repo
 
     check_repo(repo)
-    report = run_validation(load_plan_data(plan_file), existing_dir(repo))
+    report = run_validation(
+        load_plan_data(plan_file), existing_dir(repo), setup_network=setup_network
+    )
+    for warning in report.warnings:
+        if warning.code in ("requirement_path_unwritten", "setup_needs_network"):
+            stderr().print(f"anti-sprawl: warning: {warning.message}", markup=False)
     if report.plan is None or not report.valid:
         first = report.errors[0].message if report.errors else "invalid plan"
         raise UsageError(f"{plan_file} is not a valid plan: {first} (see 'anti-sprawl validate')")

@@ -186,7 +186,7 @@ def execute(
     from ..run.runner import execute as run_execute
     from .executor import executor_for
 
-    plan = plan_for(plan_file, repo)
+    plan = plan_for(plan_file, repo, allow_setup_network)
     policy = sandbox_policy(
         sandbox, sandbox_allow, sandbox_limit, allow_unsandboxed, allow_setup_network
     )
@@ -296,7 +296,7 @@ def resume(
     from ..run.runner import resume as run_resume
     from .executor import executor_for, journal_plan
 
-    plan = plan_for(plan_file, repo) if plan_file is not None else None
+    plan = plan_for(plan_file, repo, allow_setup_network) if plan_file is not None else None
     policy = sandbox_policy(
         sandbox, sandbox_allow, sandbox_limit, allow_unsandboxed, allow_setup_network
     )

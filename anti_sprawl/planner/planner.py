@@ -56,6 +56,7 @@ from .tools import (
     missing_budgets,
     model_problems,
     submission_data,
+    unwritten_feedback,
 )
 
 __all__ = ["NUDGE", "Outcome", "PlannerResult", "default_plan_id", "plan_requirement"]
@@ -194,6 +195,7 @@ class _Session:
     _seen: int = 0
     # the (code, message) pairs of the last invalid submission: a repeat earns the skeleton
     _last_errors: set[tuple[str, str]] = field(default_factory=set)
+    _told_unwritten: bool = False
 
     def __post_init__(self) -> None:
         explore = read_handlers(self.firewall, OBSERVATION_CHARS)
@@ -324,6 +326,11 @@ class _Session:
         plan = report.plan
         if self.models and plan.default_model is None:
             plan = plan.model_copy(update={"default_model": self.models[0]})
+        unwritten = [p for p in report.warnings if p.code == "requirement_path_unwritten"]
+        if unwritten and not self._told_unwritten and self.rounds < self.max_rounds:
+            # once: a plan that cannot change a file the requirement names is sent back
+            self._told_unwritten = True
+            return ToolOutcome(unwritten_feedback(unwritten), status="error", wrap=False)
         plan, warnings = self._assist(plan, missing_budgets(raw))
         final = validate(plan, self.repo)
         if not final.valid or final.plan is None:  # assistance must never break a valid plan

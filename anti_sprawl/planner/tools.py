@@ -100,6 +100,18 @@ def feedback(report: Report | None, rounds: int, max_rounds: int, *, repeated: b
     return "\n".join(lines)
 
 
+def unwritten_feedback(warnings: Sequence[Problem]) -> str:
+    """What the planner is told once about a valid plan that cannot change a file the
+    requirement names."""
+    lines = [
+        "The plan is valid, but it cannot meet the requirement as written:",
+        *(f"- {p.message}" for p in warnings),
+        f"Fix it and call {SUBMIT_PLAN_TOOL} again with the whole plan; submit the same plan "
+        "again to keep it as it is.",
+    ]
+    return "\n".join(lines)
+
+
 def model_problems(plan: Plan, allowed: Sequence[str]) -> list[Problem]:
     """Models a submission may not use: only those of ``plan --models``, each with a reason.
 

@@ -45,12 +45,19 @@ def _objects(text: str) -> list[str] | None:
     return [body] if body.startswith("{") else None
 
 
+# Python's triple-quoted strings inside the JSON, as Qwen2.5-Coder writes file contents:
+# ``"content": """def f():\n    ..."""`` (recorded in tests/fixtures/real_model/).
+_TRIPLE = re.compile(r'"""(.*?)"""', re.S)
+
+
 def _load(text: str) -> Any:
     try:
         return json.loads(text)
     except (ValueError, RecursionError):
         if text.startswith("{{") and text.endswith("}}"):
             return _load(text[1:-1])
+        if '"""' in text:
+            return _load(_TRIPLE.sub(lambda m: json.dumps(m.group(1)), text))
         return None
 
 
