@@ -255,10 +255,14 @@ def make_repo(where: Path) -> Path:
     return repo
 
 
-def anti_sprawl(args: list[str], url: str, repo: Path) -> tuple[int, float, str]:
+def anti_sprawl(
+    args: list[str], url: str, repo: Path, timeout: float | None
+) -> tuple[int, float, str]:
     exe = ROOT / ".venv" / "bin" / "anti-sprawl"
     argv = [str(exe), *args, "--repo", str(repo), "--provider", "openai", "--base-url", url,
             "--model", ALIAS]  # fmt: skip
+    if timeout is not None:
+        argv += ["--request-timeout", str(timeout)]
     log("$ anti-sprawl " + " ".join(args))
     started = time.monotonic()
     proc = subprocess.run(argv, capture_output=True, text=True)
@@ -274,6 +278,12 @@ def main() -> int:
     parser.add_argument("--minutes", type=float, default=90.0, help="the server's time limit")
     parser.add_argument("--record", type=Path, help="write request/response bodies here")
     parser.add_argument("--skip-plan", action="store_true", help="execute the fixed plan only")
+    parser.add_argument(
+        "--request-timeout",
+        type=float,
+        help="passed to anti-sprawl (default: its own, 900 s for a local server); a CPU shared "
+        "with other work may read a 3.7k-token planner prompt at 4 tokens/s",
+    )
     args = parser.parse_args()
     args.home.mkdir(parents=True, exist_ok=True)
     model = install(args.home)
@@ -287,12 +297,16 @@ def main() -> int:
         plan = work / "plan.yaml"
         planned = False
         if not args.skip_plan:
-            code, _, _ = anti_sprawl(["plan", REQUIREMENT, "--output", str(plan)], url, repo)
+            code, _, _ = anti_sprawl(
+                ["plan", REQUIREMENT, "--output", str(plan)], url, repo, args.request_timeout
+            )
             planned = code == 0 and plan.exists()
         if not planned:
             log("executing the fixed one-node plan (the planner's plan was not usable)")
             plan.write_text(json.dumps(FALLBACK_PLAN))
-        code, seconds, _ = anti_sprawl(["execute", str(plan), "--json"], url, repo)
+        code, seconds, _ = anti_sprawl(
+            ["execute", str(plan), "--json"], url, repo, args.request_timeout
+        )
         report(recorder, code, seconds, repo)
         shutil.rmtree(work, ignore_errors=True)
         return code

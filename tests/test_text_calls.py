@@ -31,6 +31,11 @@ SHAPES = {
     "doubled": "{" + json.dumps({"name": "write_file", "arguments": WRITE}) + "}",
     "arguments only": json.dumps(WRITE),
     "arguments as a string": json.dumps({"name": "write_file", "arguments": json.dumps(WRITE)}),
+    # recorded from Qwen2.5-Coder-1.5B (tests/fixtures/real_model/): Python's triple quotes
+    # inside the JSON, and a closing fence without its opening one
+    "triple-quoted": '```json\n{"name": "write_file", "arguments": {"path": "pkg/a.py", '
+    '"content": """A = 1\n"""}}\n```',
+    "closing fence only": json.dumps({"name": "write_file", "arguments": WRITE}) + "\n```",
 }
 
 

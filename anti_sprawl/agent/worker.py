@@ -296,10 +296,13 @@ class _Worker:
         return ToolOutcome(f"{head}\n{run.tail}", status=status, summary=head)
 
     def _finish(self, args: Any) -> ToolOutcome:
-        """Finish, unless it names files the worktree does not change (a claim we can check)."""
+        """Finish, unless it names files the worktree does not change (a claim we can check).
+
+        Over an empty diff the finish is taken: the attempt then fails ``no_changes``
+        (run/node_work.py), whose retry note says so, instead of a loop of refusals."""
         assert isinstance(args, FinishArgs)
-        if args.files and self.ctx.changed_files is not None:
-            changed = set(self.ctx.changed_files())
+        changed = set(self.ctx.changed_files()) if self.ctx.changed_files else set()
+        if args.files and changed:
             claimed = [f for f in args.files if f.strip().removeprefix("./") not in changed]
             if claimed:
                 actual = ", ".join(sorted(changed)) or "no file"

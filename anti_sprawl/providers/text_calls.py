@@ -36,6 +36,8 @@ def _objects(text: str) -> list[str] | None:
     fenced = _FENCE.match(body)
     if fenced:
         body = fenced.group(1).strip()
+    elif body.startswith("{") and body.endswith("```"):
+        body = body[:-3].strip()  # a closing fence without its opening one (recorded)
     if body.startswith("<tool_call>"):
         blocks = _TAGGED.findall(body)
         rest = _TAGGED.sub("", body).strip()
