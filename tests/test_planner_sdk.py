@@ -98,3 +98,39 @@ def test_openai_submit_plan_with_one_repair(server: FakeLLMServer, repo: Path) -
     assert tool_msg["role"] == "tool"
     assert tool_msg["tool_call_id"] == "call_1"
     assert "'..' segment escapes the repository" in json.dumps(tool_msg["content"])
+
+
+def test_two_identical_submissions_in_one_turn_count_once(
+    server: FakeLLMServer, repo: Path
+) -> None:
+    """Issue 23: a small model sent the same submit_plan twice in one response."""
+    call = json.dumps(BAD)
+    twice = [
+        openai_tool_call("c1", "submit_plan", call),
+        openai_tool_call("c2", "submit_plan", call),
+    ]
+    server.enqueue(openai_completion(tool_calls=twice, finish_reason="tool_calls"))
+    server.enqueue(openai_submit(GOOD, "c3"))
+    provider = OpenAIProvider("local", base_url=server.url, sleep=no_sleep)
+    result = plan_requirement("Tidy run()", repo, provider, max_rounds=2)
+    assert result.ok, result.message
+    assert result.rounds == 2  # the duplicate spent no round
+    answers = [m for m in server.requests[1].body["messages"] if m["role"] == "tool"]
+    assert [a["tool_call_id"] for a in answers] == ["c1", "c2"]
+    assert "the same call as the one before in this turn; not run again" in answers[1]["content"]
+
+
+def test_the_same_error_twice_brings_the_skeleton_of_a_valid_task(
+    server: FakeLLMServer, repo: Path
+) -> None:
+    for n in range(2):
+        server.enqueue(openai_submit(BAD, f"c{n}"))
+    server.enqueue(openai_submit(GOOD, "c2"))
+    provider = OpenAIProvider("local", base_url=server.url, sleep=no_sleep)
+    result = plan_requirement("Tidy run()", repo, provider)
+    assert result.ok, result.message
+    first, second = (server.requests[n].body["messages"][-1]["content"] for n in (1, 2))
+    assert "The same error came back twice" not in first
+    assert "The same error came back twice" in second
+    assert '"write_scope": [' in second
+    assert '"token_budget": 30000' in second

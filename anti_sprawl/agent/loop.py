@@ -231,7 +231,23 @@ class Loop:
 
     def _tools(self, policy: Policy, calls: Sequence[ToolCall]) -> Ending | None:
         results: list[ToolResult] = []
+        seen: dict[str, ToolResult] = {}
         for call in calls:
+            # The same call twice in one turn runs, and counts, once (a small model sent two
+            # identical submit_plan calls and spent two repair rounds; issue 23).
+            key = json.dumps([call.name, call.arguments], sort_keys=True, default=str)
+            if key in seen:
+                same = seen[key]
+                results.append(
+                    ToolResult(
+                        call_id=call.id,
+                        content=f"(the same call as the one before in this turn; not run again) "
+                        f"{same.content}",
+                        is_error=same.is_error,
+                    )
+                )
+                self.log({"event": "duplicate", "call": call.model_dump()})
+                continue
             ending = policy.before_tool(call)
             if ending is not None:
                 return ending
@@ -242,6 +258,7 @@ class Loop:
                 ending = outcome.ending
             if ending is not None:
                 return ending
+            seen[key] = result
             results.append(result)
         self.messages.append(ToolResultMessage(results=results))
         return None

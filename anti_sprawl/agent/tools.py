@@ -115,6 +115,11 @@ class FinishArgs(_Args):
         max_length=8000,
         description="What downstream tasks need to know: new or changed signatures, events.",
     )
+    files: list[str] = Field(
+        default_factory=list,
+        max_length=200,
+        description="The files you changed (checked against the diff).",
+    )
 
 
 _SPECS: dict[str, tuple[str, type[_Args]]] = {

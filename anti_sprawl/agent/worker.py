@@ -37,6 +37,7 @@ from ..providers.base import (
 )
 from ..providers.limits import cut_message
 from ..providers.prices import Price
+from ..providers.text_calls import text_call_nudge
 from ..tokens import TokenCounter
 from .artifacts import ArtifactStore, Observer
 from .budget import Budget, RunBudget
@@ -150,6 +151,8 @@ class WorkerContext:
     model: str | None = None  # the node's model (None: the provider's default)
     price: Price | None = None  # its prices (None: unpriced, tokens only)
     attempt: int = 1  # the node's attempt: later ones keep their own transcript and call ids
+    # The paths the worktree changes now (a finish naming others is refused); None: unchecked.
+    changed_files: Callable[[], list[str]] | None = None
 
 
 def run_worker(ctx: WorkerContext) -> WorkerResult:
@@ -171,7 +174,7 @@ class _Worker:
             **read_handlers(ctx.firewall, limits.observation_chars),
             **write_handlers(ctx.firewall),
             "run_tests": self._run_tests,
-            FINISH_TOOL: _finish,
+            FINISH_TOOL: self._finish,
         }
         self.loop = Loop(
             task_id=ctx.task_id,
@@ -241,6 +244,8 @@ class _Worker:
 
     def text_turn(self, response: ModelResponse) -> str | Ending:
         self.compactor.text_turn()
+        if response.text_call_problem:
+            return text_call_nudge(response.text_call_problem, self.loop.specs)
         return CONTINUE_PROMPT
 
     def cut_turn(self, max_output_tokens: int) -> str | Ending:
@@ -290,7 +295,21 @@ class _Worker:
         status = "ok" if run.passed else "failed"
         return ToolOutcome(f"{head}\n{run.tail}", status=status, summary=head)
 
+    def _finish(self, args: Any) -> ToolOutcome:
+        """Finish, unless it names files the worktree does not change (a claim we can check).
 
-def _finish(args: Any) -> ToolOutcome:
-    assert isinstance(args, FinishArgs)
-    return ToolOutcome("finished", wrap=False, ending=Ending("finished", value=args))
+        Over an empty diff the finish is taken: the attempt then fails ``no_changes``
+        (run/node_work.py), whose retry note says so, instead of a loop of refusals."""
+        assert isinstance(args, FinishArgs)
+        changed = set(self.ctx.changed_files()) if self.ctx.changed_files else set()
+        if args.files and changed:
+            claimed = [f for f in args.files if f.strip().removeprefix("./") not in changed]
+            if claimed:
+                actual = ", ".join(sorted(changed)) or "no file"
+                return ToolOutcome(
+                    f"finish refused: it names {', '.join(claimed)}, but your changes touch "
+                    f"{actual}. Make those changes first, or name only the files you changed.",
+                    status="error",
+                    wrap=False,
+                )
+        return ToolOutcome("finished", wrap=False, ending=Ending("finished", value=args))

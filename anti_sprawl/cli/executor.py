@@ -67,6 +67,7 @@ def dask_settings(
     base_url: str | None,
     script: Path | None,
     env: Mapping[str, str],
+    timeout: float | None = None,
 ) -> tuple[DaskSettings, Provider]:
     """(DaskSettings, the central provider) for ``--executor dask``.
 
@@ -90,7 +91,7 @@ def dask_settings(
     if script is not None:
         raise UsageError("--script is only used with --provider scripted")
     default = DEFAULT_ANTHROPIC_MODEL if name == "anthropic" else DEFAULT_OPENAI_MODEL
-    spec = ProviderSpec(name=name, model=model, base_url=base_url)
+    spec = ProviderSpec(name=name, model=model, base_url=base_url, timeout=timeout)
     return DaskSettings(scheduler=scheduler, provider=spec), RemoteProvider(name, model or default)
 
 

@@ -63,6 +63,19 @@ MaxOutOpt = Annotated[
         "unknown model on a --base-url server).",
     ),
 ]
+RequestTimeoutOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--request-timeout",
+        envvar="ANTI_SPRAWL_REQUEST_TIMEOUT",
+        min=1.0,
+        metavar="SECONDS",
+        help="Overall deadline of one model call, from the request to the last byte of its "
+        "answer (default: 120 s for hosted APIs, widened for long answers; 900 s for a "
+        "--base-url server, whose CPU may take minutes to read a prompt). A call past it is "
+        "abandoned and retried as a timeout.",
+    ),
+]
 JobsOpt = Annotated[int, typer.Option("--jobs", "-j", min=1, max=64, help="Nodes run at once.")]
 MaxTokensOpt = Annotated[
     int | None,
@@ -223,14 +236,23 @@ def warn_unpriced(table: Any, models: list[str]) -> None:
 
 
 def build_provider(
-    provider: str | None, model: str | None, base_url: str | None, script: Path | None
+    provider: str | None,
+    model: str | None,
+    base_url: str | None,
+    script: Path | None,
+    timeout: float | None = None,
 ) -> Any:
     from ..providers import select_provider
     from ..providers.redacting import RedactingProvider
     from ..redact import Redactor, env_secrets
 
     chosen = select_provider(
-        provider=provider, model=model, base_url=base_url, script=script, env=os.environ
+        provider=provider,
+        model=model,
+        base_url=base_url,
+        script=script,
+        env=os.environ,
+        timeout=timeout,
     )
     # Every request is scrubbed of the secret values this process can see before it leaves.
     return RedactingProvider(chosen, Redactor(env_secrets(os.environ)))
@@ -251,14 +273,21 @@ def output_limit(flag: int | None, provider: Any, base_url: str | None) -> int:
     return default_output_limit(provider.name, provider.model, local_server=local)
 
 
-def plan_for(plan_file: Path, repo: Path) -> Any:
-    """A plan file validated against ``repo``; an invalid one is the user's mistake (exit 2)."""
+def plan_for(plan_file: Path, repo: Path, setup_network: bool = False) -> Any:
+    """A plan file validated against ``repo``; an invalid one is the user's mistake (exit 2).
+    Warnings that the run would come to regret (a file the requirement names that no node may
+    write, a setup command that needs the network) are printed on stderr."""
     from ..plan.model import load_plan_data
     from ..plan.validate import validate as run_validation
     from ..run.preflight import check_repo
 
     check_repo(repo)
-    report = run_validation(load_plan_data(plan_file), existing_dir(repo))
+    report = run_validation(
+        load_plan_data(plan_file), existing_dir(repo), setup_network=setup_network
+    )
+    for warning in report.warnings:
+        if warning.code in ("requirement_path_unwritten", "setup_needs_network"):
+            stderr().print(f"anti-sprawl: warning: {warning.message}", markup=False)
     if report.plan is None or not report.valid:
         first = report.errors[0].message if report.errors else "invalid plan"
         raise UsageError(f"{plan_file} is not a valid plan: {first} (see 'anti-sprawl validate')")

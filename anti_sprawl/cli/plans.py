@@ -21,6 +21,7 @@ from .options import (
     ProviderOpt,
     RepoOpt,
     RepoReq,
+    RequestTimeoutOpt,
     ScriptOpt,
     build_provider,
     existing_dir,
@@ -67,6 +68,7 @@ def plan_cmd(
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
+    request_timeout: RequestTimeoutOpt = None,
     script: ScriptOpt = None,
     prices: PricesOpt = None,
     as_json: JsonOpt = False,
@@ -75,7 +77,7 @@ def plan_cmd(
     from .plan import parse_models, run_plan_command
 
     allowed = parse_models(models)
-    chosen = build_provider(provider, model, base_url, script)
+    chosen = build_provider(provider, model, base_url, script, request_timeout)
     table = price_table(prices, chosen, base_url)
     console = stdout() if not as_json else Console(stderr=True, highlight=False)
     code = run_plan_command(

@@ -22,6 +22,7 @@ from .options import (
     ModelOpt,
     ProviderOpt,
     RepoReq,
+    RequestTimeoutOpt,
     UnsafeOpt,
     existing_dir,
 )
@@ -152,6 +153,7 @@ def eval_cmd(
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
+    request_timeout: RequestTimeoutOpt = None,
     allow_unsandboxed: UnsafeOpt = False,
     executor: ExecutorOpt = ExecutorChoice.local,
     dask_scheduler: DaskSchedulerOpt = None,
@@ -169,6 +171,7 @@ def eval_cmd(
         provider=provider,
         model=model,
         base_url=base_url,
+        request_timeout=request_timeout,
         ablate=ablate or (),
         only=case or (),
         as_json=as_json,

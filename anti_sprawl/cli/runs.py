@@ -29,6 +29,7 @@ from .options import (
     PricesOpt,
     ProviderOpt,
     RepoReq,
+    RequestTimeoutOpt,
     SandboxAllowOpt,
     SandboxChoice,
     SandboxLimitOpt,
@@ -68,6 +69,7 @@ def _prepare(
     policy: Any,
     executor: ExecutorChoice,
     scheduler: str | None,
+    request_timeout: float | None = None,
     **fields: Any,
 ) -> tuple[Any, Any, Any]:
     """The provider, the frozen RunSettings of ``execute``/``resume`` from their flags, and
@@ -75,14 +77,16 @@ def _prepare(
     from ..run.settings import RunSettings
     from .executor import choose
 
-    local = functools.partial(build_provider, provider, model, base_url, script)
-    mine = {"provider": provider, "model": model, "base_url": base_url, "script": script}
+    local = functools.partial(build_provider, provider, model, base_url, script, request_timeout)
+    mine: dict[str, Any] = {"provider": provider, "model": model, "base_url": base_url}
+    mine.update(script=script, timeout=request_timeout)
     remote, chosen = choose(executor is ExecutorChoice.dask, scheduler, local, **mine)
     settings = RunSettings(
         sandbox=policy,
         model=model,
         prices=price_table(prices, chosen, base_url),
         local_server=local_server(chosen, base_url),
+        request_timeout=request_timeout,
         **fields,
     )
     return chosen, settings, remote
@@ -157,6 +161,7 @@ def execute(
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
+    request_timeout: RequestTimeoutOpt = None,
     script: ScriptOpt = None,
     prices: PricesOpt = None,
     sandbox: SandboxOpt = SandboxChoice.bwrap,
@@ -181,7 +186,7 @@ def execute(
     from ..run.runner import execute as run_execute
     from .executor import executor_for
 
-    plan = plan_for(plan_file, repo)
+    plan = plan_for(plan_file, repo, allow_setup_network)
     policy = sandbox_policy(
         sandbox, sandbox_allow, sandbox_limit, allow_unsandboxed, allow_setup_network
     )
@@ -194,6 +199,7 @@ def execute(
         policy,
         executor,
         dask_scheduler,
+        request_timeout,
         jobs=jobs,
         branch=branch,
         base=base,
@@ -274,6 +280,7 @@ def resume(
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
+    request_timeout: RequestTimeoutOpt = None,
     script: ScriptOpt = None,
     prices: PricesOpt = None,
     sandbox: SandboxOpt = SandboxChoice.bwrap,
@@ -289,7 +296,7 @@ def resume(
     from ..run.runner import resume as run_resume
     from .executor import executor_for, journal_plan
 
-    plan = plan_for(plan_file, repo) if plan_file is not None else None
+    plan = plan_for(plan_file, repo, allow_setup_network) if plan_file is not None else None
     policy = sandbox_policy(
         sandbox, sandbox_allow, sandbox_limit, allow_unsandboxed, allow_setup_network
     )
@@ -302,6 +309,7 @@ def resume(
         policy,
         executor,
         dask_scheduler,
+        request_timeout,
         jobs=jobs,
         max_tokens=max_tokens,
         max_cost=max_cost,

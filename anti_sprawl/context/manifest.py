@@ -285,7 +285,10 @@ def conversation_items(messages: Sequence[Message]) -> list[ContextItem]:
             )
         elif isinstance(message, AssistantMessage):
             text = turn_text(message.text, message.tool_calls)
-            items.append(make_item(f"turn:{i}", "observation", "assistant", "untrusted", text))
+            # a call the provider recovered from the reply's text (providers/text_calls.py)
+            recovered = any(call.from_text for call in message.tool_calls)
+            source = "assistant (tool call recovered from text)" if recovered else "assistant"
+            items.append(make_item(f"turn:{i}", "observation", source, "untrusted", text))
             for call in message.tool_calls:
                 path = call.arguments.get("path")
                 names[call.id] = f"{call.name} {path}" if isinstance(path, str) else call.name

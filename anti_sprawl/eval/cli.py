@@ -28,7 +28,11 @@ __all__ = ["run_eval_command"]
 
 
 def _factory(
-    cases: Sequence[Case], provider: str | None, model: str | None, base_url: str | None
+    cases: Sequence[Case],
+    provider: str | None,
+    model: str | None,
+    base_url: str | None,
+    timeout: float | None = None,
 ) -> ProviderFactory:
     live = (provider is not None and provider.strip().lower() != "scripted") or bool(base_url)
     if not live:
@@ -40,7 +44,12 @@ def _factory(
         return scripted_provider
     # One live provider for every case; each run wraps it in its own recorder.
     chosen = select_provider(
-        provider=provider, model=model, base_url=base_url, script=None, env=os.environ
+        provider=provider,
+        model=model,
+        base_url=base_url,
+        script=None,
+        env=os.environ,
+        timeout=timeout,
     )
 
     def live_provider(case: Case, repo: Path, root: Path) -> Provider:
@@ -55,6 +64,7 @@ def run_eval_command(
     provider: str | None = None,
     model: str | None = None,
     base_url: str | None = None,
+    request_timeout: float | None = None,
     ablate: Sequence[str] = (),
     only: Sequence[str] = (),
     as_json: bool = False,
@@ -75,7 +85,7 @@ def run_eval_command(
         max_output_tokens = default_output_limit("openai", model or "", local_server=True)
     cases = load_cases(cases_dir, list(only) or None)
     variants = variants_for(ablate)
-    factory = _factory(cases, provider, model, base_url)
+    factory = _factory(cases, provider, model, base_url, request_timeout)
     progress = Console(stderr=True, highlight=False) if as_json else console
     total = len(cases) * len(variants)
     finished: list[CaseResult] = []

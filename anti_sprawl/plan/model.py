@@ -83,6 +83,11 @@ class TaskNode(BaseModel):
         description="Attempts before the node fails (default: the plan's max_attempts); each "
         "retry starts from a fresh worktree with a note on why the last attempt failed.",
     )
+    expect_changes: bool = Field(
+        default=True,
+        description="False for a verify-only node that may legitimately change no file; "
+        "otherwise a node whose diff is empty fails (no_changes) and is retried.",
+    )
 
 
 class Plan(BaseModel):
@@ -168,6 +173,9 @@ def load_plan_data(path: Path) -> dict[str, Any]:
 
 def dump_plan(plan: Plan, fmt: str = "yaml") -> str:
     data = plan.model_dump(mode="json", exclude_none=True)
+    for task in data["tasks"]:
+        if task.get("expect_changes") is True:
+            del task["expect_changes"]  # the default: plans stay as short as they were
     if fmt == "json":
         return json.dumps(data, indent=2) + "\n"
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)

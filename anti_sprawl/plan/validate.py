@@ -2,8 +2,10 @@
 
 The checks, in order: schema (pydantic), ids and dependencies, cycles, ids usable as git ref
 components and test commands that split into a NUL-free argument list (what ``validate``
-accepts, ``execute`` can run), scope entries, budgets; with a repository, entries that name
-nothing in it (``repo_checks``); then — on an acyclic plan — write/write overlap and stale
+accepts, ``execute`` can run), scope entries, budgets; warnings for files the requirement
+names that no node may write and a setup command that needs a network the run withholds
+(``intent_checks``); with a repository, entries that name nothing in it (``repo_checks``) and a
+``base`` that is no commit; then — on an acyclic plan — write/write overlap and stale
 reads between nodes that the DAG leaves unordered (``overlap``).
 """
 
@@ -22,6 +24,7 @@ from ..fs.deny_rules import DEFAULT_ALLOW, DEFAULT_DENY, DenyRules
 from ..fs.scopes import entry_problem, is_glob, normalize_entry
 from ..sandbox.command_template import template_problem
 from .graph import dependency_edges, find_cycle
+from .intent_checks import base_problem, network_setup_warning, requirement_path_warnings
 from .model import Plan, command_argv
 from .overlap import overlap_problems
 from .repo_checks import repo_problems
@@ -42,10 +45,13 @@ MAX_TOKEN_BUDGET = 10_000_000
 MAX_TOOL_CALLS = 2_000
 
 
-def validate(data: dict[str, Any] | Plan, repo: Path | None = None) -> Report:
-    """Check a plan (a parsed mapping or a Plan) and, with ``repo``, its scopes on disk."""
+def validate(
+    data: dict[str, Any] | Plan, repo: Path | None = None, *, setup_network: bool = False
+) -> Report:
+    """Check a plan (a parsed mapping or a Plan) and, with ``repo``, its scopes on disk and
+    its base; ``setup_network``: the run lets the setup command use the network."""
     with _collector_paused():
-        return _validate(data, repo)
+        return _validate(data, repo, setup_network)
 
 
 @contextmanager
@@ -68,7 +74,7 @@ def _collector_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _validate(data: dict[str, Any] | Plan, repo: Path | None) -> Report:
+def _validate(data: dict[str, Any] | Plan, repo: Path | None, setup_network: bool) -> Report:
     if isinstance(data, Plan):
         plan = data
     else:
@@ -87,10 +93,16 @@ def _validate(data: dict[str, Any] | Plan, repo: Path | None) -> Report:
     errors.extend(_ref_name_problems(plan))
     errors.extend(_command_problems(plan))
     errors.extend(_entry_problems(plan))
-    warnings = list(_secret_entries(plan))
+    warnings = [*_secret_entries(plan), *requirement_path_warnings(plan)]
+    offline = network_setup_warning(plan, setup_network)
+    if offline is not None:
+        warnings.append(offline)
     errors.extend(_budget_problems(plan))
     if repo is not None:
         errors.extend(repo_problems(plan, repo))
+        base = base_problem(plan, repo) if (repo / ".git").exists() else None
+        if base is not None:
+            errors.append(base)
     if not cycle and not duplicates:  # the overlap checks need a DAG of distinct ids
         errors.extend(overlap_problems(plan, edges))
     return Report(valid=not errors, errors=errors, warnings=warnings, plan=plan)

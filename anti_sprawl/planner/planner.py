@@ -34,6 +34,7 @@ from ..plan.model import Plan
 from ..plan.validate import Problem, Report, validate
 from ..providers.base import ModelRequest, ModelResponse, Provider, ToolCall, Usage, UserMessage
 from ..providers.limits import cut_message
+from ..providers.text_calls import text_call_nudge
 from .assist import (
     default_budgets,
     estimated_tokens,
@@ -55,6 +56,7 @@ from .tools import (
     missing_budgets,
     model_problems,
     submission_data,
+    unwritten_feedback,
 )
 
 __all__ = ["NUDGE", "Outcome", "PlannerResult", "default_plan_id", "plan_requirement"]
@@ -191,6 +193,9 @@ class _Session:
     manifests: list[Path] = field(default_factory=list)
     violations: list[Violation] = field(default_factory=list)
     _seen: int = 0
+    # the (code, message) pairs of the last invalid submission: a repeat earns the skeleton
+    _last_errors: set[tuple[str, str]] = field(default_factory=set)
+    _told_unwritten: bool = False
 
     def __post_init__(self) -> None:
         explore = read_handlers(self.firewall, OBSERVATION_CHARS)
@@ -249,6 +254,8 @@ class _Session:
         self.nudges += 1
         if self.nudges > MAX_NUDGES:
             return Ending("stalled", "the model did not call submit_plan")
+        if response.text_call_problem:
+            return text_call_nudge(response.text_call_problem, self.loop.specs)
         return NUDGE
 
     def cut_turn(self, max_output_tokens: int) -> str | Ending:
@@ -307,7 +314,10 @@ class _Session:
             report = Report(valid=False, errors=errors, warnings=report.warnings, plan=report.plan)
         self.report = report
         if not report.valid or report.plan is None:
-            text = feedback(self.report, self.rounds, self.max_rounds)
+            seen = {(p.code, p.message) for p in report.errors}
+            repeated = bool(seen & self._last_errors)
+            self._last_errors = seen
+            text = feedback(self.report, self.rounds, self.max_rounds, repeated=repeated)
             ending = None
             if self.rounds >= self.max_rounds:
                 message = f"the plan is still invalid after {self.rounds} submission(s)"
@@ -316,6 +326,11 @@ class _Session:
         plan = report.plan
         if self.models and plan.default_model is None:
             plan = plan.model_copy(update={"default_model": self.models[0]})
+        unwritten = [p for p in report.warnings if p.code == "requirement_path_unwritten"]
+        if unwritten and not self._told_unwritten and self.rounds < self.max_rounds:
+            # once: a plan that cannot change a file the requirement names is sent back
+            self._told_unwritten = True
+            return ToolOutcome(unwritten_feedback(unwritten), status="error", wrap=False)
         plan, warnings = self._assist(plan, missing_budgets(raw))
         final = validate(plan, self.repo)
         if not final.valid or final.plan is None:  # assistance must never break a valid plan

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import json
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -66,14 +67,47 @@ def missing_budgets(raw: dict[str, Any]) -> dict[str, set[str]]:
     return out
 
 
-def feedback(report: Report | None, rounds: int, max_rounds: int) -> str:
-    """The error text of an invalid ``submit_plan``: every validation error, one a line."""
+# One valid task with every key a task must or usually should have: what a small model that
+# repeats an error is shown (issue 23: it got it right once it saw a whole example).
+TASK_SKELETON = {
+    "task_id": "add-feature",
+    "name": "Add the feature",
+    "goal": "What to change, in which files, and how to check it.",
+    "dependencies": [],
+    "read_scope": ["src/module.py"],
+    "write_scope": ["src/module.py", "tests/test_module.py"],
+    "token_budget": 30000,
+    "max_tool_calls": 15,
+}
+
+
+def feedback(report: Report | None, rounds: int, max_rounds: int, *, repeated: bool = False) -> str:
+    """The error text of an invalid ``submit_plan``: every validation error, one a line; when
+    an error repeats the previous submission's, the skeleton of one valid task too."""
     errors = report.errors if report is not None else []
     lines = [
         f"The plan is invalid ({len(errors)} error(s)). Fix every one and call "
         f"{SUBMIT_PLAN_TOOL} again with the whole corrected plan "
         f"(submission {rounds} of {max_rounds}):",
         *(f"- [{p.code}] {p.message}" for p in errors),
+    ]
+    if repeated:
+        skeleton = json.dumps({"tasks": [TASK_SKELETON]}, indent=1)
+        lines += [
+            "The same error came back twice. Here is one valid task with every required key; "
+            f"submit your tasks in this shape:\n{skeleton}",
+        ]
+    return "\n".join(lines)
+
+
+def unwritten_feedback(warnings: Sequence[Problem]) -> str:
+    """What the planner is told once about a valid plan that cannot change a file the
+    requirement names."""
+    lines = [
+        "The plan is valid, but it cannot meet the requirement as written:",
+        *(f"- {p.message}" for p in warnings),
+        f"Fix it and call {SUBMIT_PLAN_TOOL} again with the whole plan; submit the same plan "
+        "again to keep it as it is.",
     ]
     return "\n".join(lines)
 

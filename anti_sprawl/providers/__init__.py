@@ -133,11 +133,14 @@ def select_provider(
     base_url: str | None,
     script: Path | None,
     env: Mapping[str, str],
+    timeout: float | None = None,
 ) -> Provider:
     """Pick and build the provider from the CLI flags and the environment.
 
     Without ``provider``: ``--script`` means scripted, ``--base-url`` means openai, then
     ``ANTHROPIC_API_KEY`` means anthropic, then ``OPENAI_API_KEY``/``OPENAI_BASE_URL`` openai.
+    ``timeout`` is the overall deadline of one call (``--request-timeout``; None: the default
+    of the server kind, providers/limits.py).
     """
     if base_url:
         check_base_url(base_url, "--base-url")
@@ -151,8 +154,8 @@ def select_provider(
     if script is not None:
         raise UsageError("--script is only used with --provider scripted")
     if name == "anthropic":
-        return _anthropic(model, base_url, env)
-    return _openai(model, base_url, env)
+        return _anthropic(model, base_url, env, timeout)
+    return _openai(model, base_url, env, timeout)
 
 
 def _provider_name(
@@ -175,7 +178,9 @@ def _provider_name(
     raise UsageError(NO_PROVIDER_MESSAGE)
 
 
-def _anthropic(model: str | None, base_url: str | None, env: Mapping[str, str]) -> Provider:
+def _anthropic(
+    model: str | None, base_url: str | None, env: Mapping[str, str], timeout: float | None
+) -> Provider:
     key = _env(env, "ANTHROPIC_API_KEY")
     if key is None:
         raise UsageError("--provider anthropic needs ANTHROPIC_API_KEY in the environment")
@@ -183,10 +188,13 @@ def _anthropic(model: str | None, base_url: str | None, env: Mapping[str, str]) 
         model or DEFAULT_ANTHROPIC_MODEL,
         api_key=key,
         base_url=base_url or _env_url(env, "ANTHROPIC_BASE_URL"),
+        timeout=timeout,
     )
 
 
-def _openai(model: str | None, base_url: str | None, env: Mapping[str, str]) -> Provider:
+def _openai(
+    model: str | None, base_url: str | None, env: Mapping[str, str], timeout: float | None
+) -> Provider:
     url = base_url or _env_url(env, "OPENAI_BASE_URL")
     key = _env(env, "OPENAI_API_KEY")
     if key is None and url is None:
@@ -195,4 +203,4 @@ def _openai(model: str | None, base_url: str | None, env: Mapping[str, str]) -> 
         raise UsageError(
             "--model is required with an OpenAI-compatible --base-url / OPENAI_BASE_URL"
         )
-    return OpenAIProvider(model or DEFAULT_OPENAI_MODEL, api_key=key, base_url=url)
+    return OpenAIProvider(model or DEFAULT_OPENAI_MODEL, api_key=key, base_url=url, timeout=timeout)

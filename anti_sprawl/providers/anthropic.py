@@ -51,19 +51,21 @@ class AnthropicProvider(SdkProvider):
         *,
         api_key: str | None = None,
         base_url: str | None = None,
-        timeout: float = 120.0,
+        timeout: float | None = None,
         attempts: int = 4,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         import anthropic
 
-        super().__init__(model, base_url=base_url, attempts=attempts, sleep=sleep)
+        super().__init__(
+            model, base_url=base_url, attempts=attempts, sleep=sleep, timeout=timeout, local=False
+        )
         self._sdk = anthropic
         self._sdk_error = anthropic.AnthropicError
         try:
             # max_retries=0: our with_retries is the only retry layer, so it is the tested one.
             self._client = anthropic.Anthropic(
-                api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
+                api_key=api_key, base_url=base_url, timeout=self.client_timeout, max_retries=0
             )
         except anthropic.AnthropicError as exc:
             raise UsageError(f"cannot set up the Anthropic client: {type(exc).__name__}") from exc
@@ -74,8 +76,8 @@ class AnthropicProvider(SdkProvider):
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         return to_anthropic_params(request, request.model or self.model)
 
-    def _send(self, params: dict[str, Any]) -> Any:
-        return self._client.messages.with_raw_response.create(**params)
+    def _stream(self, params: dict[str, Any]) -> Any:
+        return self._client.messages.with_streaming_response.create(**params)
 
     def _response(self, request: ModelRequest, body: AnthropicBody) -> ModelResponse:
         texts: list[str] = []

@@ -78,11 +78,13 @@ class ToolSpec(_Frozen):
 
 
 class ToolCall(_Frozen):
-    """One tool call requested by the model."""
+    """One tool call requested by the model; ``from_text``: recovered from the reply's text
+    (providers/text_calls.py), not sent through the tools interface."""
 
     id: str
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
+    from_text: bool = False
 
 
 class ToolResult(_Frozen):
@@ -177,6 +179,8 @@ class ModelResponse(_Frozen):
     usage: Usage
     model: str
     raw_id: str | None = None
+    # A reply that looked like a tool call written as text but was not one: what was wrong.
+    text_call_problem: str | None = None
 
 
 @runtime_checkable

@@ -13,7 +13,10 @@ from __future__ import annotations
 
 __all__ = [
     "DEFAULT_LOCAL_LIMIT",
+    "HOSTED_REQUEST_TIMEOUT",
+    "LOCAL_REQUEST_TIMEOUT",
     "WRITE_IN_PARTS",
+    "call_deadline",
     "cut_message",
     "default_output_limit",
     "response_timeout",
@@ -94,6 +97,25 @@ def default_output_limit(provider: str, model: str, *, local_server: bool = Fals
 def response_timeout(base: float, max_output_tokens: int) -> float:
     """Seconds to wait for one non-streamed response that may hold ``max_output_tokens``."""
     return base + max(0, max_output_tokens - _BASE_TOKENS) / _TOKENS_PER_SECOND
+
+
+# The overall deadline of one model call (one HTTP request) by default: a hosted API answers a
+# 4k-token response well inside two minutes; a CPU server behind --base-url takes 100-440 s to
+# read a 2-4k-token first prompt alone (issue 23), so it gets fifteen minutes.
+HOSTED_REQUEST_TIMEOUT = 120.0
+LOCAL_REQUEST_TIMEOUT = 900.0
+
+
+def call_deadline(request_timeout: float | None, max_output_tokens: int, *, local: bool) -> float:
+    """Seconds one call may take in all, from the request to the last byte of its body.
+
+    ``request_timeout`` (``--request-timeout``, ``ANTI_SPRAWL_REQUEST_TIMEOUT``) is that deadline
+    exactly; without it the default of the server kind, widened for a long answer.
+    """
+    if request_timeout is not None:
+        return request_timeout
+    base = LOCAL_REQUEST_TIMEOUT if local else HOSTED_REQUEST_TIMEOUT
+    return response_timeout(base, max_output_tokens)
 
 
 WRITE_IN_PARTS = (

@@ -29,6 +29,7 @@ from .base import (
     estimated_usage,
 )
 from .sdk import SdkProvider
+from .text_calls import recover_text_calls, text_call_problem
 from .wire import OpenAIBody, OpenAIContentPart, OpenAIToolCall, OpenAIUsage
 
 __all__ = [
@@ -62,13 +63,20 @@ class OpenAIProvider(SdkProvider):
         *,
         api_key: str | None = None,
         base_url: str | None = None,
-        timeout: float = 120.0,
+        timeout: float | None = None,
         attempts: int = 4,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         import openai
 
-        super().__init__(model, base_url=base_url, attempts=attempts, sleep=sleep)
+        super().__init__(
+            model,
+            base_url=base_url,
+            attempts=attempts,
+            sleep=sleep,
+            timeout=timeout,
+            local=bool(base_url),
+        )
         self._sdk = openai
         self._sdk_error = openai.OpenAIError
         if not api_key and base_url:
@@ -76,7 +84,7 @@ class OpenAIProvider(SdkProvider):
         try:
             # max_retries=0: our with_retries is the only retry layer, so it is the tested one.
             self._client = openai.OpenAI(
-                api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
+                api_key=api_key, base_url=base_url, timeout=self.client_timeout, max_retries=0
             )
         except openai.OpenAIError as exc:
             raise UsageError(
@@ -91,8 +99,8 @@ class OpenAIProvider(SdkProvider):
         limit_key = "max_tokens" if self._base_url else "max_completion_tokens"
         return to_openai_params(request, request.model or self.model, limit_key=limit_key)
 
-    def _send(self, params: dict[str, Any]) -> Any:
-        return self._client.chat.completions.with_raw_response.create(**params)
+    def _stream(self, params: dict[str, Any]) -> Any:
+        return self._client.chat.completions.with_streaming_response.create(**params)
 
     def _response(self, request: ModelRequest, body: OpenAIBody) -> ModelResponse:
         message = body.choices[0].message
@@ -103,7 +111,16 @@ class OpenAIProvider(SdkProvider):
             stop: StopReason = "tool_use" if calls else "end_turn"
         else:
             stop = _STOP_REASONS.get(finish, "other")
+        problem = None
+        if not calls and stop != "max_tokens":
+            # small local models write their calls as text (providers/text_calls.py)
+            calls = recover_text_calls(text, request.tools)
+            if calls:
+                text, stop = "", "tool_use"
+            else:
+                problem = text_call_problem(text, request.tools)
         return ModelResponse(
+            text_call_problem=problem,
             text=text,
             tool_calls=calls,
             stop_reason=stop,

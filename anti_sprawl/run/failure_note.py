@@ -36,12 +36,13 @@ __all__ = [
     "with_failure_note",
 ]
 
-# Failures a fresh attempt may fix. A malformed finish is answered with an error and the loop
+# Failures a fresh attempt may fix (a finish with an empty diff, ``no_changes``, among them:
+# small models call finish after only running the old tests). A malformed finish is answered with an error and the loop
 # goes on, so a model that never gets it right ends at its call or tool-call cap. Not retried:
 # the run's caps and stop requests (the run is interrupted and resumable), a secret in the
 # change, a failing setup command, an orchestrator or storage error, a landing conflict.
 RETRY_REASONS: frozenset[FailReason] = frozenset(
-    {"tests", "budget", "tool_calls", "calls", "provider", "script"}
+    {"tests", "budget", "tool_calls", "calls", "provider", "script", "no_changes"}
 )
 FAILURE_NOTE_HEADER = "# Previous attempt"
 TAIL_LINES = 30

@@ -3,8 +3,9 @@
     prepare   a fresh worktree at ``job.base``, the firewall, the plan's setup command, the
               clean-slate prompt and the node's test runner
     work      the worker loop under the node's caps (agent/worker.py)
-    verify    the audit (nothing outside the write scope survives), the final test run, the
-              secret scan of what would be committed
+    verify    the audit (nothing outside the write scope survives), an empty diff failing the
+              attempt (``no_changes``), the final test run, the secret scan of what would be
+              committed
     commit    one commit with the run's trailers, authored by the user
 
 node_job.py states the contract (the job in, the outcome out, what stays central).
@@ -25,7 +26,7 @@ from ..context.manifest import save_manifest
 from ..errors import RunError, StorageError, at_boundary
 from ..fs.firewall import DEFAULT_DENY, Firewall
 from ..fs.path_rules import Violation
-from ..git.audit import audit
+from ..git.audit import audit, changes
 from ..git.branch import TRAILER_RUN, TRAILER_TASK, TRAILER_TOKENS
 from ..git.cmd import run_git
 from ..git.secret_scan import staged_secrets
@@ -104,7 +105,7 @@ class _Attempt:
             if prepared is None:
                 return "failed"
             setup_violations, prompt, tests = prepared
-            result = self._work(firewall, prompt, tests)
+            result = self._work(ws, firewall, prompt, tests)
             verified = self._verify(ws, result, setup_violations, tests)
             if verified is None:
                 return "failed"
@@ -154,6 +155,7 @@ class _Attempt:
 
     def _work(
         self,
+        ws: Workspace,
         firewall: Firewall,
         prompt: AssembledPrompt,
         tests: Callable[..., TestOutcome] | None,
@@ -182,6 +184,7 @@ class _Attempt:
             model=job.model,
             price=job.price,
             attempt=job.attempt,
+            changed_files=lambda: [change.path for change in changes(ws)],
         )
         result = self.worker = run_worker(ctx)
         return result
@@ -219,6 +222,11 @@ class _Attempt:
         checked = audit(ws, job.settings.ablations.audit_scope(job.node))
         self.changed = [c.path for c in checked.kept]
         violations = [*setup_violations, *checked.violations]
+        if result.status == "succeeded" and not self.changed and job.node.expect_changes:
+            # A finish over an empty diff is not done work, whatever its summary says.
+            reduce(record, result, ws, job.base, None, violations, None)
+            record.fail("no_changes", no_changes_message(job.node.goal))
+            return None
         final = tests() if tests and result.status == "succeeded" else None
         if result.status != "succeeded" or (final is not None and not final.passed):
             reduce(record, result, ws, job.base, None, violations, final)
@@ -257,9 +265,14 @@ class _Attempt:
             TRAILER_TASK: node.task_id,
             TRAILER_TOKENS: f"{result.usage.total} (cap {node.token_budget} per call)",
         }
-        # The summary is the model's text: a token it copied must not reach the branch.
-        message = self.env.redactor(f"{node.name}\n\n{summary}")
-        # A node that changed nothing still leaves its one commit: git records what is done.
+        # The summary is the model's text: a token it copied must not reach the branch. It is
+        # shown as the worker's claim, after what git itself says changed.
+        message = self.env.redactor(
+            f"{node.name}\n\nChanged (git diff --stat):\n{staged_stat(ws)}\n\n"
+            f"The worker's summary (its claim, not checked):\n{summary}"
+        )
+        # A verify-only node (expect_changes: false) that changed nothing still leaves its one
+        # commit: git records what is done.
         sha = commit(ws, message, trailers, author=job.author, allow_empty=True)
         if sha is None:
             raise RunError(f"git made no commit for task {node.task_id!r}")
@@ -267,6 +280,22 @@ class _Attempt:
         # The commit outlives the worktree; the central process lands it in the run's order.
         self.commit = sha
         return "succeeded"
+
+
+def no_changes_message(goal: str) -> str:
+    """What a node that changed nothing is told (its retry starts with it)."""
+    return (
+        "you changed no file, so nothing was committed; the goal asks for: "
+        f"{goal.strip()[:500]}. Make the change with write_file or edit_file inside your "
+        "write scope, then call finish (a plan marks a verify-only node expect_changes: false)"
+    )
+
+
+def staged_stat(ws: Workspace) -> str:
+    """``git diff --stat`` of everything the commit will hold (it stages as ``commit`` does)."""
+    ws.git(["add", "-A"] if ws.sparse is None else ["add", "-A", "--sparse"])
+    stat = ws.git(["diff", "--cached", "--stat=72", "--no-ext-diff", "--no-color"]).stdout
+    return stat.decode("utf-8", "replace").rstrip() or " (no file changed)"
 
 
 def record_failure(record: TaskResult, exc: Exception, artifacts: ArtifactStore) -> None:

@@ -147,7 +147,12 @@ def _provider(spec: ProviderSpec, env: Mapping[str, str]) -> Provider:
     if spec.name == "scripted" and spec.script is not None:
         return ScriptedProvider(spec.script, model=spec.model or "scripted")
     return select_provider(
-        provider=spec.name, model=spec.model, base_url=spec.base_url, script=None, env=env
+        provider=spec.name,
+        model=spec.model,
+        base_url=spec.base_url,
+        script=None,
+        env=env,
+        timeout=spec.timeout,
     )
 
 

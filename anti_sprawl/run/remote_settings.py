@@ -26,6 +26,7 @@ class ProviderSpec(BaseModel):
     model: str | None = None
     base_url: str | None = None
     script: Script | None = None  # the scripted provider's turns (tests and the demo)
+    timeout: float | None = None  # --request-timeout: the overall deadline of one call
 
 
 @dataclass(frozen=True)

@@ -58,6 +58,10 @@ class RunSettings:
     # node's model (providers/limits.py), small for unknown models behind a local server.
     max_output_tokens: int | None = None
     local_server: bool = False
+    # ``--request-timeout``: the overall deadline of one model call in seconds (None: the
+    # default of the server kind, providers/limits.py). The provider is built with it; it is
+    # recorded here so a resumed run can be given the same.
+    request_timeout: float | None = None
     # After a stop (Ctrl-C), how long running nodes get to wind down before they are abandoned.
     stop_grace: float = 5.0
     # The environment of test and setup commands (None: the sandbox's minimal one).

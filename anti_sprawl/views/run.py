@@ -315,7 +315,11 @@ def pr_body(state: RunState) -> str:
         r = state.tasks[task.task_id]
         lines.append(f"### {task.task_id}: {task.name}")
         lines.append("")
-        lines.append(r.summary.summary if r.summary else f"_{_verdict_text(r)}_")
+        if r.diffstat is not None:
+            lines += [f"Changed (git): {r.diffstat.summary}", ""]
+        lines.append(
+            f"The worker's claim: {r.summary.summary}" if r.summary else f"_{_verdict_text(r)}_"
+        )
         if r.summary and r.summary.interfaces:
             lines += ["", "Interfaces:", "", "```", r.summary.interfaces.strip(), "```"]
         if len(r.attempt_log) > 1:

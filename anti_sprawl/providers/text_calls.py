@@ -1,0 +1,145 @@
+"""Tool calls a model wrote as text, turned into tool calls, or named as what went wrong.
+
+Small local models behind an OpenAI-compatible server often never emit the server's tool-call
+tags, so the server hands their call back as the message's ``content`` (issue 23: every call of
+Qwen2.5-Coder 0.5B and 1.5B under llama.cpp). The shapes seen: a bare JSON object, a fenced
+```json block, ``<tool_call>`` tags, and doubled braces ``{{...}}``. Content that is *only*
+such an object (or only such tagged blocks) and names a known tool, or whose object matches
+exactly one tool's required arguments, becomes tool calls marked ``from_text`` (the manifest
+and the transcript say so). Anything else that looks like a call is left as text, with
+``text_call_problem`` saying what was wrong, for the nudge the model is sent next.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from .base import ToolCall, ToolSpec
+
+__all__ = ["recover_text_calls", "text_call_nudge", "text_call_problem"]
+
+_FENCE = re.compile(r"^```[a-zA-Z]*\s*\n?(.*?)\n?```$", re.S)
+_TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.S)
+_NAME_KEYS = ("name", "tool", "tool_name", "function")
+_ARG_KEYS = ("arguments", "parameters", "args", "input")
+# Text that a model meant as a call: a JSON object, a fenced block, or the tags.
+_LOOKS_LIKE_CALL = re.compile(r"^\s*(\{|```|<tool_call>)|\"(name|arguments)\"\s*:", re.S)
+
+
+def _objects(text: str) -> list[str] | None:
+    """The JSON texts ``text`` consists of, or None when it is something else too."""
+    body = text.strip()
+    fenced = _FENCE.match(body)
+    if fenced:
+        body = fenced.group(1).strip()
+    elif body.startswith("{") and body.endswith("```"):
+        body = body[:-3].strip()  # a closing fence without its opening one (recorded)
+    if body.startswith("<tool_call>"):
+        blocks = _TAGGED.findall(body)
+        rest = _TAGGED.sub("", body).strip()
+        return blocks if blocks and not rest else None
+    if body.startswith("{{") and body.endswith("}}"):
+        body = body[1:-1]  # doubled braces, as some chat templates escape them
+    return [body] if body.startswith("{") else None
+
+
+# Python's triple-quoted strings inside the JSON, as Qwen2.5-Coder writes file contents:
+# ``"content": """def f():\n    ..."""`` (recorded in tests/fixtures/real_model/).
+_TRIPLE = re.compile(r'"""(.*?)"""', re.S)
+
+
+def _load(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        if text.startswith("{{") and text.endswith("}}"):
+            return _load(text[1:-1])
+        if '"""' in text:
+            return _load(_TRIPLE.sub(lambda m: json.dumps(m.group(1)), text))
+        return None
+
+
+def _call(data: Any, tools: Sequence[ToolSpec]) -> ToolCall | None:
+    if not isinstance(data, dict):
+        return None
+    known = {t.name: t for t in tools}
+    name = next((data[k] for k in _NAME_KEYS if isinstance(data.get(k), str)), None)
+    if isinstance(data.get("function"), dict):  # {"function": {"name": ..., "arguments": ...}}
+        return _call(data["function"], tools)
+    if name is not None:
+        if name not in known:
+            return None
+        raw: Any = next((data[k] for k in _ARG_KEYS if k in data), {})
+        if isinstance(raw, str):
+            raw = _load(raw.strip() or "{}")
+        if not isinstance(raw, dict):
+            return None
+        return ToolCall(id=_new_id(), name=name, arguments=raw, from_text=True)
+    # No name: the arguments of the one tool whose required keys are exactly these.
+    matches = [t for t in tools if _required(t) and _required(t) <= set(data) <= _allowed(t)]
+    if len(matches) != 1:
+        return None
+    return ToolCall(id=_new_id(), name=matches[0].name, arguments=data, from_text=True)
+
+
+def _required(tool: ToolSpec) -> set[str]:
+    return set(tool.parameters.get("required") or [])
+
+
+def _allowed(tool: ToolSpec) -> set[str]:
+    return set((tool.parameters.get("properties") or {}).keys())
+
+
+def _new_id() -> str:
+    return f"call_{uuid.uuid4().hex[:16]}"
+
+
+def recover_text_calls(text: str, tools: Sequence[ToolSpec]) -> list[ToolCall]:
+    """The tool calls ``text`` holds when it is nothing but calls of known tools; else []."""
+    if not tools or not text.strip():
+        return []
+    blocks = _objects(text)
+    if not blocks:
+        return []
+    calls = [_call(_load(block), tools) for block in blocks]
+    if any(call is None for call in calls):
+        return []
+    return [call for call in calls if call is not None]
+
+
+def text_call_problem(text: str, tools: Sequence[ToolSpec]) -> str | None:
+    """Why ``text``, which looks like a tool call written as text, is not one; None when it
+    does not look like a call at all."""
+    if not tools or not _LOOKS_LIKE_CALL.search(text):
+        return None
+    blocks = _objects(text)
+    if blocks is None:
+        return "it held a tool call mixed with other text"
+    data = [_load(block) for block in blocks]
+    if any(d is None for d in data):
+        return "its tool call was not valid JSON"
+    names = [
+        d.get(k)
+        for d in data
+        if isinstance(d, dict)
+        for k in _NAME_KEYS
+        if isinstance(d.get(k), str)
+    ]
+    unknown = [n for n in names if n not in {t.name for t in tools}]
+    if unknown:
+        return f"it called {', '.join(map(str, unknown))}, which is not a tool here"
+    return "its arguments matched no tool's"
+
+
+def text_call_nudge(problem: str, tools: Sequence[ToolSpec]) -> str:
+    """What the model is told after a reply that held a tool call as text."""
+    names = ", ".join(sorted(t.name for t in tools))
+    return (
+        f"Your reply held a tool call as text ({problem}), so nothing was run. Call tools "
+        f"through the tools interface, one JSON object of arguments per call; the tools are: "
+        f"{names}."
+    )

@@ -1,0 +1,132 @@
+"""No change, no success: a node whose diff is empty fails ``no_changes`` and is retried, told.
+
+What a real small model did (issue 23): asked to add ``subtract()``, it ran the old tests and
+called ``finish`` with "Added subtract ... Tests passed", and anti-sprawl used to land an empty
+commit with that claim as its body. Through the real CLI and the real OpenAI SDK against the
+local fake server, on real git repositories.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from anti_sprawl.cli.app import app
+
+from . import e2e_fixture as fx
+from .fake_llm_server import FakeLLMServer, openai_completion, openai_tool_call
+
+runner = CliRunner()
+pytestmark = pytest.mark.usefixtures("python_on_path")
+CLAIM = "Added subtract(a, b). Tests passed."
+
+
+def plan(**node: Any) -> dict[str, Any]:
+    a = fx.node("a", [], "pkg/a.py", "", **node)
+    return {
+        "plan_id": "demo",
+        "requirement": "Add A",
+        "test_command": [sys.executable, "-c", "print('ok')"],
+        "tasks": [a],
+    }
+
+
+def turn(n: int, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    call = openai_tool_call(f"call_{n}", name, json.dumps(args))
+    return openai_completion(tool_calls=[call], finish_reason="tool_calls")
+
+
+def execute(
+    tmp_path: Path,
+    server: FakeLLMServer,
+    data: dict[str, Any],
+    *extra: str,
+    env: dict[str, str] | None = None,
+) -> tuple[Path, Any]:
+    """``execute --json`` of ``data`` on a fresh repository, served by ``server``."""
+    repo = fx.make_repo(tmp_path)
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(data))
+    args = ["execute", str(path), "--repo", str(repo), "--json", *extra]
+    args += ["--provider", "openai", "--base-url", server.url, "--model", "local-test"]
+    return repo, runner.invoke(app, args, env=env)
+
+
+def test_a_finish_over_an_empty_diff_fails_no_changes_and_the_retry_is_told(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    for n, (name, args) in enumerate(
+        [
+            ("run_tests", {}),
+            ("finish", {"summary": CLAIM}),
+            ("write_file", {"path": "pkg/a.py", "content": "A = 1\n"}),
+            ("finish", {"summary": "Wrote pkg/a.py.", "files": ["pkg/a.py"]}),
+        ]
+    ):
+        server.enqueue(turn(n, name, args))
+    repo, result = execute(tmp_path, server, plan())
+    assert result.exit_code == 0, result.output
+    a = json.loads(result.stdout)["tasks"]["a"]
+    first, second = a["attempt_log"]
+    assert (first["outcome"], first["reason"]) == ("failed", "no_changes")
+    assert first["note"]["reason"] == "no_changes"
+    assert "you changed no file" in first["note"]["message"]
+    # the retry's first message says what was wrong and what the goal asks for
+    retry = server.requests[2].body["messages"]
+    told = next(m["content"] for m in retry if m["role"] == "user")
+    assert "why it failed: no_changes" in told
+    assert "you changed no file" in told
+    assert "Create pkg/a.py" in told
+    assert second["outcome"] == "succeeded"
+    # one commit, with git's own stat before the worker's claim, labelled as a claim
+    assert fx.task_trailers(repo) == ["a"]
+    body = fx.git(repo, "log", "-1", "--format=%B", "anti-sprawl/demo")
+    stat, claim = body.index("pkg/a.py | 1 +"), body.index("its claim, not checked")
+    assert stat < claim
+    pr = next((repo / ".anti-sprawl" / "runs").glob("*/PR.md")).read_text()
+    assert "Changed (git): 1 files changed, 1 insertions(+)" in pr
+    assert "The worker's claim: Wrote pkg/a.py." in pr
+
+
+def test_a_node_that_only_ever_claims_fails_with_no_empty_commit(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    for n in range(2):
+        server.enqueue(turn(n, "finish", {"summary": CLAIM}))
+    repo, result = execute(tmp_path, server, plan())
+    assert result.exit_code == 1, result.output
+    a = json.loads(result.stdout)["tasks"]["a"]
+    assert (a["status"], a["reason"], a["attempts"]) == ("failed", "no_changes", 2)
+    assert fx.task_trailers(repo) == []
+
+
+def test_a_verify_only_node_may_change_nothing(tmp_path: Path, server: FakeLLMServer) -> None:
+    server.enqueue(turn(0, "run_tests", {}))
+    server.enqueue(turn(1, "finish", {"summary": "The tests pass; nothing to change."}))
+    repo, result = execute(tmp_path, server, plan(expect_changes=False))
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["tasks"]["a"]["attempts"] == 1
+    assert fx.task_trailers(repo) == ["a"]
+    assert "(no file changed)" in fx.git(repo, "log", "-1", "--format=%B", "anti-sprawl/demo")
+
+
+def test_a_finish_naming_files_outside_the_diff_is_refused(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    server.enqueue(turn(0, "write_file", {"path": "pkg/a.py", "content": "A = 1\n"}))
+    server.enqueue(turn(1, "finish", {"summary": CLAIM, "files": ["pkg/a.py", "pkg/b.py"]}))
+    server.enqueue(turn(2, "finish", {"summary": "Wrote pkg/a.py.", "files": ["./pkg/a.py"]}))
+    _, result = execute(tmp_path, server, plan())
+    assert result.exit_code == 0, result.output
+    refused = server.requests[2].body["messages"][-1]
+    assert refused["role"] == "tool"
+    assert "finish refused: it names pkg/b.py" in refused["content"]
+    assert "your changes touch pkg/a.py" in refused["content"]
+    a = json.loads(result.stdout)["tasks"]["a"]
+    assert (a["attempts"], a["summary"]["summary"]) == (1, "Wrote pkg/a.py.")

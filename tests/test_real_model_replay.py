@@ -1,0 +1,109 @@
+"""What a real small model sent, replayed offline: the quirks CI must keep covered (issue 23).
+
+``tests/fixtures/real_model/*.json`` are response bodies recorded verbatim from
+``make real-model`` (Qwen2.5-Coder-1.5B-Instruct under llama.cpp's server, on this machine's
+CPU). The fake server serves them in order to the real OpenAI SDK while the real CLI runs the
+recorded plan on the recorded repository: every tool call the model wrote as text (fenced JSON
+with Python triple-quoted strings) must run as a call, and no node may succeed with an empty
+diff or with the model's wrong test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from anti_sprawl.cli.app import app
+
+from .conftest import GIT_ENV
+from .fake_llm_server import FakeLLMServer
+
+runner = CliRunner()
+pytestmark = pytest.mark.usefixtures("python_on_path")
+FIXTURES = Path(__file__).parent / "fixtures" / "real_model"
+
+
+def recorded(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((FIXTURES / name).read_text())
+    return data
+
+
+def replay(
+    tmp_path: Path, server: FakeLLMServer, name: str, calls: slice
+) -> tuple[Path, dict[str, Any]]:
+    """``execute`` (one attempt) of the recorded plan on the recorded repository, served the
+    recorded responses ``calls``."""
+    run = recorded(name)
+    repo = tmp_path / "calc"
+    repo.mkdir()
+    for rel, text in run["repo"].items():
+        (repo / rel).write_text(text)
+    env = {**os.environ, **GIT_ENV}
+    for argv in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "calc"]):
+        subprocess.run(["git", *argv], cwd=repo, env=env, check=True)
+    plan = tmp_path / "plan.yaml"
+    tasks = [{**task, "max_attempts": 1} for task in run["plan"]["tasks"]]
+    plan.write_text(yaml.safe_dump({**run["plan"], "tasks": tasks}))
+    for call in run["calls"][calls]:
+        server.enqueue(call["response"])
+    args = ["execute", str(plan), "--repo", str(repo), "--json", "--provider", "openai"]
+    args += ["--base-url", server.url, "--model", run["calls"][0]["request"]["model"]]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 1, result.output
+    return repo, json.loads(result.stdout)
+
+
+def transcript(repo: Path, state: dict[str, Any]) -> list[dict[str, Any]]:
+    path = repo / ".anti-sprawl" / "runs" / state["run_id"] / "artifacts" / "subtract"
+    lines = (path / "transcript.jsonl").read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def test_text_calls_with_triple_quoted_strings_run_and_the_wrong_test_fails(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """The first attempt: seven responses, every call fenced JSON, file contents in Python's
+    triple quotes; the model drops add() and writes a test that asserts 2 - 3 == 5."""
+    repo, state = replay(tmp_path, server, "subtract_run1.json", slice(0, 7))
+    node = state["tasks"]["subtract"]
+    assert (node["status"], node["reason"]) == ("failed", "tests")
+    assert node["files_changed"] == []
+    assert node["attempt_log"][0]["files_changed"] == [
+        "calc.py",
+        "test_calc.py",
+    ]
+    events = transcript(repo, state)
+    ran = [e["call"]["name"] for e in events if e["event"] == "tool"]
+    assert ran == ["write_file", "delete_file", "write_file", "move_file", "write_file", "finish"]
+    assert all(e["call"]["from_text"] for e in events if e["event"] == "tool")
+    assert fx_branch_commits(repo) == 0  # nothing landed
+
+
+def test_the_recorded_false_claim_over_an_empty_diff_fails_no_changes(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """The recorded second attempt: a report in prose, then "Added the subtract function and a
+    test ... The test passed" as a finish, having changed nothing."""
+    _, state = replay(tmp_path, server, "subtract_run1.json", slice(10, 12))
+    node = state["tasks"]["subtract"]
+    assert (node["status"], node["reason"]) == ("failed", "no_changes")
+    assert "you changed no file" in node["message"]
+    continued = server.requests[1].body["messages"][-1]["content"]
+    assert continued.startswith("Continue with your tools")  # prose is not taken for a call
+
+
+def fx_branch_commits(repo: Path) -> int:
+    out = subprocess.run(
+        ["git", "rev-list", "--count", "main..anti-sprawl/add-subtract"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+    )
+    return int(out.stdout.strip() or 0)

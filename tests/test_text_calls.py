@@ -1,0 +1,91 @@
+"""Tool calls written as text (issue 23): each shape a small local model sends becomes a call.
+
+Qwen2.5-Coder under llama.cpp never emits tool-call tags, so its call comes back as the
+message's content: a bare JSON object, a fenced block, ``<tool_call>`` tags or doubled braces.
+Through the real CLI and the real OpenAI SDK against the local fake server.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from anti_sprawl.agent.tools import WORKER_TOOLS
+from anti_sprawl.providers.text_calls import recover_text_calls, text_call_problem
+
+from . import e2e_fixture as fx
+from .fake_llm_server import FakeLLMServer, openai_completion
+from .test_no_changes import execute, plan
+
+pytestmark = pytest.mark.usefixtures("python_on_path")
+WRITE = {"path": "pkg/a.py", "content": "A = 1\n"}
+SHAPES = {
+    "bare": json.dumps({"name": "write_file", "arguments": WRITE}),
+    "fenced": "```json\n" + json.dumps({"name": "write_file", "arguments": WRITE}) + "\n```",
+    "tagged": "<tool_call>\n"
+    + json.dumps({"name": "write_file", "arguments": WRITE})
+    + "\n</tool_call>",
+    "doubled": "{" + json.dumps({"name": "write_file", "arguments": WRITE}) + "}",
+    "arguments only": json.dumps(WRITE),
+    "arguments as a string": json.dumps({"name": "write_file", "arguments": json.dumps(WRITE)}),
+    # recorded from Qwen2.5-Coder-1.5B (tests/fixtures/real_model/): Python's triple quotes
+    # inside the JSON, and a closing fence without its opening one
+    "triple-quoted": '```json\n{"name": "write_file", "arguments": {"path": "pkg/a.py", '
+    '"content": """A = 1\n"""}}\n```',
+    "closing fence only": json.dumps({"name": "write_file", "arguments": WRITE}) + "\n```",
+}
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_each_shape_becomes_one_call(shape: str) -> None:
+    (call,) = recover_text_calls(SHAPES[shape], WORKER_TOOLS)
+    assert (call.name, call.arguments, call.from_text) == ("write_file", WRITE, True)
+
+
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("I will now call write_file with the new content.", None),
+        ('Sure: {"name": "write_file", "arguments": {}} and then tests', "mixed with other text"),
+        ('{"name": "write_file", "arguments": {"path": ', "not valid JSON"),
+        ('{"name": "make_coffee", "arguments": {}}', "make_coffee, which is not a tool here"),
+    ],
+)
+def test_what_is_not_a_call_is_left_as_text_and_said_why(text: str, problem: str | None) -> None:
+    specs = WORKER_TOOLS
+    assert recover_text_calls(text, specs) == []
+    found = text_call_problem(text, specs)
+    assert found == problem if problem is None else problem in (found or "")
+
+
+def content(text: str) -> dict[str, Any]:
+    return openai_completion(content=text, finish_reason="stop")
+
+
+def test_a_run_of_text_calls_lands_and_the_manifest_says_they_were_recovered(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    server.enqueue(content('{"name": "write_file", "arguments": {"path": "pkg/a.py", '))
+    server.enqueue(content(SHAPES["tagged"]))
+    server.enqueue(content('```json\n{"name": "finish", "arguments": {"summary": "A = 1"}}\n```'))
+    repo, result = execute(tmp_path, server, plan())
+    assert result.exit_code == 0, result.output
+    assert fx.git(repo, "show", "anti-sprawl/demo:pkg/a.py") == "A = 1"
+    # the broken first call was answered with what was wrong and the tools' names
+    nudge = server.requests[1].body["messages"][-1]
+    assert nudge["role"] == "user"
+    assert "held a tool call as text (its tool call was not valid JSON)" in nudge["content"]
+    assert "write_file" in nudge["content"]
+    # the recovered call went back to the server as a real tool call, answered by a result
+    third = server.requests[2].body["messages"]
+    assert third[-2]["tool_calls"][0]["function"]["name"] == "write_file"
+    assert third[-1]["role"] == "tool"
+    run_dir = next((repo / ".anti-sprawl" / "runs").iterdir())
+    manifest = json.loads((run_dir / "manifests" / "a" / "3.json").read_text())
+    sources = [item["source"] for item in manifest["items"]]
+    assert "assistant (tool call recovered from text)" in sources
+    transcript = (run_dir / "artifacts" / "a" / "transcript.jsonl").read_text()
+    assert '"from_text": true' in transcript
