@@ -20,11 +20,11 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from ..host_tools import host_tool
 from .policy import ResourceLimits, SandboxView
 
 __all__ = ["ENTRY", "bwrap_argv", "entry_argv", "rlimits"]
@@ -114,7 +114,7 @@ def bwrap_argv(
 ) -> list[str]:
     """The full bwrap command line for ``argv`` in ``view`` (``network``: share the host's
     network namespace, only ever for a setup command the user allowed on the network)."""
-    out = [shutil.which(binary) or binary]
+    out = [host_tool(binary) or binary]
     as_root = os.geteuid() == 0
     if as_root:
         out += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
