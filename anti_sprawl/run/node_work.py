@@ -28,7 +28,7 @@ from ..fs.path_rules import Violation
 from ..git.audit import audit
 from ..git.branch import TRAILER_RUN, TRAILER_TASK, TRAILER_TOKENS
 from ..git.cmd import run_git
-from ..git.secret_scan import staged_secrets
+from ..git.secret_scan import message_secret, staged_secrets
 from ..git.workspace import Workspace, commit
 from ..lifecycle import NodeVerdict
 from ..providers.base import ModelRequest
@@ -259,6 +259,10 @@ class _Attempt:
         }
         # The summary is the model's text: a token it copied must not reach the branch.
         message = self.env.redactor(f"{node.name}\n\n{summary}")
+        if kind := message_secret(self.env.redactor, message, trailers, job.author):
+            reduce(self.record, result, ws, job.base, None, violations, final)
+            self.record.fail("secret", f"the commit's metadata holds what looks like a {kind}")
+            return "failed"
         # A node that changed nothing still leaves its one commit: git records what is done.
         sha = commit(ws, message, trailers, author=job.author, allow_empty=True)
         if sha is None:
