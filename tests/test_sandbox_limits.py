@@ -85,7 +85,32 @@ def test_a_full_tmp_is_stopped_and_named(work: Path) -> None:
     code = "with open('/tmp/fill', 'wb') as f:\n for _ in range(64): f.write(b'x' * (1 << 20))"
     result = run_command(py(code), work, timeout=60, policy=pol)
     assert result.limit == "tmp", result.output
-    assert "/tmp size limit" in result.output
+    assert "/tmp limit" in result.output
+
+
+def test_a_tmp_full_of_empty_files_is_stopped_and_named(work: Path) -> None:
+    # 200,000 empty files cost no bytes against tmp=1G but pin kernel memory: the private
+    # /tmp also caps its inodes, one per 16 KiB of its size (65,536 at the default 1 GiB).
+    pol = SandboxPolicy()
+    if probe_sandbox(pol).layer != "bwrap" or os.geteuid() != 0:
+        pytest.skip("the /tmp inode cap needs bubblewrap run as root")
+    assert pol.limits.tmp_inodes == 65_536
+    code = (
+        "import os\nmade = 0\ntry:\n for i in range(200_000):\n"
+        "  os.close(os.open(f'/tmp/f{i}', os.O_CREAT | os.O_WRONLY)); made += 1\n"
+        "finally:\n print('made', made)"
+    )
+    result = run_command(py(code), work, timeout=300, policy=pol)
+    assert result.limit == "tmp", result.output
+    assert "/tmp limit (1073741824 bytes, 65536 files)" in result.output
+    made = int(result.output.split("made ")[1].split()[0])
+    assert 60_000 < made < 65_536
+    # the cap follows the size, or is named on its own
+    assert ResourceLimits(tmp_bytes=256 << 20).tmp_inodes == 16_384
+    assert ResourceLimits(tmp_files=100_000).tmp_inodes == 100_000
+    assert parse_limit("tmp-files=5000") == ("tmp_files", 5000)
+    with pytest.raises(UsageError):
+        parse_limit("tmp-files=5K")
 
 
 def test_runaway_output_ends_the_command(policy: SandboxPolicy, work: Path, tmp_path: Path) -> None:

@@ -1,5 +1,6 @@
-"""The command line's boundary with the terminal: the consoles, the error boundary (one line on
-stderr and the matching exit code, never a traceback) and the ``--json`` printer."""
+"""The command line's boundary with the terminal: the consoles (whose texts are inert:
+views/terminal.py), the error boundary (one line on stderr and the matching exit code, never a
+traceback) and the ``--json`` printer."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import typer
 from rich.console import Console
 
 from ..errors import InternalError, Interrupted, at_boundary
+from ..views.terminal import inert_console
 
 __all__ = ["handle_errors", "print_json", "redact", "stderr", "stdout"]
 
@@ -22,11 +24,13 @@ R = TypeVar("R")
 
 
 def stdout() -> Console:
-    return Console(highlight=False)
+    """The console for people: every text on it is inert (views/terminal.py)."""
+    return inert_console()
 
 
 def stderr() -> Console:
-    return Console(stderr=True, soft_wrap=True, highlight=False)
+    """Progress and error lines, inert like ``stdout``."""
+    return inert_console(stderr=True, soft_wrap=True)
 
 
 def handle_errors(fn: Callable[P, R]) -> Callable[P, R]:

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
 from ..errors import UsageError
+from ..views.terminal import inert, inert_console
 from .options import (
     BaseUrlOpt,
     JsonOpt,
@@ -79,7 +79,7 @@ def plan_cmd(
     allowed = parse_models(models)
     chosen = build_provider(provider, model, base_url, script, request_timeout)
     table = price_table(prices, chosen, base_url)
-    console = stdout() if not as_json else Console(stderr=True, highlight=False)
+    console = stdout() if not as_json else inert_console(stderr=True)
     code = run_plan_command(
         requirement,
         repo,
@@ -166,9 +166,9 @@ def show(
     if fmt is ShowFormat.tree:
         report.render_plan_tree(plan, stdout())
     elif fmt is ShowFormat.mermaid:
-        sys.stdout.write(report.plan_mermaid(plan))
+        sys.stdout.write(inert(report.plan_mermaid(plan)))
     elif fmt is ShowFormat.dot:
-        sys.stdout.write(report.plan_dot(plan))
+        sys.stdout.write(inert(report.plan_dot(plan)))
     else:
         sys.stdout.write(report.plan_json(plan))
 

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
+from ..views.terminal import inert_console
 from .options import (
     BaseUrlOpt,
     DaskSchedulerOpt,
@@ -105,7 +105,7 @@ def _run_and_report(
     from ..run.settings import RunHooks
     from ..views.run import Progress, render_verdict, write_pr_body
 
-    console = stdout() if not as_json else Console(stderr=True, highlight=False)
+    console = stdout() if not as_json else inert_console(stderr=True)
     progress = Progress(console)
     written: list[Path] = []
 

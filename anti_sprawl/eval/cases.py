@@ -2,15 +2,16 @@
 
 A case names a fixture folder (copied into a fresh git repository), a plan file or
 ``planner`` (the planner plans, from the script's ``plan:`` when scripted), a scripted-provider
-script, extra environment variables for the run, and the checks that score the result. Paths
-in a case file are relative to that file. Scripts may say ``${EVAL_REPO}`` / ``${EVAL_ROOT}``
+script, extra environment variables for the run (canaries for its redactor and its commands,
+never this process's: eval/runner.py), and the checks that score the result. Paths in a case
+file are relative to that file and stay inside its folder (docs/security.md P17). Scripts may say ``${EVAL_REPO}`` / ``${EVAL_ROOT}``
 for the case's repository and its temporary directory (absolute-path attacks need them).
 """
 
 from __future__ import annotations
 
 import re
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 import yaml
@@ -158,14 +159,32 @@ def _fail(path: Path, problem: str) -> UsageError:
 
 
 def _relative(path: Path, data: dict[str, Any], key: str) -> Path:
+    """``data[key]`` under the case's directory, refused unless it stays there: no absolute
+    path, no ``..``, no symlink on the way (a fixture of ``../../..`` would copy the user's
+    files into the repository the model reads; docs/security.md P17)."""
     value = data.get(key)
     if not isinstance(value, str) or not value:
         raise _fail(path, f"'{key}' must be a path relative to the case file")
-    return (path.parent / value).resolve()
+    rel = PurePosixPath(value)
+    if rel.is_absolute() or ".." in rel.parts or "\\" in value or "\0" in value:
+        problem = "is absolute" if rel.is_absolute() else "holds '..', a backslash or NUL"
+        raise _fail(path, f"'{key}' {value!r} {problem}: it must stay inside the case directory")
+    here = path.parent
+    for part in rel.parts:
+        here = here / part
+        if here.is_symlink():
+            raise _fail(
+                path,
+                f"'{key}' {value!r}: {part} is a symlink; it must stay inside the case directory",
+            )
+    return here
 
 
 def load_case(path: Path) -> Case:
     """Read and check one case file; any problem is a one-line ``UsageError``."""
+    if path.is_symlink() or path.parent.is_symlink():
+        raise _fail(path, "is a symlink: a case's files stay inside its own directory")
+    path = path.parent.resolve() / path.name
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -239,6 +258,7 @@ def load_cases(directory: Path, only: list[str] | None = None) -> list[Case]:
     """Every case under ``directory`` (or the one case it is), sorted by name."""
     if not directory.is_dir():
         raise UsageError(f"cases directory not found: {directory}")
+    directory = directory.resolve()  # the folder the user named; symlinks inside it are refused
     if (directory / CASE_FILE).is_file():
         files = [directory / CASE_FILE]
     else:

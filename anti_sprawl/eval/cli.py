@@ -19,6 +19,7 @@ from ..providers import select_provider
 from ..providers.base import Provider
 from ..providers.limits import default_output_limit
 from ..sandbox.sandbox import SandboxPolicy
+from ..views.terminal import inert_console
 from .cases import Case, load_cases
 from .metrics import CaseResult
 from .report import markdown_report, render_suite
@@ -79,14 +80,14 @@ def run_eval_command(
 
     ``only`` restricts to the named cases; ``keep`` leaves every case's directory there.
     """
-    console = console or Console(highlight=False)
+    console = console or inert_console()
     if max_output_tokens is None and base_url and provider in (None, "openai"):
         # an OpenAI-compatible local server: 4,096 unless the model is one the table knows
         max_output_tokens = default_output_limit("openai", model or "", local_server=True)
     cases = load_cases(cases_dir, list(only) or None)
     variants = variants_for(ablate)
     factory = _factory(cases, provider, model, base_url, request_timeout)
-    progress = Console(stderr=True, highlight=False) if as_json else console
+    progress = inert_console(stderr=True) if as_json else console
     total = len(cases) * len(variants)
     finished: list[CaseResult] = []
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from ..errors import UsageError
 from ..git.cmd import run_git
 from ..ids import STATE_DIR_NAME
 
@@ -16,9 +19,16 @@ __all__ = ["branch_checkout", "changed_files", "commit_log", "make_fixture_repo"
 _IGNORED = shutil.ignore_patterns("__pycache__", ".pytest_cache", STATE_DIR_NAME, ".git")
 
 
+def _copy_regular(src: str, dst: str) -> object:
+    # A FIFO or device in a case's fixture would hang or read the host's device: refuse it.
+    if not stat.S_ISREG(os.lstat(src).st_mode):
+        raise UsageError(f"fixture {src}: not a regular file, folder or symlink")
+    return shutil.copy2(src, dst)
+
+
 def make_fixture_repo(fixture: Path, repo: Path, message: str) -> str:
     """Copy ``fixture`` to ``repo`` (symlinks kept as links), commit it; returns the commit."""
-    shutil.copytree(fixture, repo, symlinks=True, ignore=_IGNORED)
+    shutil.copytree(fixture, repo, symlinks=True, ignore=_IGNORED, copy_function=_copy_regular)
     run_git(["init", "-q", "-b", "main"], repo)
     run_git(["add", "-A"], repo)
     run_git(["commit", "-q", "--no-verify", "-m", message], repo)

@@ -17,7 +17,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +33,7 @@ from ..plan.model import Plan
 from ..planner.planner import plan_requirement
 from ..providers.base import Provider, raw_request_tokens
 from ..providers.scripted import Script, ScriptedProvider
+from ..redact import Redactor, env_secrets
 from ..run.ablations import ABLATIONS, Ablations
 from ..run.dask_executor import DaskExecutor
 from ..run.journal import RunState
@@ -127,26 +128,22 @@ def _workdir(case: Case, variant: Variant, keep: Path | None) -> Iterator[Path]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-@contextmanager
-def _environment(extra: Mapping[str, str]) -> Iterator[None]:
-    """The case's variables in this process for the run (canaries the run must not leak)."""
-    saved = {k: os.environ.get(k) for k in extra}
-    os.environ.update(extra)
-    try:
-        yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
 def _command_env(case: Case) -> dict[str, str]:
-    # The source the sandbox's allow-list picks from; our interpreter first, so `python`
-    # and `python -m pytest` in test commands resolve to one that has pytest.
+    """The source the sandbox's allow-list picks a command's variables from: this process's,
+    with the case's on top (canaries the run must not leak; docs/security.md P17).
+
+    The case's variables never enter this process's own environment, so no program the
+    orchestrator runs, nor how it runs, depends on them; nor do they choose the command's
+    toolchain (``PATH``, ``$VIRTUAL_ENV``: sandbox/policy.py binds what they name).
+    """
+    # Our interpreter first, so `python` and `python -m pytest` in test commands resolve to
+    # one that has pytest.
     path = f"{Path(sys.executable).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}"
-    return {**os.environ, **case.env, "PATH": path}
+    env = {**os.environ, **case.env, "PATH": path}
+    env.pop("VIRTUAL_ENV", None)
+    if "VIRTUAL_ENV" in os.environ:
+        env["VIRTUAL_ENV"] = os.environ["VIRTUAL_ENV"]
+    return env
 
 
 def _plan(
@@ -216,41 +213,42 @@ class _Outcome:
 def _run(
     case: Case, variant: Variant, opts: EvalOptions, repo: Path, base: str, env: dict[str, str]
 ) -> tuple[_Outcome, RecordingProvider]:
-    """Plan (file or planner) and execute ``case`` on ``repo``, the case's variables set."""
+    """Plan (file or planner) and execute ``case`` on ``repo``; the case's variables reach the
+    redactor (its canaries) and the commands' environment, never this process's."""
     provider = RecordingProvider(opts.provider_factory(case, repo, repo.parent))
+    redactor = Redactor(env_secrets(env))
     out = _Outcome()
-    with _environment(case.env):
-        try:
-            out.plan, out.planner_tokens, out.error = _plan(
-                case, repo, repo.parent / "planner-manifests", provider, opts.max_output_tokens
+    try:
+        out.plan, out.planner_tokens, out.error = _plan(
+            case, repo, repo.parent / "planner-manifests", provider, opts.max_output_tokens
+        )
+        if out.plan is not None:
+            settings = RunSettings(
+                jobs=case.jobs,
+                branch=f"eval/{case.name}",
+                base=base,
+                sandbox=opts.sandbox,
+                test_timeout=opts.test_timeout,
+                command_env=env,
+                ablations=Ablations.of(variant.ablate),
+                max_output_tokens=opts.max_output_tokens,
             )
-            if out.plan is not None:
-                settings = RunSettings(
-                    jobs=case.jobs,
-                    branch=f"eval/{case.name}",
-                    base=base,
-                    sandbox=opts.sandbox,
-                    test_timeout=opts.test_timeout,
-                    command_env=env,
-                    ablations=Ablations.of(variant.ablate),
-                    max_output_tokens=opts.max_output_tokens,
-                )
+            with _executor(opts.dask_scheduler, provider.inner) as run_job:
+                run_opts = ExecuteOptions(provider=provider, settings=settings, redactor=redactor)
+                if run_job is not None:
+                    run_opts = dataclasses.replace(run_opts, run_job=run_job)
+                out.state = execute(out.plan, repo, run_opts)
+            if case.resume is not None and out.state.status != "succeeded":
+                # `resume RUN_ID --plan FILE`: the same provider goes on with its script
+                edited = case.load_plan(case.resume)
                 with _executor(opts.dask_scheduler, provider.inner) as run_job:
-                    run_opts = ExecuteOptions(provider=provider, settings=settings)
+                    again = dataclasses.replace(run_opts, stop=threading.Event())
                     if run_job is not None:
-                        run_opts = dataclasses.replace(run_opts, run_job=run_job)
-                    out.state = execute(out.plan, repo, run_opts)
-                if case.resume is not None and out.state.status != "succeeded":
-                    # `resume RUN_ID --plan FILE`: the same provider goes on with its script
-                    edited = case.load_plan(case.resume)
-                    with _executor(opts.dask_scheduler, provider.inner) as run_job:
-                        again = dataclasses.replace(run_opts, stop=threading.Event())
-                        if run_job is not None:
-                            again = dataclasses.replace(again, run_job=run_job)
-                        out.state = resume(out.state.run_id, repo, again, edited, str(case.resume))
-                    out.plan = edited
-        except AntiSprawlError as exc:
-            out.error = f"{type(exc).__name__}: {exc}"
+                        again = dataclasses.replace(again, run_job=run_job)
+                    out.state = resume(out.state.run_id, repo, again, edited, str(case.resume))
+                out.plan = edited
+    except AntiSprawlError as exc:
+        out.error = f"{type(exc).__name__}: {exc}"
     return out, provider
 
 

@@ -36,7 +36,7 @@ from .path_rules import (
 )
 from .scoped_change import delete_path, move_path
 from .scoped_write import plan_write, write_file
-from .scopes import Scope
+from .scopes import FileSet, Scope
 from .text_fidelity import TextShape, for_model, from_model
 
 __all__ = [
@@ -64,7 +64,7 @@ class Firewall:
     def __init__(
         self,
         root: Path,
-        read_scope: Sequence[str],
+        read_scope: Sequence[str] | FileSet,
         write_scope: Sequence[str],
         *,
         deny: Sequence[str] = DEFAULT_DENY,
@@ -76,7 +76,11 @@ class Firewall:
     ):
         try:
             writable = Scope(write_scope)
-            readable = Scope(read_scope).union(writable)
+            readable = (
+                read_scope.union(writable)
+                if isinstance(read_scope, FileSet)
+                else Scope(read_scope).union(writable)
+            )
         except ValueError as exc:
             raise RunError(f"firewall: {exc}") from exc
         self._c = Confinement(

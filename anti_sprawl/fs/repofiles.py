@@ -17,6 +17,7 @@ from typing import NamedTuple
 import pathspec
 
 from ..errors import UsageError
+from ..host_tools import host_tool
 from . import safe_fs
 from .deny_rules import DEFAULT_ALLOW, DEFAULT_DENY, DenyRules
 from .scopes import ALWAYS_DENIED_DIRS
@@ -162,8 +163,11 @@ def _listable(rel: str) -> bool:
 
 
 def _git_files(real_root: Path) -> list[str]:
+    git = host_tool("git")
+    if git is None:
+        raise UsageError("git not found on PATH")
     argv = [
-        "git",
+        git,
         "-c",
         "core.fsmonitor=false",
         "-c",

@@ -24,6 +24,7 @@ __all__ = [
     "ALWAYS_DENIED_DIRS",
     "MAX_COMPONENT",
     "MAX_PATH",
+    "FileSet",
     "Scope",
     "entry_problem",
     "is_glob",
@@ -245,3 +246,33 @@ class Scope:
     def union(self, other: Scope | Sequence[str]) -> Scope:
         more = other.entries if isinstance(other, Scope) else tuple(other)
         return Scope(dict.fromkeys((*self.entries, *more)))
+
+
+class FileSet(Scope):
+    """Exactly these files, and the directories that lead to them: a read scope that is a
+    listing rather than patterns (the planner sees the repository map's file set and nothing
+    else, so an ignored file is neither read nor listed nor searched: docs/security.md P20)."""
+
+    def __init__(self, files: Iterable[str]):  # no patterns to compile: a set lookup
+        self.files = frozenset(files)
+        self.entries = tuple(sorted(self.files))
+        self._dirs = {
+            "/".join(f.split("/")[:i]) for f in self.files for i in range(1, f.count("/") + 1)
+        }
+
+    def __repr__(self) -> str:
+        return f"FileSet({len(self.files)} files)"
+
+    def matches(self, relpath: str) -> bool:
+        return relpath in self.files
+
+    def may_contain(self, dir_relpath: str) -> bool:
+        if dir_relpath in ("", "."):
+            return bool(self.files)
+        return dir_relpath.rstrip("/") in self._dirs
+
+    def union(self, other: Scope | Sequence[str]) -> Scope:
+        more = other.entries if isinstance(other, Scope) else tuple(other)
+        if more:
+            raise ValueError("a file set takes no other scope")
+        return self

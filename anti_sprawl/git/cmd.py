@@ -4,9 +4,10 @@ Every call goes through :func:`run_git`, which pins the options that stop a repo
 (or a worker that wrote into it) from running code in the orchestrator (docs/security.md, P7):
 hooks go to ``/dev/null``, fsmonitor and signing are off, pathspecs are literal, and
 ``GIT_*`` variables inherited from a calling hook cannot redirect us. Diff callers add
-``--no-ext-diff --no-textconv`` so repo attributes cannot name a program to run. A command
-that tripped over another process's half-made worktree admin dir is run again, briefly
-(admin.py), before its error counts.
+``--no-ext-diff --no-textconv`` so repo attributes cannot name a program to run. git itself is
+the one on the start-up ``PATH``, by absolute path (host_tools.py), whatever the environment
+says later. A command that tripped over another process's half-made worktree admin dir is run
+again, briefly (admin.py), before its error counts.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from ..errors import RunError
+from ..host_tools import STARTUP_PATH, host_tool
 from .admin import RETRY_DELAYS, is_transient
 
 __all__ = [
@@ -26,6 +28,7 @@ __all__ = [
     "common_dir",
     "git_dir",
     "git_env",
+    "git_program",
     "run_git",
     "user_identity",
 ]
@@ -71,6 +74,14 @@ def git_env(base: Mapping[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def git_program() -> str:
+    """The absolute path of the host's git, found once on the start-up ``PATH``."""
+    found = host_tool("git")
+    if found is None:
+        raise RunError(f"git not found on PATH ({STARTUP_PATH})")
+    return found
+
+
 def run_git(
     args: Sequence[str],
     cwd: Path,
@@ -86,7 +97,7 @@ def run_git(
     ``identity`` is the committer (and default author); None leaves git's own configuration.
     ``author`` (name, email, date or "") sets the author of a commit this call creates.
     """
-    argv = ["git"]
+    argv = [git_program()]
     names = [f"user.name={identity[0]}", f"user.email={identity[1]}"] if identity else []
     for item in (*_SAFE_CONFIG, *names, *config):
         argv += ["-c", item]

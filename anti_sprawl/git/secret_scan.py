@@ -6,18 +6,22 @@ a NUL byte says only "Binary files differ" and would hide whatever the file adds
 blob is decoded leniently (UTF-8 with replacement, and again with NUL bytes dropped, which
 turns UTF-16 text into ASCII), and a secret counts when it is in the new blob but not in the
 old one: a node that edits next to a secret already committed is not blamed for it.
+
+A secret can also travel in a name: every path component of an added entry (renames are a
+delete and an add here) is scanned too, except the directories the old tree already had, and a
+symlink's target is its blob (docs/security.md P19). The finding names the path redacted.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 from ..redact import Finding, Redactor
 from .cmd import run_git
-from .workspace import Workspace
+from .workspace import Workspace, compose_message
 
-__all__ = ["commit_secrets", "staged_secrets"]
+__all__ = ["commit_secrets", "message_secret", "staged_secrets"]
 
 _NULL_SHA = "0" * 40
 
@@ -78,13 +82,35 @@ def _findings(redactor: Redactor, blob: bytes) -> set[Finding]:
     return found
 
 
+def _name_findings(redactor: Redactor, path: str) -> set[Finding]:
+    found = set(redactor.findings(path))
+    for part in path.split("/"):
+        found |= set(redactor.findings(part))
+    return found
+
+
+def _added_name(
+    git: Callable[[list[str], bytes], bytes], tree: str, redactor: Redactor, path: str
+) -> set[Finding]:
+    """Secrets in the name of the added ``path``, minus those of directories ``tree`` has."""
+    found = _name_findings(redactor, path)
+    parts = path.split("/")
+    for depth in range(1, len(parts)):
+        if not found:
+            break
+        prefix = "/".join(parts[:depth])
+        if git(["ls-tree", "-z", "--name-only", tree, "--", prefix], b""):
+            found -= _name_findings(redactor, prefix)
+    return found
+
+
 def staged_secrets(ws: Workspace, redactor: Redactor) -> str:
     """``"<kind> in <path>"`` for the first secret the staged change adds, else ``""``."""
 
     def git(args: list[str], stdin: bytes) -> bytes:
         return ws.git(args, input_bytes=stdin).stdout
 
-    return _first_added(git, _staged_blobs(ws), redactor)
+    return _first_added(git, "HEAD", _staged_blobs(ws), redactor)
 
 
 def commit_secrets(repo: Path, base: str, commit: str, redactor: Redactor) -> str:
@@ -95,18 +121,32 @@ def commit_secrets(repo: Path, base: str, commit: str, redactor: Redactor) -> st
         return run_git(args, repo, input_bytes=stdin).stdout
 
     args = ["diff-tree", "-r", "--raw", "-z", "--no-renames", "--no-abbrev", base, commit]
-    return _first_added(git, _added_blobs(git(args, b"")), redactor)
+    return _first_added(git, base, _added_blobs(git(args, b"")), redactor)
 
 
 def _first_added(
     git: Callable[[list[str], bytes], bytes],
+    tree: str,
     staged: list[tuple[str, str, str]],
     redactor: Redactor,
 ) -> str:
     blobs = _read_blobs(git, [sha for _, old, new in staged for sha in (old, new)])
     for path, old, new in staged:
+        named = _added_name(git, tree, redactor, path) if old == _NULL_SHA else set()
+        if named:
+            return f"{sorted(named)[0].kind} in the name {redactor(path)}"
         added = _findings(redactor, blobs.get(new, b"")) - _findings(redactor, blobs.get(old, b""))
         if added:
             kind = sorted(added)[0].kind
-            return f"{kind} in {path}"
+            return f"{kind} in {redactor(path)}"
     return ""
+
+
+def message_secret(
+    redactor: Redactor, message: str, trailers: Mapping[str, str], author: tuple[str, str] | None
+) -> str:
+    """The kind of a secret in a commit's metadata (its message with trailers, its author),
+    else ``""``: a task id or run id is planned text too, and trailers are not redacted."""
+    text = compose_message(message, trailers) + "\n".join(author or ())
+    found = sorted(redactor.findings(text))
+    return found[0].kind if found else ""

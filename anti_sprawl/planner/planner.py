@@ -1,7 +1,8 @@
 """The planner: requirement + repository map -> a validated Plan, with a bounded repair loop.
 
 The model gets read-only tools (``read_file``, ``list_dir``, ``grep`` through a ``Firewall``
-whose write scope is empty, so secrets and ``.git/`` are refused) and ``submit_plan``. Each
+whose read scope is the map's file set and whose write scope is empty, so ignored files, secrets
+and ``.git/`` are refused and never listed) and ``submit_plan``. Each
 submission is validated against the repository; its errors go back as the tool's error result,
 up to ``max_rounds`` submissions. A valid plan gets scope assistance (``planner.assist``) before
 it is returned. Tokens are capped over the whole planning conversation.
@@ -28,6 +29,7 @@ from ..context.manifest import save_manifest
 from ..errors import UsageError
 from ..fs.firewall import Firewall, FirewallError, Violation
 from ..fs.repofiles import list_repo_files
+from ..fs.scopes import FileSet
 from ..git.cmd import run_git
 from ..ids import PLANNER_TASK_ID, SUBMIT_PLAN_TOOL
 from ..plan.model import Plan
@@ -138,7 +140,9 @@ def plan_requirement(
         omitted=repo_map.omitted,
         models=models,
     )
-    with Firewall(repo, ["**"], []) as firewall:
+    # The tools see exactly the map's files (tracked and untracked-not-ignored, minus secrets):
+    # an ignored settings file or folder is refused and never listed (docs/security.md P20).
+    with Firewall(repo, FileSet(listing.files), []) as firewall:
         session = _Session(
             requirement=requirement,
             repo=repo,

@@ -1,9 +1,9 @@
 """The planner's side of ``submit_plan``: turning a submission into a plan document.
 
 Exploration (``read_file``, ``list_dir``, ``grep``) uses the worker's handlers through the
-planner's ``Firewall`` (read scope the whole repository, write scope empty), so secrets,
-``.git/`` and anything outside the repository are refused by the same dispatch and with the
-same messages as a worker's (``agent/loop.py``).
+planner's ``Firewall`` (read scope exactly the repository map's files, a ``FileSet``; write
+scope empty), so ignored files, secrets, ``.git/`` and anything outside the repository are
+refused by the same dispatch and with the same messages as a worker's (``agent/loop.py``).
 """
 
 from __future__ import annotations

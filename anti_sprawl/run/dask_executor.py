@@ -310,9 +310,9 @@ class DaskExecutor:
                 write_scope=job.settings.ablations.audit_scope(job.node),
                 redactor=env.redactor,
             )
+            commit = rebuild_commit(job, sha, record, env.redactor)
         except ResultRefused as exc:
             return refused(done, str(exc))
-        commit = rebuild_commit(job, sha, record, env.redactor)
         return dataclasses.replace(done, commit=commit)
 
 

@@ -29,7 +29,7 @@ from ..fs.path_rules import Violation
 from ..git.audit import audit, changes
 from ..git.branch import TRAILER_RUN, TRAILER_TASK, TRAILER_TOKENS
 from ..git.cmd import run_git
-from ..git.secret_scan import staged_secrets
+from ..git.secret_scan import message_secret, staged_secrets
 from ..git.workspace import Workspace, commit
 from ..lifecycle import NodeVerdict
 from ..providers.base import ModelRequest
@@ -271,6 +271,10 @@ class _Attempt:
             f"{node.name}\n\nChanged (git diff --stat):\n{staged_stat(ws)}\n\n"
             f"The worker's summary (its claim, not checked):\n{summary}"
         )
+        if kind := message_secret(self.env.redactor, message, trailers, job.author):
+            reduce(self.record, result, ws, job.base, None, violations, final)
+            self.record.fail("secret", f"the commit's metadata holds what looks like a {kind}")
+            return "failed"
         # A verify-only node (expect_changes: false) that changed nothing still leaves its one
         # commit: git records what is done.
         sha = commit(ws, message, trailers, author=job.author, allow_empty=True)

@@ -19,8 +19,9 @@ from pathlib import Path, PurePosixPath
 
 from ..fs.files import atomic_write_text
 from ..git.branch import TRAILER_RUN, TRAILER_TASK, TRAILER_TOKENS
-from ..git.landing_audit import rebuild
+from ..git.landing_audit import ResultRefused, rebuild
 from ..git.layout import RunPaths
+from ..git.secret_scan import message_secret
 from ..git.workspace import diff, diffstat
 from ..redact import Redactor
 from .node_job import NodeJob, NodeOutcome
@@ -135,6 +136,8 @@ def rebuild_commit(job: NodeJob, sha: str, record: TaskResult, redactor: Redacto
         TRAILER_TOKENS: f"{record.tokens.total} (cap {node.token_budget} per call)",
     }
     message = redactor(f"{node.name}\n\n{summary}")
+    if kind := message_secret(redactor, message, trailers, job.author):
+        raise ResultRefused(f"the commit's metadata holds what looks like a {kind}")
     new = rebuild(
         repo,
         sha,

@@ -3,7 +3,8 @@ unprivileged user with resource limits set.
 
 As root, bwrap runs *without* a user namespace: inside one, the sandbox uid would map to host
 root and every root-only file bound in would be readable. Instead it unshares ipc/pid/net/uts
-(and cgroup where it can), keeps only ``CAP_SETUID``/``CAP_SETGID``, and the entry shim
+(and cgroup where it can), keeps only ``CAP_SETUID``/``CAP_SETGID`` and ``CAP_SYS_ADMIN`` (for
+the shim's one remount: ``/tmp``'s inode cap, docs/security.md P21), and the entry shim
 (``ENTRY``, run by the interpreter whose prefix is bound) sets the rlimits, drops to
 ``policy.sandbox_uid`` with no supplementary groups, sets ``no_new_privs`` and execs the
 command: uid 65534, no capabilities, and ``RLIMIT_NPROC`` now binds (it never binds uid 0).
@@ -20,27 +21,34 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from ..host_tools import host_tool
 from .policy import ResourceLimits, SandboxView
 
 __all__ = ["ENTRY", "bwrap_argv", "entry_argv", "rlimits"]
 
-# Runs inside the sandbox before the command: limits, then the uid drop, then exec.
+# Runs inside the sandbox before the command: limits, the /tmp inode cap (as root: bwrap's
+# --tmpfs has no inode option, so its tmpfs is remounted with nr_inodes while CAP_SYS_ADMIN is
+# still held), then the uid drop, which clears every capability, then exec.
 ENTRY = r"""
 import ctypes, json, os, resource, sys
 cfg = json.loads(sys.argv[1]); argv = sys.argv[3:]
+libc = ctypes.CDLL(None, use_errno=True)
 for name, value in cfg["rlimits"]:
     resource.setrlimit(getattr(resource, name), (value, value))
 uid = cfg["uid"]
 if uid is not None:
+    # MS_REMOUNT | MS_NOSUID | MS_NODEV: only nr_inodes changes (a smaller cap is allowed)
+    opts = ("nr_inodes=%d" % cfg["tmp_inodes"]).encode()
+    if libc.mount(None, b"/tmp", None, 32 | 2 | 4, opts) != 0:
+        os.write(2, b"anti-sprawl sandbox: cannot cap /tmp's files\n"); os._exit(126)
     os.setgroups([]); os.setresgid(uid, uid, uid); os.setresuid(uid, uid, uid)
-    if os.geteuid() == 0 or os.getuid() == 0:
+    caps = [l.split()[1] for l in open("/proc/self/status") if l.startswith(("CapPrm", "CapEff"))]
+    if os.geteuid() == 0 or os.getuid() == 0 or caps != ["0" * 16] * 2:
         os.write(2, b"anti-sprawl sandbox: the uid drop failed\n"); os._exit(126)
-libc = ctypes.CDLL(None, use_errno=True)
 if libc.prctl(38, 1, 0, 0, 0) != 0:
     os.write(2, b"anti-sprawl sandbox: no_new_privs failed\n"); os._exit(126)
 try:
@@ -62,7 +70,7 @@ def rlimits(limits: ResourceLimits) -> list[tuple[str, int]]:
 
 def entry_argv(argv: Sequence[str], limits: ResourceLimits, uid: int | None) -> list[str]:
     """``python -I -S -c ENTRY cfg -- argv``: the command behind the in-sandbox shim."""
-    cfg = json.dumps({"rlimits": rlimits(limits), "uid": uid})
+    cfg = json.dumps({"rlimits": rlimits(limits), "uid": uid, "tmp_inodes": limits.tmp_inodes})
     return [os.path.realpath(sys.executable), "-I", "-S", "-c", ENTRY, cfg, "--", *argv]
 
 
@@ -114,10 +122,11 @@ def bwrap_argv(
 ) -> list[str]:
     """The full bwrap command line for ``argv`` in ``view`` (``network``: share the host's
     network namespace, only ever for a setup command the user allowed on the network)."""
-    out = [shutil.which(binary) or binary]
+    out = [host_tool(binary) or binary]
     as_root = os.geteuid() == 0
     if as_root:
         out += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+        out += ["--cap-add", "CAP_SYS_ADMIN"]  # for the shim's /tmp remount only (ENTRY)
     else:
         out += ["--unshare-user", "--uid", str(uid), "--gid", str(uid), "--cap-drop", "ALL"]
     out += ["--unshare-ipc", "--unshare-pid", "--unshare-uts"]

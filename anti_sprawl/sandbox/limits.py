@@ -52,7 +52,7 @@ def limit_hit(
                 found = kind
     what = {
         "file_size": f"file-size limit ({limits.file_size_bytes} bytes)",
-        "tmp": f"/tmp size limit ({limits.tmp_bytes} bytes)",
+        "tmp": f"/tmp limit ({limits.tmp_bytes} bytes, {limits.tmp_inodes} files)",
         "memory": f"memory limit ({limits.memory_bytes} bytes of address space)",
         "processes": f"process limit ({limits.processes} processes)",
     }

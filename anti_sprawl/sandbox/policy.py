@@ -97,6 +97,11 @@ _UNITS = {"": 1, "k": 1 << 10, "m": _MIB, "g": _GIB, "t": 1 << 40}
 _MASK_RULES = DenyRules(DEFAULT_DENY, DEFAULT_ALLOW)
 
 
+# 1 GiB of /tmp holds 65,536 files: plenty for test suites, and a bounded amount of kernel
+# memory (each inode costs about a kilobyte, whatever the file's size).
+TMP_BYTES_PER_FILE = 16 * 1024
+
+
 class ResourceLimits(BaseModel):
     """What one sandboxed command may consume; hitting a limit ends it with a named reason."""
 
@@ -112,9 +117,20 @@ class ResourceLimits(BaseModel):
         default=_GIB, ge=_MIB, description="RLIMIT_FSIZE: the largest file a command may write."
     )
     tmp_bytes: int = Field(default=_GIB, ge=_MIB, description="Size of the private /tmp.")
+    tmp_files: int | None = Field(
+        default=None,
+        ge=64,
+        description="Files (inodes) the private /tmp may hold; None: one per 16 KiB of its size.",
+    )
     output_bytes: int = Field(
         default=64 * _MIB, ge=64 * 1024, description="Output kept in the log; more ends the run."
     )
+
+
+    @property
+    def tmp_inodes(self) -> int:
+        """The private /tmp's inode cap: empty files cost no bytes but pin kernel memory."""
+        return self.tmp_files or max(1024, self.tmp_bytes // TMP_BYTES_PER_FILE)
 
 
 LIMIT_NAMES = {
@@ -122,6 +138,7 @@ LIMIT_NAMES = {
     "memory": "memory_bytes",
     "file-size": "file_size_bytes",
     "tmp": "tmp_bytes",
+    "tmp-files": "tmp_files",
     "output": "output_bytes",
 }
 
@@ -134,7 +151,7 @@ def parse_limit(text: str) -> tuple[str, int]:
         names = ", ".join(LIMIT_NAMES)
         raise UsageError(f"bad --sandbox-limit {text!r}: use NAME=VALUE with NAME one of {names}")
     match = _SIZE.match(raw)
-    if match is None or (field == "processes" and match.group(2)):
+    if match is None or (field in ("processes", "tmp_files") and match.group(2)):
         raise UsageError(f"bad --sandbox-limit value {raw!r} (e.g. 512, 256M, 2G)")
     return field, int(match.group(1)) * _UNITS[match.group(2).lower()]
 
@@ -306,7 +323,8 @@ def describe_policy(policy: SandboxPolicy, layer: str) -> str:
     lim = policy.limits
     limits = (
         f"limits: {lim.processes} processes, {_size(lim.memory_bytes)} address space, "
-        f"{_size(lim.file_size_bytes)} files, {_size(lim.tmp_bytes)} /tmp, "
+        f"{_size(lim.file_size_bytes)} files, {_size(lim.tmp_bytes)} /tmp "
+        f"({lim.tmp_inodes} files), "
         f"{_size(lim.output_bytes)} output"
     )
     extra = f"; extra read-only: {', '.join(map(str, policy.allow_paths))}"

@@ -34,6 +34,7 @@ from .bwrap import bwrap_argv, rlimits
 from ..errors import RunError
 from .process import OutputCapture, execute
 from ..fs.files import atomic_write_text
+from ..host_tools import host_tool
 from .limits import LimitHit, handed_over, limit_hit
 from .policy import (
     SandboxLayer,
@@ -195,7 +196,7 @@ def _probe(layer: SandboxLayer, policy: SandboxPolicy) -> tuple[bool, str, int]:
 
 
 def _probe_uncached(layer: SandboxLayer, policy: SandboxPolicy) -> tuple[bool, str, int]:
-    if layer == "bwrap" and shutil.which(policy.bwrap_binary) is None:
+    if layer == "bwrap" and host_tool(policy.bwrap_binary) is None:
         return False, f"{policy.bwrap_binary} not installed", 0
     if layer == "landlock" and (abi := landlock.abi_version()) < landlock.MIN_ABI:
         return False, f"Landlock ABI {abi} < {landlock.MIN_ABI} (no network restriction)", 0

@@ -18,6 +18,7 @@ from rich.text import Text
 from ..plan.graph import plan_layers
 from ..plan.model import Plan
 from ..plan.validate import Report
+from .terminal import inert
 
 __all__ = [
     "plan_dot",
@@ -79,7 +80,8 @@ def render_plan_tree(plan: Plan, console: Console) -> None:
         text = Text("\n").join(Text.assemble(*line) for line in lines)
         console.print(text, soft_wrap=True)
         return
-    console.file.write("\n".join("".join(part for part, _ in line) for line in lines) + "\n")
+    plain = "\n".join("".join(part for part, _ in line) for line in lines)
+    console.file.write(inert(plain) + "\n")
     console.file.flush()
 
 
