@@ -48,6 +48,11 @@ class SdkProvider:
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, base_url={self._base_url!r})"
 
+    @property
+    def base_url(self) -> str | None:
+        """The server this provider calls (None: the SDK's public endpoint)."""
+        return self._base_url
+
     def close(self) -> None:
         """Release the HTTP connection pool."""
         self._client.close()

@@ -23,7 +23,7 @@ import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import IO, Literal
+from typing import IO, Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, computed_field
 
@@ -82,6 +82,11 @@ class RunState(BaseModel):
     prices: str = Field(default="", description="Where the dollar figures' prices came from.")
     stopped_by: str | None = Field(default=None, description="Why the run was interrupted.")
     revisions: list[PlanRevision] = Field(default_factory=list, description="resume --plan edits.")
+    launch: dict[str, Any] = Field(
+        default_factory=dict,
+        description="The options of the last execute/resume (cli/launch.py): what a bare "
+        "'resume RUN' reuses. Never a key.",
+    )
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -17,6 +17,7 @@ from rich.padding import Padding
 from rich.table import Table
 
 from ..fs.files import atomic_write_text
+from ..hints import command
 from ..providers.prices import format_usd
 from ..run.journal import RunState
 from ..run.result import TaskResult
@@ -49,6 +50,16 @@ def _verdict_text(r: TaskResult) -> str:
         # (a prompt injection, scope creep): say so next to the success, not only in a count.
         text += f", {len(r.violations)} blocked"
     return text
+
+
+def _hint(console: Console, label: str, command_line: str) -> None:
+    """A label, then the command on a line of its own, never wrapped: it runs as printed."""
+    console.print(label)
+    console.print(f"  {escape(command_line)}", soft_wrap=True)
+
+
+def _resume_hint(state: RunState) -> str:
+    return command("resume", state.run_id, repo=state.repo)
 
 
 def _share(value: float | None) -> str:
@@ -161,11 +172,14 @@ def render_verdict(state: RunState, console: Console) -> None:
     console.print(_table(state, title=f"run {state.run_id}: {state.status}"))
     console.print(_totals(state))  # prose wraps at the terminal's width; names below do not
     if state.status == "interrupted" and state.stopped_by:
-        flag = "--max-cost" if "--max-cost" in state.stopped_by else "--max-tokens"
-        console.print(
-            f"interrupted: {escape(state.stopped_by)}; 'anti-sprawl resume {state.run_id}' "
-            f"with a higher {flag} finishes it"
-        )
+        # A bare resume after a stop at a cap gets the same allowance again (cli/launch.py).
+        console.print(f"interrupted: {escape(state.stopped_by)}")
+        _hint(console, "to finish it:", _resume_hint(state))
+    failed = [t.task_id for t in state.plan.tasks if state.tasks[t.task_id].status == "failed"]
+    if failed:
+        why = command("inspect", state.run_id, "--task", failed[0], repo=state.repo)
+        _hint(console, f"why {escape(failed[0])} failed:", why)
+        _hint(console, "to try again:", _resume_hint(state))
     if state.prices and state.cost_usd:
         console.print(f"dollars at {escape(state.prices)}", soft_wrap=True)
     console.print(f"branch: {state.branch}", soft_wrap=True)
