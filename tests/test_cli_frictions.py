@@ -57,7 +57,9 @@ def test_a_run_reads_well_at_80_columns(tmp_path: Path) -> None:
     lines = result.stdout.splitlines()
     verdict = lines[lines.index(next(ln for ln in lines if "run demo-" in ln)) :]
     # the verdict fits; only the PR body path is never broken (it is copied whole)
-    assert all(len(ln) <= 80 for ln in verdict if not ln.startswith("PR body: ")), result.stdout
+    # (nor is a suggested command: it runs as printed)
+    whole = ("PR body: ", "  anti-sprawl ")
+    assert all(len(ln) <= 80 for ln in verdict if not ln.startswith(whole)), result.stdout
     # each node's progress says "running" once
     for task in ("a", "b"):
         assert lines.count(f"{task}: running") == 1, result.stdout

@@ -130,7 +130,7 @@ def test_full_disk_mid_run_keeps_the_previous_journal_and_resumes(tmp_path: Path
     (run_id,) = [p.name for p in (out / "runs").iterdir()]
     assert "cannot write the run journal" in line, line
     assert "No space left on device" in line, line
-    assert line.endswith(f"'anti-sprawl resume {run_id} --repo {repo}' finishes the run"), line
+    assert line.endswith(f"to finish the run: anti-sprawl resume {run_id} --repo {repo}"), line
     # The journal on the full disk is the last one written before it filled: whole JSON.
     state = json.loads((out / "runs" / run_id / "run.json").read_text())
     assert state["run_id"] == run_id

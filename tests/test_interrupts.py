@@ -74,7 +74,7 @@ def _assert_interrupted(repo: Path, out: str, err: str, code: int) -> str:
     (line,) = err.strip().splitlines()
     (run_id,) = [p.name for p in (repo / ".anti-sprawl" / "runs").iterdir()]
     assert line == (
-        f"anti-sprawl: interrupted: 'anti-sprawl resume {run_id} --repo {repo}' finishes the run"
+        f"anti-sprawl: interrupted: to finish the run: anti-sprawl resume {run_id} --repo {repo}"
     )
     state = json.loads((repo / ".anti-sprawl" / "runs" / run_id / "run.json").read_text())
     assert state["status"] == "interrupted"

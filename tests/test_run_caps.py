@@ -106,19 +106,28 @@ def test_max_tokens_stops_before_the_crossing_call_and_resume_finishes(
     assert total(final["tokens"]) == spent + total(per_node["b"]) + total(per_node["c"])
 
 
-def test_a_plain_resume_keeps_the_runs_cap(tmp_path: Path) -> None:
+def test_a_plain_resume_after_a_cap_stop_gets_the_same_allowance_again(tmp_path: Path) -> None:
     repo = fx.make_repo(tmp_path)
     plan_path, script_path = fx.write_inputs(tmp_path, fx.plan(), fx.script())
     args = ["--repo", str(repo), "--script", str(script_path), "--json"]
-    first = run_json(cli("execute", str(plan_path), *args, "--max-tokens", "1500"))
+    first = run_json(cli("execute", str(plan_path), *args, "--max-tokens", "6000"))
     assert first["status"] == "interrupted"
-    again = cli("resume", first["run_id"], *args)
-    assert again.exit_code == 1
-    assert run_json(again)["status"] == "interrupted"  # still under the 1,500 cap
-    assert fx.task_trailers(repo) == []
+    spent = first["tokens"]["input_tokens"] + first["tokens"]["output_tokens"]
     verdict = cli("status", first["run_id"], "--repo", str(repo))
-    assert "1,500" in verdict.output
-    assert "higher --max-tokens" in verdict.output
+    assert "6,000" in verdict.output
+    assert f"to finish it:\n  anti-sprawl resume {first['run_id']} --repo {repo}\n" in (
+        verdict.output
+    )
+    # nothing but the run id: the run's script, and 6,000 tokens more, said so on stderr
+    again = cli("resume", first["run_id"], "--repo", str(repo), "--json")
+    assert "this session may spend 6,000 more tokens" in again.stderr
+    state = run_json(again)
+    assert state["max_tokens"] == spent + 6_000
+    assert state["tokens"]["input_tokens"] + state["tokens"]["output_tokens"] > spent
+    # a cap given on the command line is the cap
+    third = cli("resume", first["run_id"], "--repo", str(repo), "--max-tokens", "1", "--json")
+    assert run_json(third)["max_tokens"] == 1
+    assert "more tokens" not in third.stderr
 
 
 def test_max_tokens_must_be_positive(tmp_path: Path) -> None:

@@ -146,7 +146,7 @@ def test_checking_out_the_run_branch_mid_run_stops_it_cleanly(tmp_path: Path) ->
     (run_id,) = run_ids(repo)
     assert f"branch 'anti-sprawl/demo' is checked out in {repo}" in err
     assert "the run stopped before landing a" in err
-    assert f"'anti-sprawl resume {run_id} --repo {repo}' finishes the run" in err
+    assert f"to finish the run: anti-sprawl resume {run_id} --repo {repo}" in err
     # Nothing moved underneath the user: same commit, clean status, no staged deletions.
     assert fx.git(repo, "rev-parse", "anti-sprawl/demo") == base
     assert fx.git(repo, "rev-parse", "HEAD") == base

@@ -27,6 +27,18 @@ def existing_dir(repo: Path | None) -> Path | None:
     return repo
 
 
+def repo_here(repo: Path | None) -> Path:
+    """``--repo``, else the root of the git repository containing the current directory."""
+    if repo is not None:
+        return repo
+    from ..git.cmd import run_git
+
+    probe = run_git(["rev-parse", "--show-toplevel"], Path.cwd(), check=False)
+    if probe.returncode != 0:
+        raise UsageError("not inside a git repository: pass --repo PATH")
+    return Path(probe.stdout.decode("utf-8", "surrogateescape").strip())
+
+
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
 RepoOpt = Annotated[
     Path | None, typer.Option("--repo", help="Repository the plan is for (enables path checks).")
@@ -44,7 +56,13 @@ BaseUrlOpt = Annotated[
 ScriptOpt = Annotated[
     Path | None, typer.Option("--script", help="Script file for the scripted (offline) provider.")
 ]
-RepoReq = Annotated[Path, typer.Option("--repo", help="The git repository to work on.")]
+RepoReq = Annotated[
+    Path | None,
+    typer.Option(
+        "--repo",
+        help="The git repository to work on (default: the one containing the current directory).",
+    ),
+]
 LeanCeilingOpt = Annotated[
     int | None,
     typer.Option(

@@ -28,6 +28,7 @@ from .options import (
     local_server,
     output_limit,
     price_table,
+    repo_here,
 )
 from .output import handle_errors, print_json, stdout
 
@@ -40,7 +41,7 @@ def plan_cmd(
         str,
         typer.Argument(metavar="REQUIREMENT", help="The requirement text, or @FILE to read it."),
     ],
-    repo: RepoReq,
+    repo: RepoReq = None,
     output: Annotated[
         Path | None,
         typer.Option(
@@ -82,7 +83,7 @@ def plan_cmd(
     console = stdout() if not as_json else inert_console(stderr=True)
     code = run_plan_command(
         requirement,
-        repo,
+        repo_here(repo),
         output,
         chosen,
         expand_read_scope=expand_read_scope,

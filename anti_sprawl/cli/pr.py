@@ -22,6 +22,7 @@ from rich.console import Console
 from ..errors import RunError, UsageError
 from ..fs.files import atomic_write_text
 from ..git.cmd import run_git
+from ..hints import command
 from ..run.journal import Journal, RepoLock, RunState
 from ..views.run import pr_body
 
@@ -96,8 +97,9 @@ def _check_status(repo: Path, state: RunState, allow_partial: bool) -> None:
         return
     if not allow_partial:
         raise RunError(
-            f"run {state.run_id} did not succeed (status: {state.status}); finish it with "
-            f"'anti-sprawl resume {state.run_id}' or pass --allow-partial to push what landed"
+            f"run {state.run_id} did not succeed (status: {state.status}); pass "
+            "--allow-partial to push what landed, or finish it first: "
+            + command("resume", state.run_id, repo=repo)
         )
     if state.status == "running":
         # Running in the journal means live or crashed: only push what a dead run left behind.

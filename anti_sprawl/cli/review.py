@@ -25,6 +25,7 @@ from .options import (
     RequestTimeoutOpt,
     UnsafeOpt,
     existing_dir,
+    repo_here,
 )
 from .output import handle_errors, print_json, stdout
 
@@ -34,7 +35,7 @@ __all__ = ["eval_cmd", "inspect", "pr_cmd", "status"]
 @handle_errors
 def status(
     run_id: Annotated[str | None, typer.Argument(metavar="RUN_ID")] = None,
-    repo: RepoReq = Path(),
+    repo: RepoReq = None,
     as_json: JsonOpt = False,
 ) -> None:
     """List runs, or show one run's nodes."""
@@ -42,7 +43,7 @@ def status(
     from ..run.preflight import check_repo
     from ..views.run import render_runs, render_verdict
 
-    repo = check_repo(repo)
+    repo = check_repo(repo_here(repo))
     if run_id is None:
         runs = list_runs(repo)
         if as_json:
@@ -73,7 +74,7 @@ def status(
 @handle_errors
 def inspect(
     run_id: Annotated[str, typer.Argument(metavar="RUN_ID")],
-    repo: RepoReq = Path(),
+    repo: RepoReq = None,
     task: Annotated[str | None, typer.Option("--task", help="Only this task's calls.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -82,7 +83,7 @@ def inspect(
     from ..run.journal import Journal
     from ..views.plain import MANY_CALLS, render_manifest_lines
 
-    journal = Journal.load(existing_dir(repo) or Path(), run_id)
+    journal = Journal.load(existing_dir(repo_here(repo)) or Path(), run_id)
     if task is not None and task not in journal.state.tasks:
         raise UsageError(f"run {run_id} has no task {task!r}")
     manifests = load_manifests(journal.paths.manifests, task)
@@ -97,7 +98,7 @@ def inspect(
 @handle_errors
 def pr_cmd(
     run_id: Annotated[str, typer.Argument(metavar="RUN_ID")],
-    repo: RepoReq,
+    repo: RepoReq = None,
     remote: Annotated[
         str, typer.Option("--remote", help="Remote to push the run branch to.")
     ] = "origin",
@@ -126,7 +127,7 @@ def pr_cmd(
         open=open_pr,
         allow_partial=allow_partial,
     )
-    outcome = publish(existing_dir(repo) or repo, run_id, opts)
+    outcome = publish(repo_here(repo), run_id, opts)
     if as_json:
         print_json(outcome.model_dump(mode="json"))
     else:

@@ -41,6 +41,7 @@ from .options import (
     local_server,
     plan_for,
     price_table,
+    repo_here,
     sandbox_policy,
     warn_unpriced,
 )
@@ -142,7 +143,7 @@ def _run_and_report(
 @handle_errors
 def execute(
     plan_file: Annotated[Path, typer.Argument(metavar="PLAN", help="Plan file (YAML or JSON).")],
-    repo: RepoReq,
+    repo: RepoReq = None,
     branch: Annotated[str | None, typer.Option("--branch", help="Result branch name.")] = None,
     base: Annotated[
         str | None, typer.Option("--base", help="Start from this revision (default HEAD).")
@@ -182,10 +183,13 @@ def execute(
     as_json: JsonOpt = False,
 ) -> None:
     """Run a plan: one worktree, firewall and commit per node; leaves a branch and a PR body."""
+    given = dict(locals())  # the options as given, recorded for resume (cli/launch.py)
     from ..run.preflight import uncommitted_changes
     from ..run.runner import execute as run_execute
     from .executor import executor_for
+    from .launch import record
 
+    repo = repo_here(repo)
     plan = plan_for(plan_file, repo, allow_setup_network)
     policy = sandbox_policy(
         sandbox, sandbox_allow, sandbox_limit, allow_unsandboxed, allow_setup_network
@@ -209,6 +213,8 @@ def execute(
         max_output_tokens=max_output_tokens,
         context_budget=lean_ceiling,
     )
+    launch = record(given, provider=chosen.name, base_url=getattr(chosen, "base_url", None))
+    settings = dataclasses.replace(settings, launch=launch)
     warn_unpriced(settings.prices, [plan.model_for(t, model) or chosen.model for t in plan.tasks])
     if dry_run:
         _dry_run(plan, repo, chosen, settings, as_json)
@@ -252,8 +258,9 @@ def _dry_run(plan: Any, repo: Path, provider: Any, settings: Any, as_json: bool)
 
 @handle_errors
 def resume(
+    ctx: typer.Context,
     run_id: Annotated[str, typer.Argument(metavar="RUN_ID")],
-    repo: RepoReq,
+    repo: RepoReq = None,
     plan_file: Annotated[
         Path | None,
         typer.Option(
@@ -265,13 +272,19 @@ def resume(
     max_tokens: Annotated[
         int | None,
         typer.Option(
-            "--max-tokens", min=1, help="New run-wide token cap (default: the run's own)."
+            "--max-tokens",
+            min=1,
+            help="New run-wide token cap (default: the run's own; after a stop at the cap, "
+            "the same allowance again).",
         ),
     ] = None,
     max_cost: Annotated[
         float | None,
         typer.Option(
-            "--max-cost", min=0.0, help="New run-wide cap in US dollars (default: the run's own)."
+            "--max-cost",
+            min=0.0,
+            help="New run-wide cap in US dollars (default: the run's own; after a stop at the "
+            "cap, the same allowance again).",
         ),
     ] = None,
     jobs: JobsOpt = 2,
@@ -292,33 +305,70 @@ def resume(
     dask_scheduler: DaskSchedulerOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Continue an interrupted run; nodes already on the branch are never redone."""
+    """Continue an interrupted run with the options it was started with (flags override);
+    nodes already on the branch are never redone."""
+    given = {name: value for name, value in locals().items() if name != "ctx"}
+    from ..run.journal import Journal
+    from ..run.preflight import check_repo
+    from .launch import endpoint_notes, reuse, session_caps
+
+    root = check_repo(repo_here(repo))
+    state = Journal.load(root, run_id).state
+    args = reuse(ctx, state.launch, given)
+    # Recorded as this session's options: the caps as given, else the allowance first given.
+    options = {**args, "max_tokens": max_tokens, "max_cost": max_cost}
+    for cap in ("max_tokens", "max_cost"):
+        if options[cap] is None:
+            options[cap] = state.launch.get(cap)
+    args["max_tokens"], args["max_cost"], capped = session_caps(state, max_tokens, max_cost)
+    for note in [*endpoint_notes(state.launch, args), *capped]:
+        stderr().print(f"anti-sprawl: note: {note}", markup=False)
+    _resume({**args, "repo": root}, options)
+
+
+def _resume(args: dict[str, Any], options: dict[str, Any]) -> None:
+    """``resume`` once its options are settled (the run's own, then the flags); ``options``
+    is what the journal records of them for the next resume."""
     from ..run.runner import resume as run_resume
     from .executor import executor_for, journal_plan
+    from .launch import record
 
-    plan = plan_for(plan_file, repo, allow_setup_network) if plan_file is not None else None
+    repo, run_id, plan_file = args["repo"], args["run_id"], args["plan_file"]
+    plan = (
+        plan_for(plan_file, repo, args["allow_setup_network"]) if plan_file is not None else None
+    )
     policy = sandbox_policy(
-        sandbox, sandbox_allow, sandbox_limit, allow_unsandboxed, allow_setup_network
+        args["sandbox"],
+        args["sandbox_allow"],
+        args["sandbox_limit"],
+        args["allow_unsandboxed"],
+        args["allow_setup_network"],
     )
     chosen, settings, remote = _prepare(
-        provider,
-        model,
-        base_url,
-        script,
-        prices,
+        args["provider"],
+        args["model"],
+        args["base_url"],
+        args["script"],
+        args["prices"],
         policy,
-        executor,
-        dask_scheduler,
-        request_timeout,
-        jobs=jobs,
-        max_tokens=max_tokens,
-        max_cost=max_cost,
-        max_output_tokens=max_output_tokens,
-        context_budget=lean_ceiling,
+        args["executor"],
+        args["dask_scheduler"],
+        args["request_timeout"],
+        jobs=args["jobs"],
+        max_tokens=args["max_tokens"],
+        max_cost=args["max_cost"],
+        max_output_tokens=args["max_output_tokens"],
+        context_budget=args["lean_ceiling"],
     )
+    launch = record(options, provider=chosen.name, base_url=getattr(chosen, "base_url", None))
+    settings = dataclasses.replace(settings, launch=launch)
     source = str(plan_file) if plan_file is not None else ""
     known = plan if plan is not None or remote is None else journal_plan(repo, run_id)
     with executor_for(remote, known) as run_job:
         _run_and_report(
-            lambda o: run_resume(run_id, repo, o, plan, source), chosen, settings, as_json, run_job
+            lambda o: run_resume(run_id, repo, o, plan, source),
+            chosen,
+            settings,
+            args["as_json"],
+            run_job,
         )

@@ -32,6 +32,7 @@ class RedactingProvider:
         self.redactor = redactor
         self.name = inner.name
         self.model = inner.model
+        self.base_url: str | None = getattr(inner, "base_url", None)
 
     def complete(self, request: ModelRequest) -> ModelResponse:
         return self.inner.complete(redact_request(self.redactor, request))

@@ -69,6 +69,11 @@ class SdkProvider:
         """The SDK client's per-read timeout (the deadline of a default-sized call)."""
         return call_deadline(self.request_timeout, 0, local=self._local)
 
+    @property
+    def base_url(self) -> str | None:
+        """The server this provider calls (None: the SDK's public endpoint)."""
+        return self._base_url
+
     def close(self) -> None:
         """Release the HTTP connection pool."""
         self._client.close()

@@ -97,6 +97,11 @@ class RunState(BaseModel):
     seq: int = Field(
         default=0, description="The last journal event in this snapshot (journal_log.py)."
     )
+    launch: dict[str, Any] = Field(
+        default_factory=dict,
+        description="The options of the last execute/resume (cli/launch.py): what a bare "
+        "'resume RUN' reuses. Never a key.",
+    )
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -27,6 +27,7 @@ from ..git.cmd import run_git
 from ..git.layout import StateLayout
 from ..git.locks import clean_stale_locks
 from ..git.workspace import ensure_excluded, remove_stale_worktrees
+from ..hints import command
 from ..plan.model import Plan
 from .ablations import ABLATIONS
 from .interrupts import ctrl_c_stops
@@ -120,7 +121,7 @@ def _drive(run: NodeRunner, lock: RepoLock, already: list[str]) -> RunState:
     deps = {t.task_id: list(t.dependencies) for t in plan.tasks}
     if run.opts.hooks.on_start:
         run.opts.hooks.on_start(run.journal.state)
-    hint = f"'anti-sprawl resume {run.journal.state.run_id} --repo {run.repo}' finishes the run"
+    hint = f"to finish the run: {command('resume', run.journal.state.run_id, repo=run.repo)}"
     try:
         with ctrl_c_stops(run.opts.stop) as ctrl_c:
             try:
@@ -209,6 +210,7 @@ def execute(plan: Plan, repo: Path, opts: ExecuteOptions) -> RunState:
             max_tokens=settings.max_tokens,
             max_cost=settings.max_cost,
             prices=settings.prices.described,
+            launch=dict(settings.launch),
             tasks={
                 t.task_id: TaskResult(
                     task_id=t.task_id,
@@ -275,6 +277,8 @@ def resume(
         state.prices = opts.settings.prices.described
         state.status, state.stopped_by = "running", None
         state.sandbox = sandbox.policy
+        if opts.settings.launch:
+            state.launch = dict(opts.settings.launch)
         journal.save()
     except BaseException:
         lock.release()

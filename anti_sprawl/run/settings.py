@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..providers.limits import default_output_limit
 from ..providers.prices import PriceTable
@@ -78,6 +78,9 @@ class RunSettings:
     model: str | None = None
     # Prices of the models (``--prices``, the user's config, the bundled table).
     prices: PriceTable = field(default_factory=lambda: PriceTable({}))
+    # The command's options as plain JSON (cli/launch.py), kept in the journal so ``resume
+    # RUN`` goes on with the same provider, server, sandbox and limits; never a key.
+    launch: Mapping[str, Any] = field(default_factory=dict)
 
     def output_limit(self, provider: str, model: str) -> int:
         """The output cap of one response of ``model`` (served by ``provider``): the flag, else

@@ -17,6 +17,7 @@ from rich.padding import Padding
 from rich.table import Table
 
 from ..fs.files import atomic_write_text
+from ..hints import command
 from ..providers.prices import format_usd
 from ..run.journal import RunState
 from ..run.result import TaskResult
@@ -50,6 +51,15 @@ def _verdict_text(r: TaskResult) -> str:
         # (a prompt injection, scope creep): say so next to the success, not only in a count.
         text += f", {len(r.violations)} blocked"
     return text
+
+
+def _hint(label: str, command_line: str) -> list[tuple[str, bool]]:
+    """A label, then the command on a line of its own, never wrapped: it runs as printed."""
+    return [(label, False), (f"  {escape(command_line)}", True)]
+
+
+def _resume_hint(state: RunState) -> str:
+    return command("resume", state.run_id, repo=state.repo)
 
 
 def _share(value: float | None) -> str:
@@ -166,14 +176,14 @@ def render_verdict(state: RunState, console: Console) -> None:
     # (line, soft_wrap): prose wraps at the terminal's width; names do not
     notes = [(_totals(state), False)]
     if state.status == "interrupted" and state.stopped_by:
-        flag = "--max-cost" if "--max-cost" in state.stopped_by else "--max-tokens"
-        notes.append(
-            (
-                f"interrupted: {escape(state.stopped_by)}; 'anti-sprawl resume {state.run_id}' "
-                f"with a higher {flag} finishes it",
-                False,
-            )
-        )
+        # A bare resume after a stop at a cap gets the same allowance again (cli/launch.py).
+        notes.append((f"interrupted: {escape(state.stopped_by)}", False))
+        notes += _hint("to finish it:", _resume_hint(state))
+    failed = [t.task_id for t in state.plan.tasks if state.tasks[t.task_id].status == "failed"]
+    if failed:
+        why = command("inspect", state.run_id, "--task", failed[0], repo=state.repo)
+        notes += _hint(f"why {escape(failed[0])} failed:", why)
+        notes += _hint("to try again:", _resume_hint(state))
     if state.prices and state.cost_usd:
         notes.append((f"dollars at {escape(state.prices)}", True))
     notes.append((f"branch: {state.branch}", True))
