@@ -4,7 +4,9 @@ The checks, in order: schema (pydantic), ids and dependencies, cycles, ids usabl
 components and test commands that split into a NUL-free argument list (what ``validate``
 accepts, ``execute`` can run), scope entries, budgets; with a repository, entries that name
 nothing in it (``repo_checks``); then — on an acyclic plan — write/write overlap and stale
-reads between nodes that the DAG leaves unordered (``overlap``).
+reads between nodes that the DAG leaves unordered (``overlap``), and, with a repository,
+warnings for names the write files use from modules an unordered task writes or that no
+scope covers (``reference_checks``).
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from ..sandbox.command_template import template_problem
 from .graph import dependency_edges, find_cycle
 from .model import Plan, command_argv
 from .overlap import overlap_problems
-from .repo_checks import repo_problems
+from .reference_checks import reference_warnings
+from .repo_checks import repo_files, repo_problems
 from .report import Problem, Report
 from .report import problem as _p
 
@@ -89,10 +92,13 @@ def _validate(data: dict[str, Any] | Plan, repo: Path | None) -> Report:
     errors.extend(_entry_problems(plan))
     warnings = list(_secret_entries(plan))
     errors.extend(_budget_problems(plan))
+    files = repo_files(repo) if repo is not None and repo.is_dir() else []
     if repo is not None:
-        errors.extend(repo_problems(plan, repo))
+        errors.extend(repo_problems(plan, repo, files))
     if not cycle and not duplicates:  # the overlap checks need a DAG of distinct ids
         errors.extend(overlap_problems(plan, edges))
+        if repo is not None:
+            warnings.extend(reference_warnings(plan, repo, files, edges))
     return Report(valid=not errors, errors=errors, warnings=warnings, plan=plan)
 
 
