@@ -402,13 +402,23 @@ def test_missing_tests_are_warned_about(tmp_path: Path, repo: Path) -> None:
     assert sorted(result.warnings) == [
         "task 'api' changes app/api.py but no task writes a test for it "
         "(expected tests/test_api.py or app/api_test.py)",
+        # validation traces what the code uses (plan/reference_checks.py): api calls core's
+        # run(), core calls util's helper(), and no dependency orders those tasks
+        "task 'api' uses names defined in app/core.py, which task 'core' writes, but neither "
+        "depends on the other: it may see either version; add a dependency",
+        "task 'core' uses names defined in app/util.py, which task 'util' writes, but neither "
+        "depends on the other: it may see either version; add a dependency",
+        "task 'core_tests' uses names defined in app/core.py, outside its scopes: its worker "
+        "cannot read them (add them to read_scope)",
         "task 'util' changes app/util.py but its tests (tests/test_util.py) are in no "
         "task's write scope",
+        "task 'util' uses names defined in app/deep.py, outside its scopes: its worker "
+        "cannot read them (add them to read_scope)",
     ]
     assert plan_with(repo, tmp_path, GOOD).warnings == []
 
 
-def test_read_scope_expansion_is_one_hop(tmp_path: Path, repo: Path) -> None:
+def test_read_scope_expansion_follows_imports_and_references(tmp_path: Path, repo: Path) -> None:
     plan = plan_data(
         node("core", write_scope=["app/core.py", "tests/test_core.py"]),
         node("api", dependencies=["core"], write_scope=["app/api.py", "tests/test_api.py"]),
@@ -418,8 +428,10 @@ def test_read_scope_expansion_is_one_hop(tmp_path: Path, repo: Path) -> None:
     expanded = plan_with(repo, tmp_path, plan, expand_read_scope=True).plan
     core, api = expanded.tasks
     assert "app/util.py" in core.read_scope  # app/core.py imports app.util
-    assert "app/deep.py" not in core.read_scope  # ...which imports app.deep: two hops
-    assert api.read_scope == ["app/core.py"]  # `from .core import run`, written upstream
+    # ...whose helper(), which core calls, returns deep.VALUE: a reference two deep
+    assert "app/deep.py" in core.read_scope
+    # `from .core import run`, written upstream, then what run() uses
+    assert api.read_scope == ["app/core.py", "app/util.py"]
 
 
 def test_expansion_never_creates_a_stale_read(tmp_path: Path, repo: Path) -> None:

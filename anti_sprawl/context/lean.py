@@ -9,14 +9,17 @@ The target is ``lean_target``: the smaller of 16k tokens and 40% of the node's p
    over what is left, keeping up to half for read-scope outlines), else their outline plus
    the regions most relevant to the goal (``outline.views.region_view``).
 3. *memory*: up to a quarter of what is left, packed by utility (``packing.pack_context``).
-4. *read-scope files*: every one at least as a names-only outline (dropped, least relevant
-   first, only when even those do not fit); then outlines up to signatures; then whole files
-   (or regions) where the goal names them and they are worth their tokens; then, for files
-   the goal points at, full outlines (with first docstring lines).
+4. *read-scope files*: every one at least as a names-only outline, or, for a file defining
+   what the write files use, just those signatures (``context.used``); when even that does
+   not fit, files the write files use nothing of are dropped first (least relevant first),
+   the others shrink to their used signatures, then go too. Then names-only outlines (used
+   signatures kept in full), outlines up to signatures, whole files (or regions) where the
+   goal names them and they are worth their tokens; then, for files the goal points at, full
+   outlines (with first docstring lines).
 
 Every file's form and the reason for it is a ``manifest.FileChoice``.
 
-One cohesive module a little over 300 lines: the claims above share one running remainder of
+One cohesive module at ~380 lines: the claims above share one running remainder of
 the target, and splitting them would pass that remainder between modules.
 """
 
@@ -25,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -35,6 +39,7 @@ from ..outline.views import Level, file_outline, region_view, render_outline
 from ..trust import wrap_data
 from .manifest import ChoiceReason, DroppedItem, FileChoice, FileForm
 from .read_scoped import Part, Section, drop, part
+from .used import Used, detail_lines, signatures, used_entries
 
 __all__ = [
     "LEAN_CEILING",
@@ -82,6 +87,8 @@ class Scoped:
     entries: list[OutlineLine] | None = field(init=False)
     n_lines: int = field(init=False)
     relevance: float = 0.0
+    used: Used = field(default_factory=dict)  # definitions here the write files use
+    detailed: frozenset[int] = field(init=False)  # outline lines shown in full at any level
     _outlines: dict[Level, Part] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -90,6 +97,7 @@ class Scoped:
         self.whole = part(section, f"file:{self.path}", "file", self.path, "untrusted", block)
         self.entries = file_outline(self.path, self.text)
         self.n_lines = len(source_lines(self.text))
+        self.detailed = detail_lines(self.entries, self.used)
 
     @property
     def tokens(self) -> int:
@@ -99,12 +107,21 @@ class Scoped:
         if self.entries is None:
             return None
         if level not in self._outlines:
-            text = render_outline(self.entries, level, self.n_lines)
+            text = render_outline(self.entries, level, self.n_lines, self.detailed)
             block = wrap_data("stub", self.path, text)
             self._outlines[level] = part(
                 "stubs", f"stub:{self.path}", "stub", self.path, "untrusted", block
             )
         return self._outlines[level]
+
+    def used_view(self) -> Part | None:
+        """Only the signatures the write files use (``context.used``), or None."""
+        if self.entries is None or not self.detailed:
+            return None
+        entries = used_entries(self.entries, self.detailed)
+        text = render_outline(entries, "names", self.n_lines, self.detailed)
+        block = wrap_data("stub", self.path, text)
+        return part("stubs", f"used:{self.path}", "stub", self.path, "untrusted", block)
 
     def view(self, budget: int, terms: Terms) -> tuple[Part, FileChoice]:
         """Outline plus regions in about ``budget`` tokens."""
@@ -133,6 +150,7 @@ class Scoped:
             whole_tokens=self.tokens,
             outline=level,
             regions=regions or [],
+            signatures=signatures(self.used) if shown is not None else [],
         )
 
 
@@ -179,7 +197,7 @@ class _Read:
     f: Scoped
     shown: Part | None
     choice: FileChoice
-    level: Level | None = None
+    level: Level | Literal["used"] | None = None
 
 
 def fit_read_files(
@@ -200,10 +218,13 @@ def fit_read_files(
     for f in files:
         f.relevance = 1.0 if eager else relevance(f, terms, goal)
         names, full = f.outline("names"), f.outline("full")
+        used = f.used_view()
         if (full is not None and f.tokens <= full.item.tokens + SMALL_SLACK) or (
             full is None and f.tokens <= SMALL_TOKENS
         ):
             reads.append(_Read(f, f.whole, f.choice("whole", "small", f.whole)))
+        elif used is not None:
+            reads.append(_Read(f, used, f.choice("outline", "used", used), "used"))
         elif names is not None:
             reads.append(
                 _Read(f, names, f.choice("outline", "interface", names, level="names"), "names")
@@ -211,13 +232,9 @@ def fit_read_files(
         else:
             reads.append(_Read(f, None, f.choice("dropped", "no_outline", None)))
     left = room - sum(r.shown.item.tokens for r in reads if r.shown is not None)
-    for r in sorted(reads, key=lambda r: (r.f.relevance, -r.f.tokens, r.f.path)):
-        if left >= 0:
-            break
-        if r.shown is not None:
-            left += r.shown.item.tokens
-            r.shown, r.level = None, None
-            r.choice = r.f.choice("dropped", "over_budget", None)
+    left = _make_room(reads, left)
+    # The signatures the change uses come first; then every name, then every signature.
+    left = _raise_levels(reads, "names", left)
     left = _raise_levels(reads, "signatures", left)
     left = _relevant_upgrades(reads, terms, left, eager)
     # Docstring lines only where the goal points: the signatures are the interface.
@@ -241,9 +258,41 @@ def fit_read_files(
     return parts, [r.choice for r in reads]
 
 
+def _make_room(reads: list[_Read], left: int) -> int:
+    """While over the room: drop files the write files use nothing of (least relevant
+    first) and shrink the others to the signatures they use; then drop those too."""
+    order = sorted(reads, key=lambda r: (bool(r.f.used), r.f.relevance, -r.f.tokens, r.f.path))
+    for r in order:
+        if left >= 0:
+            return left
+        if r.shown is None:
+            continue
+        smaller = r.f.used_view() if r.f.used and r.level != "used" else None
+        if not r.f.used:
+            left += _drop(r)
+        elif smaller is not None and smaller.item.tokens < r.shown.item.tokens:
+            left += r.shown.item.tokens - smaller.item.tokens
+            r.shown, r.level = smaller, "used"
+            r.choice = r.f.choice("outline", "used", smaller)
+    for r in order:
+        if left >= 0:
+            break
+        if r.shown is not None:
+            left += _drop(r)
+    return left
+
+
+def _drop(r: _Read) -> int:
+    """Leave ``r`` out; the tokens that frees."""
+    freed = r.shown.item.tokens if r.shown is not None else 0
+    r.shown, r.level = None, None
+    r.choice = r.f.choice("dropped", "over_budget", None)
+    return freed
+
+
 def _raise_levels(reads: list[_Read], level: Level, left: int) -> int:
     """Upgrade outlines to ``level``, cheapest upgrade first, each within an equal split."""
-    rank = {"names": 0, "signatures": 1, "full": 2}
+    rank = {"used": -1, "names": 0, "signatures": 1, "full": 2}
     todo = []
     for r in reads:
         if r.level is None or rank[r.level] >= rank[level] or r.shown is None:

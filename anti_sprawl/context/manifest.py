@@ -37,6 +37,7 @@ __all__ = [
     "FileForm",
     "ItemKind",
     "Trust",
+    "UsedSignature",
     "load_manifests",
     "manifest_path",
     "render_manifests",
@@ -77,6 +78,7 @@ ChoiceReason = Literal[
     "denied",  # not shown: the firewall refused it
     "unreadable",  # not shown: binary or too large to read
     "no_outline",  # not shown: no outline for this kind of file, not worth it whole
+    "used",  # outline of the signatures the write files use (``signatures`` says which)
 ]
 
 
@@ -106,6 +108,16 @@ class DroppedItem(BaseModel):
     reason: DropReason
 
 
+class UsedSignature(BaseModel):
+    """A definition in a read-scope file whose signature the prompt shows, and why."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="Qualified name: `func`, `Class`, `Class.method`.")
+    line: int = Field(ge=1)
+    reason: str = Field(pattern=r"^used_by:", description="`used_by:<write-scope file>`.")
+
+
 class FileChoice(BaseModel):
     """How one scoped file went into a node's first prompt, and why."""
 
@@ -119,6 +131,9 @@ class FileChoice(BaseModel):
     whole_tokens: int = Field(ge=0, description="What the whole file would cost.")
     outline: Literal["full", "signatures", "names"] | None = None
     regions: list[tuple[int, int]] = Field(default_factory=list, description="Line ranges.")
+    signatures: list[UsedSignature] = Field(
+        default_factory=list, description="Definitions the write files use, shown in full."
+    )
 
 
 class ContextManifest(BaseModel):

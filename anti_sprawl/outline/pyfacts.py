@@ -12,7 +12,7 @@ import ast
 from collections.abc import Iterator
 from typing import NamedTuple
 
-__all__ = ["PythonFacts", "python_imports", "scan_python"]
+__all__ = ["PythonFacts", "from_base", "python_imports", "scan_python"]
 
 
 def python_imports(source: str, module_path: str) -> list[str]:
@@ -57,7 +57,7 @@ def _imported(node: ast.Import | ast.ImportFrom, package: list[str]) -> Iterator
     if isinstance(node, ast.Import):
         yield from (alias.name for alias in node.names)
         return
-    base = _from_base(node, package)
+    base = from_base(node, package)
     if base is None:
         return
     if base:
@@ -82,7 +82,9 @@ def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
                 stack.append(holder.body)
 
 
-def _from_base(node: ast.ImportFrom, package: list[str]) -> str | None:
+def from_base(node: ast.ImportFrom, package: list[str]) -> str | None:
+    """The absolute module a ``from`` import names (relative ones against ``package``), or
+    None when it climbs above the repository root."""
     if node.level == 0:
         return node.module or ""
     if node.level - 1 > len(package):

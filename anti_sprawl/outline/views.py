@@ -12,6 +12,7 @@ becomes a *region view*: its outline plus the regions most relevant to the goal
 from __future__ import annotations
 
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from typing import Literal, NamedTuple
 
 from ..fs.path_rules import EditError
@@ -69,8 +70,14 @@ def _short(e: OutlineLine) -> str:
     return e.text if len(e.text) <= 60 else e.text[:57] + "..."
 
 
-def render_outline(entries: Sequence[OutlineLine], level: Level, n_lines: int) -> str:
-    """The outline at ``level``, each line prefixed with its source line number."""
+def render_outline(
+    entries: Sequence[OutlineLine],
+    level: Level,
+    n_lines: int,
+    detailed: AbstractSet[int] = frozenset(),
+) -> str:
+    """The outline at ``level``, each line prefixed with its source line number; entries
+    starting on a ``detailed`` line show their whole signature even at ``names``."""
     width = len(str(max(n_lines, 1)))
     out: list[str] = []
     for e in entries:
@@ -80,8 +87,9 @@ def render_outline(entries: Sequence[OutlineLine], level: Level, n_lines: int) -
             continue
         if level == "names" and e.kind not in _NAMED and e.line:
             continue
-        text = _short(e) if level == "names" else e.text
-        if level == "signatures" and e.kind == "def" and text.endswith(":"):
+        short = level == "names" and e.line not in detailed
+        text = _short(e) if short else e.text
+        if level != "full" and e.kind == "def" and text.endswith(":"):
             text += " ..."
         prefix = f"{e.line:>{width}}: " if e.line else " " * (width + 2)
         out.append(prefix + text)

@@ -47,11 +47,12 @@ def repo_files(repo: Path) -> list[str]:
     return out
 
 
-def repo_problems(plan: Plan, repo: Path) -> list[Problem]:
-    """Read entries that match no file and write entries with no existing parent, per task."""
+def repo_problems(plan: Plan, repo: Path, files: list[str] | None = None) -> list[Problem]:
+    """Read entries that match no file and write entries with no existing parent, per task
+    (``files``: the checkout's ``repo_files`` when the caller has listed them already)."""
     if not repo.is_dir():
         return [problem("repo", f"repository directory not found: {repo}")]
-    index = _RepoIndex(repo_files(repo))
+    index = _RepoIndex(repo_files(repo) if files is None else files)
     by_id = {t.task_id: t for t in plan.tasks}
     problems: list[Problem] = []
     for t in plan.tasks:

@@ -6,7 +6,9 @@ accepts, ``execute`` can run), scope entries, budgets; warnings for files the re
 names that no node may write and a setup command that needs a network the run withholds
 (``intent_checks``); with a repository, entries that name nothing in it (``repo_checks``) and a
 ``base`` that is no commit; then — on an acyclic plan — write/write overlap and stale
-reads between nodes that the DAG leaves unordered (``overlap``).
+reads between nodes that the DAG leaves unordered (``overlap``), and, with a repository,
+warnings for names the write files use from modules an unordered task writes or that no
+scope covers (``reference_checks``).
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from .graph import dependency_edges, find_cycle
 from .intent_checks import base_problem, network_setup_warning, requirement_path_warnings
 from .model import Plan, command_argv
 from .overlap import overlap_problems
-from .repo_checks import repo_problems
+from .reference_checks import reference_warnings
+from .repo_checks import repo_files, repo_problems
 from .report import Problem, Report
 from .report import problem as _p
 
@@ -98,13 +101,16 @@ def _validate(data: dict[str, Any] | Plan, repo: Path | None, setup_network: boo
     if offline is not None:
         warnings.append(offline)
     errors.extend(_budget_problems(plan))
+    files = repo_files(repo) if repo is not None and repo.is_dir() else []
     if repo is not None:
-        errors.extend(repo_problems(plan, repo))
+        errors.extend(repo_problems(plan, repo, files))
         base = base_problem(plan, repo) if (repo / ".git").exists() else None
         if base is not None:
             errors.append(base)
     if not cycle and not duplicates:  # the overlap checks need a DAG of distinct ids
         errors.extend(overlap_problems(plan, edges))
+        if repo is not None:
+            warnings.extend(reference_warnings(plan, repo, files, edges))
     return Report(valid=not errors, errors=errors, warnings=warnings, plan=plan)
 
 

@@ -5,8 +5,10 @@ Applied by the planner after validation and before saving:
 - ``missing_test_warnings``: a module a task changes should have its tests
   (``tests/…/test_<module>.py`` or a sibling ``<module>_test.py``) in some write scope.
 - ``expand_read_scopes``: add the *direct* in-repo imports of each task's write-scope Python
-  files to its read scope, never the transitive closure (that is the crawl we exist to stop),
-  and never an entry that another, unordered task writes (a stale read).
+  files to its read scope, and the modules that define the names they use
+  (``reference_scope``: re-exports followed, ranked, cut to a share of the lean target),
+  never the transitive import closure (that is the crawl we exist to stop), and never an
+  entry that another, unordered task writes (a stale read).
 - ``default_budgets``: estimate ``token_budget`` (the per-call cap) / ``max_tool_calls`` for
   tasks whose submission left them out, from their lean first prompt (see ``budget_for``).
 - ``cost_estimate``: the plan's cost as a range per task and in total, from the lean first
@@ -24,11 +26,13 @@ from pathlib import PurePosixPath
 from pydantic import BaseModel
 
 from ..agent.worker import CALL_SLACK
-from ..context.lean import LEAN_SHARE, Scoped, reserve_for
+from ..context.lean import LEAN_SHARE, Scoped, lean_target, reserve_for
 from ..fs.scopes import Scope, is_glob, normalize_entry
 from ..outline.pyfacts import python_imports
+from ..outline.references import References
 from ..outline.views import MIN_REGION_TOKENS
 from ..plan.model import Plan, TaskNode
+from .reference_scope import ranked_references
 from .repomap.ranking import module_index
 
 __all__ = [
@@ -60,6 +64,7 @@ MIN_DEFAULT_TOOL_CALLS = 8
 MAX_DEFAULT_TOOL_CALLS = 60
 PROMPT_OVERHEAD = 1_500  # rules, tool schemas and brief of a worker's first call
 _AMBIGUOUS = 3  # a module name found in more places than this is not followed
+REFERENCE_SHARE = 0.5  # of the lean target: what read scopes may add, as smallest outlines
 
 
 def _thousands(n: float) -> int:
@@ -249,38 +254,58 @@ def _direct_imports(source: str, path: str, index: Mapping[str, list[str]]) -> l
 
 
 def expand_read_scopes(plan: Plan, files: Sequence[str], read: Reader) -> tuple[Plan, list[str]]:
-    """``plan`` with each task's read scope grown by its write files' direct imports."""
+    """``plan`` with each task's read scope grown by its write files' direct imports, then by
+    the modules defining the names they use (``reference_scope``), ranked and cut to
+    ``REFERENCE_SHARE`` of the task's lean target."""
     index = module_index(files)
     fileset = set(files)
     anc = _ordering(plan)
     writers = {t.task_id: Scope(t.write_scope) for t in plan.tasks}
+    refs = References(files, read, index)
+    costs: dict[str, int] = {}
+
+    def cost(path: str) -> int:
+        if path not in costs:
+            text = read(path)
+            f = Scoped(path, text, write=False) if text is not None else None
+            shown = (f.outline("names") or f.whole) if f is not None else None
+            costs[path] = shown.item.tokens if shown is not None else 0
+        return costs[path]
+
     warnings: list[str] = []
     tasks: list[TaskNode] = []
     for node in plan.tasks:
         own = Scope([*node.read_scope, *node.write_scope])
+        writes = [p for p in _scoped(node.write_scope, files) if p.endswith(".py")]
+        imports: list[str] = []
+        for path in writes:
+            source = read(path) if path in fileset else None
+            if source is not None:
+                imports += _direct_imports(source, path, index)
+        share = int(lean_target(node.token_budget) * REFERENCE_SHARE)
+        left = max(share // 4, share - sum(cost(p) for p in dict.fromkeys(imports)))
+        goal = f"{node.name}\n{node.goal}"
+        referenced = ranked_references(refs, writes, goal, left, cost)
         added: list[str] = []
-        for path in _scoped(node.write_scope, files):
-            source = read(path) if path.endswith(".py") and path in fileset else None
-            if source is None:
+        for target in dict.fromkeys([*imports, *referenced]):
+            if target in writes or target in added or own.matches(target):
                 continue
-            for target in _direct_imports(source, path, index):
-                if target == path or target in added or own.matches(target):
-                    continue
-                clash = [
-                    t.task_id
-                    for t in plan.tasks
-                    if t.task_id != node.task_id
-                    and writers[t.task_id].matches(target)
-                    and t.task_id not in anc[node.task_id]
-                    and node.task_id not in anc[t.task_id]
-                ]
-                if clash:
-                    warnings.append(
-                        f"task '{node.task_id}': not adding import {target} to its read "
-                        f"scope: task '{clash[0]}' writes it and neither depends on the other"
-                    )
-                    continue
-                added.append(target)
+            clash = [
+                t.task_id
+                for t in plan.tasks
+                if t.task_id != node.task_id
+                and writers[t.task_id].matches(target)
+                and t.task_id not in anc[node.task_id]
+                and node.task_id not in anc[t.task_id]
+            ]
+            if clash:
+                what = "import" if target in imports else "referenced module"
+                warnings.append(
+                    f"task '{node.task_id}': not adding {what} {target} to its read "
+                    f"scope: task '{clash[0]}' writes it and neither depends on the other"
+                )
+                continue
+            added.append(target)
         tasks.append(node.model_copy(update={"read_scope": [*node.read_scope, *added]}))
     return plan.model_copy(update={"tasks": tasks}), warnings
 

@@ -82,7 +82,7 @@ def scan_python_fast(source: str, module_path: str) -> PythonFacts:
 
 
 def _base(level: int, module: str, package: list[str]) -> str | None:
-    """The absolute module a ``from`` clause names (``outline.pyfacts._from_base``'s rule)."""
+    """The absolute module a ``from`` clause names (``outline.pyfacts.from_base``'s rule)."""
     if level == 0:
         return module
     if level - 1 > len(package):

@@ -21,13 +21,16 @@ from __future__ import annotations
 import math
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import NamedTuple
+
+from ...outline.references import module_index
 
 __all__ = [
     "ImportGraph",
     "RequirementTerms",
+    "WeightedGraph",
     "build_import_graph",
     "explicit_files",
     "module_index",
@@ -54,6 +57,9 @@ _MAX_MODULE_TARGETS = 5  # one dotted name found in many places is ambiguous; ca
 
 ImportGraph = dict[str, dict[str, None]]
 """File -> the files it imports, as an ordered set (dict keys): the edges PageRank walks."""
+
+WeightedGraph = Mapping[str, Mapping[str, float | None]]
+"""File -> the files it leads to, each with an edge weight (None: 1.0), e.g. names used."""
 
 
 class RequirementTerms(NamedTuple):
@@ -95,34 +101,6 @@ def requirement_terms(requirement: str) -> RequirementTerms:
     return RequirementTerms(
         frozenset(split_words(requirement)), frozenset(identifiers), tuple(mentions)
     )
-
-
-def module_index(files: Iterable[str]) -> dict[str, list[str]]:
-    """Dotted module names -> Python files that may define them.
-
-    Each file gets its full path name (``src.pkg.mod``) and its name from the top of its
-    package chain (``pkg.mod`` when ``src/`` has no ``__init__.py``); a leading ``src/`` or
-    ``lib/`` is also dropped, which covers namespace-package layouts.
-    """
-    py = sorted(f for f in files if f.endswith((".py", ".pyi")))
-    packages = {f.rpartition("/")[0] for f in py if f.rpartition("/")[2] == "__init__.py"}
-    index: dict[str, list[str]] = defaultdict(list)
-    for f in py:
-        directory, _, name = f.rpartition("/")
-        dirs = directory.split("/") if directory else []
-        stem = name.rpartition(".")[0]
-        parts = dirs if stem == "__init__" else [*dirs, stem]
-        names = {".".join(parts)}
-        top = len(dirs)
-        while top > 0 and "/".join(dirs[:top]) in packages:
-            top -= 1
-        names.add(".".join(parts[top:]))
-        if parts and parts[0] in ("src", "lib"):
-            names.add(".".join(parts[1:]))
-        for module in names:
-            if module and f not in index[module]:
-                index[module].append(f)
-    return dict(index)
 
 
 def build_import_graph(
@@ -200,7 +178,7 @@ def relevance(
 
 
 def personalized_pagerank(
-    graph: ImportGraph,
+    graph: WeightedGraph,
     personalization: Mapping[str, float],
     *,
     alpha: float = 0.5,
@@ -239,7 +217,7 @@ def _restart(personalization: Mapping[str, float], index: Mapping[str, int]) -> 
 
 
 def _transitions(
-    graph: ImportGraph, index: Mapping[str, int], reverse_weight: float
+    graph: WeightedGraph, index: Mapping[str, int], reverse_weight: float
 ) -> tuple[list[list[tuple[int, float]]], list[tuple[int, float]]]:
     """Per node, its out-edges with the share of mass each passes on, and the nodes that leak
     mass (their edges pass on less than all of it) with the share that restarts instead."""
@@ -247,12 +225,13 @@ def _transitions(
     weights: list[dict[int, float]] = [{} for _ in range(count)]
     for u, targets in graph.items():
         i = index[u]
-        for v in targets:
+        for v, given in targets.items():
             j = index[v]
+            w = 1.0 if given is None else given
             if i != j:
-                weights[i][j] = weights[i].get(j, 0.0) + 1.0
+                weights[i][j] = weights[i].get(j, 0.0) + w
                 if reverse_weight > 0:
-                    weights[j][i] = weights[j].get(i, 0.0) + reverse_weight
+                    weights[j][i] = weights[j].get(i, 0.0) + reverse_weight * w
     adjacency: list[list[tuple[int, float]]] = []
     kept = [0.0] * count  # share of a node's mass its edges pass on; the rest restarts
     for i, out_weights in enumerate(weights):

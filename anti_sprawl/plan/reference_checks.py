@@ -1,0 +1,88 @@
+"""Checks of what a task's Python write files use against the plan (warnings, with a repo).
+
+Scope entries say what a node may read; references say what its code uses
+(``outline.references``: names traced to their defining modules through re-exports). Two
+warnings follow: ``stale_reference``, a module defining a name the task's files use is
+written by a task the DAG leaves unordered against it (the worker may see it before or after
+that change, like a stale read, but found through the code rather than the read scope), and
+``read_coverage``, used definitions in files outside the task's scopes (the worker cannot
+read them; ``plan --expand-read-scopes`` adds them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from ..fs.scopes import Scope
+from ..outline.references import References
+from .graph import Ordering
+from .model import Plan, TaskNode
+from .report import Problem, problem
+
+__all__ = ["MAX_SHOWN", "reference_warnings"]
+
+MAX_SHOWN = 3  # files named in one warning
+_MAX_BYTES = 2 * 1024 * 1024  # a larger Python file is not parsed for references
+
+
+def reference_warnings(
+    plan: Plan, repo: Path, files: list[str], edges: dict[str, list[str]]
+) -> list[Problem]:
+    """``stale_reference`` and ``read_coverage`` warnings for ``plan`` on ``repo``'s files."""
+    refs = References(files, lambda p: _read(repo, p))
+    ordering = Ordering(edges)
+    writers = [(t.task_id, Scope(t.write_scope)) for t in plan.tasks]
+    out: list[Problem] = []
+    for task in plan.tasks:
+        out.extend(_task_warnings(task, refs, files, writers, ordering))
+    return out
+
+
+def _task_warnings(
+    task: TaskNode,
+    refs: References,
+    files: list[str],
+    writers: list[tuple[str, Scope]],
+    ordering: Ordering,
+) -> Iterator[Problem]:
+    write = Scope(task.write_scope)
+    own = Scope([*task.read_scope, *task.write_scope])
+    defining: dict[str, None] = {}
+    for path in files:
+        if path.endswith(".py") and write.matches(path):
+            defining.update(dict.fromkeys(u.definition.path for u in refs.uses(path)))
+    stale: set[str] = set()
+    for d in defining:
+        for other, scope in writers:
+            if (
+                other != task.task_id
+                and scope.matches(d)
+                and not ordering.ordered(task.task_id, other)
+            ):
+                stale.add(d)
+                msg = (
+                    f"task '{task.task_id}' uses names defined in {d}, which task '{other}' "
+                    f"writes, but neither depends on the other: it may see either version; "
+                    f"add a dependency"
+                )
+                yield problem("stale_reference", msg, [task.task_id, other], [d])
+    uncovered = [d for d in defining if not own.matches(d) and d not in stale]
+    if uncovered:
+        shown = ", ".join(uncovered[:MAX_SHOWN])
+        more = f" and {len(uncovered) - MAX_SHOWN} more" if len(uncovered) > MAX_SHOWN else ""
+        msg = (
+            f"task '{task.task_id}' uses names defined in {shown}{more}, outside its scopes: "
+            f"its worker cannot read them (add them to read_scope)"
+        )
+        yield problem("read_coverage", msg, [task.task_id], uncovered)
+
+
+def _read(repo: Path, path: str) -> str | None:
+    target = repo / path
+    try:
+        if target.is_symlink() or target.stat().st_size > _MAX_BYTES:
+            return None
+        return target.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None

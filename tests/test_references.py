@@ -1,0 +1,200 @@
+"""Names resolved to their defining modules (outline/references.py): one test per case of
+issue 27 (re-export chains, aliased module imports, relative imports, star imports bounded,
+cycles, class bases, decorators, annotations), and read scopes grown by them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from anti_sprawl.outline.references import Definition, References
+from anti_sprawl.plan.model import Plan
+from anti_sprawl.plan.validate import validate
+from anti_sprawl.planner.assist import expand_read_scopes
+from anti_sprawl.planner.reference_scope import ranked_references
+
+from .conftest import node, plan_data
+
+
+def refs_of(sources: dict[str, str]) -> References:
+    return References(sorted(sources), sources.get)
+
+
+def used(sources: dict[str, str], path: str) -> dict[Definition, int]:
+    return {u.definition: u.times for u in refs_of(sources).uses(path)}
+
+
+def test_a_re_export_chain_leads_to_the_defining_module() -> None:
+    sources = {
+        "src/pkg/__init__.py": "from .api import attrib, Thing\n",
+        "src/pkg/api.py": "from ._make import attrib\nfrom ._things import *\n",
+        "src/pkg/_make.py": "def attrib(default=None):\n    return default\n",
+        "src/pkg/_things.py": "class Thing:\n    size = 1\n",
+        "src/user.py": "from pkg import attrib, Thing\n\nx = attrib(1)\ny = attrib(2)\nz = Thing\n",
+    }
+    assert used(sources, "src/user.py") == {
+        Definition("src/pkg/_make.py", "attrib", 1): 2,
+        Definition("src/pkg/_things.py", "Thing", 1): 1,
+    }
+
+
+def test_aliased_and_dotted_module_imports_resolve_their_attributes() -> None:
+    sources = {
+        "pkg/__init__.py": "",
+        "pkg/mod.py": "LIMIT = 3\n\n\nclass Box:\n    def open(self): ...\n\n\ndef f(): ...\n",
+        "a.py": "import pkg.mod as m\n\nm.f()\nm.Box.open\n",
+        "b.py": "import pkg.mod\n\npkg.mod.LIMIT\n",
+        "c.py": "from pkg import mod\n\nmod.f()\n",
+    }
+    assert used(sources, "a.py") == {
+        Definition("pkg/mod.py", "f", 8): 1,
+        Definition("pkg/mod.py", "Box.open", 5): 1,
+    }
+    assert used(sources, "b.py") == {Definition("pkg/mod.py", "LIMIT", 1): 1}
+    assert used(sources, "c.py") == {Definition("pkg/mod.py", "f", 8): 1}
+
+
+def test_relative_imports_resolve_against_the_package() -> None:
+    sources = {
+        "src/pkg/__init__.py": "VERSION = 1\n",
+        "src/pkg/sub/__init__.py": "",
+        "src/pkg/sub/x.py": "def helper(): ...\n",
+        "src/pkg/sub/y.py": "from .x import helper\nfrom .. import VERSION\n\nhelper(VERSION)\n",
+    }
+    assert used(sources, "src/pkg/sub/y.py") == {
+        Definition("src/pkg/sub/x.py", "helper", 1): 1,
+        Definition("src/pkg/__init__.py", "VERSION", 1): 1,
+    }
+
+
+def test_star_imports_are_followed_only_two_deep() -> None:
+    sources = {
+        "p/__init__.py": "",
+        "p/one.py": "from p.two import *\n",
+        "p/two.py": "from p.three import *\nNEAR = 1\n",
+        "p/three.py": "FAR = 2\n",
+        "user.py": "from p.one import *\n\nNEAR, FAR\n",
+    }
+    # user -> one -> two finds NEAR; FAR would take a third star import: not followed
+    assert used(sources, "user.py") == {Definition("p/two.py", "NEAR", 2): 1}
+
+
+def test_a_cycle_of_re_exports_ends_without_a_definition() -> None:
+    sources = {
+        "a.py": "from b import thing\n",
+        "b.py": "from a import thing\n",
+        "c.py": "from a import thing\n\nthing()\n",
+    }
+    assert used(sources, "c.py") == {}
+
+
+def test_bases_decorators_annotations_and_inherited_self_attributes() -> None:
+    sources = {
+        "lib/__init__.py": "",
+        "lib/base.py": "class Base:\n    def helper(self): ...\n",
+        "lib/deco.py": "def register(f):\n    return f\n",
+        "lib/types.py": "class Config: ...\nclass Later: ...\n",
+        "app.py": (
+            "from lib.base import Base\nfrom lib.deco import register\n"
+            "from lib import types\n\n\n"
+            "class Child(Base):\n"
+            "    @register\n"
+            "    def run(self, config: types.Config) -> 'types.Later':\n"
+            "        return self.helper()\n"
+        ),
+    }
+    assert used(sources, "app.py") == {
+        Definition("lib/base.py", "Base", 1): 1,
+        Definition("lib/base.py", "Base.helper", 2): 1,
+        Definition("lib/deco.py", "register", 1): 1,
+        Definition("lib/types.py", "Config", 1): 1,
+        Definition("lib/types.py", "Later", 2): 1,
+    }
+
+
+def test_names_from_outside_the_repository_and_unparsable_files_lead_nowhere() -> None:
+    sources = {"a.py": "import os\nfrom json import dumps\nos.path.join(dumps(1))\n", "b.py": "("}
+    assert used(sources, "a.py") == {}
+    assert used(sources, "b.py") == {}
+
+
+# -- read scopes -----------------------------------------------------------------------------
+
+SOURCES = {
+    "src/pkg/__init__.py": "from ._make import attrib\nfrom ._other import unused\n",
+    "src/pkg/_make.py": "from ._deep import base\n\n\ndef attrib():\n    return base()\n",
+    "src/pkg/_deep.py": "def base(): ...\n",
+    "src/pkg/_other.py": "def unused(): ...\n",
+    "src/pkg/validators.py": "from pkg import attrib\n\n\ndef check():\n    return attrib()\n",
+}
+FILES = sorted(SOURCES)
+
+
+def test_read_scope_adds_the_defining_module_behind_a_re_export() -> None:
+    p = Plan.model_validate(plan_data(node("v", write_scope=["src/pkg/validators.py"])))
+    expanded, warnings = expand_read_scopes(p, FILES, SOURCES.get)
+    # the import (the package __init__), then what the used name resolves to, then its use;
+    # never _other.py, which the __init__ imports but the task's file does not use
+    assert expanded.tasks[0].read_scope == [
+        "src/pkg/__init__.py",
+        "src/pkg/_make.py",
+        "src/pkg/_deep.py",
+    ]
+    assert warnings == []
+
+
+def test_referenced_modules_are_ranked_and_cut_to_the_share() -> None:
+    refs = References(FILES, SOURCES.get)
+    everything = ranked_references(refs, ["src/pkg/validators.py"], "", 10_000, lambda _: 10)
+    assert everything == ["src/pkg/_make.py", "src/pkg/_deep.py"]
+    assert ranked_references(refs, ["src/pkg/validators.py"], "", 15, lambda _: 10) == [
+        "src/pkg/_make.py"
+    ]
+
+
+def test_a_referenced_module_another_unordered_task_writes_is_not_added() -> None:
+    p = Plan.model_validate(
+        plan_data(
+            node("v", write_scope=["src/pkg/validators.py"]),
+            node("m", write_scope=["src/pkg/_make.py"]),
+        )
+    )
+    expanded, warnings = expand_read_scopes(p, FILES, SOURCES.get)
+    assert "src/pkg/_make.py" not in expanded.tasks[0].read_scope
+    assert warnings == [
+        "task 'v': not adding referenced module src/pkg/_make.py to its read scope: task 'm' "
+        "writes it and neither depends on the other"
+    ]
+
+
+# -- validation ------------------------------------------------------------------------------
+
+
+def test_validate_warns_of_stale_references_and_uncovered_definitions(
+    make_repo: Callable[[dict[str, str]], Path],
+) -> None:
+    repo = make_repo(SOURCES)
+    plan = Plan.model_validate(
+        plan_data(
+            node("v", write_scope=["src/pkg/validators.py"], read_scope=["src/pkg/__init__.py"]),
+            node("d", write_scope=["src/pkg/_deep.py"]),
+        )
+    )
+    report = validate(plan, repo)
+    assert report.valid
+    # validators.py uses attrib, which the package __init__ re-exports from _make.py: the read
+    # scope names only the __init__, so the worker could not read the definition
+    assert [(w.code, w.paths) for w in report.warnings] == [("read_coverage", ["src/pkg/_make.py"])]
+    ordered = plan.model_copy(
+        update={"tasks": [t.model_copy(update={"read_scope": ["src/pkg/"]}) for t in plan.tasks]}
+    )
+    # with _make.py readable, a task writing it unordered against v is a stale reference
+    # (and m's own _make.py uses _deep.py, which d writes)
+    writer = node("m", write_scope=["src/pkg/_make.py"])
+    stale = Plan.model_validate(
+        {**ordered.model_dump(), "tasks": [*ordered.model_dump()["tasks"], writer]}
+    )
+    assert [(w.code, w.tasks) for w in validate(stale, repo).warnings] == [
+        ("stale_reference", ["v", "m"]),
+        ("stale_reference", ["m", "d"]),
+    ]
