@@ -16,6 +16,7 @@ class of the package is drawn here, in the module that defines it, and
         ├── LandingConflict      git.branch        a commit does not replay onto the run branch
         ├── ResultRefused        git.landing_audit a remote node's result fails the re-audit
         ├── SandboxUnavailable   sandbox.sandbox   no OS sandbox works here
+        ├── TestsCannotStart     run.baseline      a test command fails before any test runs
         ├── StorageError         errors            local state unwritable (disk full, quota)
         ├── InternalError        errors            a bug: an exception nothing translated
         └── ProviderError        errors            a model call failed; .retryable, .status

@@ -61,10 +61,11 @@ def make_repo(tmp_path: Path) -> Callable[[dict[str, str]], Path]:
     return make
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def python_on_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Test commands resolve their interpreter through PATH inside the sandbox: this venv's
-    interpreter first (use with ``pytestmark = pytest.mark.usefixtures("python_on_path")``)."""
+    """Test commands resolve their interpreter through the user's PATH (sandbox/user_env.py):
+    every test is a user who activated this venv, so ``python -m pytest`` finds pytest. A test
+    about PATH itself sets its own."""
     bindir = Path(sys.executable).parent
     monkeypatch.setenv("PATH", f"{bindir}:{os.environ.get('PATH', '/usr/bin:/bin')}")
 

@@ -97,7 +97,10 @@ class FakeLLMServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
+            def do_GET(self) -> None:  # a models list (anti-sprawl doctor)
+                self.do_POST("GET")
+
+            def do_POST(self, method: str = "POST") -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
                 try:
@@ -105,7 +108,7 @@ class FakeLLMServer:
                 except json.JSONDecodeError:
                     body = raw.decode("utf-8", "replace")
                 headers = {k.lower(): v for k, v in self.headers.items()}
-                canned = server._next(Recorded("POST", self.path, headers, body))
+                canned = server._next(Recorded(method, self.path, headers, body))
                 if canned.delay:
                     time.sleep(canned.delay)
                 if canned.raw is not None:

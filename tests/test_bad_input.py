@@ -130,7 +130,7 @@ def test_budgets_must_be_integers(tmp_path: Path, value: object) -> None:
     assert result.exit_code == 1
     errors = json.loads(result.stdout)["errors"]
     where = sorted(e["message"].split(":")[0] for e in errors)
-    assert where == ["tasks.0.max_tool_calls", "tasks.0.token_budget"], errors
+    assert where == ["task 'a' field 'max_tool_calls'", "task 'a' field 'token_budget'"], errors
 
 
 @pytest.mark.parametrize(

@@ -49,6 +49,8 @@ def test_a_run_reads_well_at_80_columns(tmp_path: Path) -> None:
     plan["tasks"][1]["test_command"] = [
         sys.executable,
         "-c",
+        # fails once the node wrote pkg/b.py: at the start commit (the baseline) it passes
+        "import os, sys\nif not os.path.exists('pkg/b.py'): sys.exit(0)\n"
         "print('collected 2 items'); print('FAILED test_b.py::test_b - assert 2 == 3'); "
         "raise SystemExit(1)",
     ]
@@ -100,7 +102,10 @@ def test_commits_are_authored_by_the_user(tmp_path: Path) -> None:
 def test_status_outside_a_repository_is_a_usage_error(tmp_path: Path) -> None:
     result = runner.invoke(app, ["status", "--repo", str(tmp_path)])
     assert result.exit_code == 2
-    assert result.stderr.strip() == f"anti-sprawl: error: not a git repository: {tmp_path}"
+    assert result.stderr.strip().startswith(
+        f"anti-sprawl: error: not a git repository: {tmp_path} ("
+    )
+    assert len(result.stderr.strip().splitlines()) == 1
 
 
 def test_version_and_clean_help_placeholders() -> None:

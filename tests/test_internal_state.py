@@ -235,7 +235,7 @@ def test_every_file_a_run_writes_is_where_the_layout_says(tmp_path: Path) -> Non
     for path in layout.root.rglob("*"):
         if path.is_file():
             inside = path in named or any(
-                path.is_relative_to(d) for d in (paths.manifests, paths.artifacts)
+                path.is_relative_to(d) for d in (paths.manifests, paths.artifacts, layout.baselines)
             )
             assert inside, path
     assert not any(layout.worktrees.iterdir())  # removed after the run

@@ -145,6 +145,7 @@ def test_json_output_and_explicit_output_file(
         "estimated_cost",
         "valid",
         "errors",
+        "next_command",
     }
     assert doc["plan_file"] == str(target)
     assert doc["valid"] is True

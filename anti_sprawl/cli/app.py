@@ -11,18 +11,29 @@ exactly one JSON document on stdout.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
-from typer.core import TyperCommand
+from typer.core import TyperCommand, TyperGroup
 
-from . import plans, review, runs
+from . import doctor, plans, review, runs
 
 __all__ = ["app", "main"]
 
+
+class _Group(TyperGroup):
+    """Keeps the command line's words, so config files can be found from ``--repo``."""
+
+    def parse_args(self, ctx: Any, args: list[str]) -> list[str]:
+        ctx.meta["anti_sprawl.argv"] = list(args)
+        return super().parse_args(ctx, args)
+
+
 app = typer.Typer(
+    cls=_Group,
     name="anti-sprawl",
     help="Run coding agents on a DAG of scoped subtasks: clean-slate prompts, a path firewall, "
     "hard token and tool-call budgets.",
@@ -51,6 +62,7 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _main(
+    ctx: typer.Context,
     version: Annotated[
         bool,
         typer.Option(
@@ -60,6 +72,30 @@ def _main(
 ) -> None:
     """Run coding agents on a DAG of scoped subtasks: clean-slate prompts, a path firewall,
     hard token and tool-call budgets."""
+    _apply_config(ctx)
+
+
+def _apply_config(ctx: typer.Context) -> None:
+    """Config files become each command's defaults (cli/config.py); a bad file is one line."""
+    from pathlib import Path
+
+    from ..errors import UsageError
+    from .config import default_map, load_config, project_root
+    from .output import stderr
+
+    group = ctx.command
+    commands = getattr(group, "commands", {})
+    argv = ctx.meta.get("anti_sprawl.argv", [])
+    try:
+        loaded = load_config(os.environ, project_root(argv, Path.cwd()))
+    except UsageError as exc:
+        stderr().print(f"anti-sprawl: error: {exc}", markup=False)
+        raise typer.Exit(2) from None
+    params = {name: [p.name for p in cmd.params if p.name] for name, cmd in commands.items()}
+    ctx.default_map = default_map(loaded, params)
+    for name, values in ctx.default_map.items():
+        said = ", ".join(f"{key} from {loaded.sources[key]}" for key in values)
+        commands[name].epilog = f"Defaults set by config files: {said}."
 
 
 # In the order of the pipeline (``anti-sprawl --help`` lists them so).
@@ -74,6 +110,8 @@ _COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
     ("inspect", review.inspect),
     ("pr", review.pr_cmd),
     ("eval", review.eval_cmd),
+    ("init", doctor.init),
+    ("doctor", doctor.doctor),
 )
 for _name, _fn in _COMMANDS:
     app.command(_name, cls=_Command)(_fn)

@@ -54,9 +54,11 @@ def handle_errors(fn: Callable[P, R]) -> Callable[P, R]:
             if isinstance(error, InternalError) and os.environ.get("ANTI_SPRAWL_DEBUG"):
                 raise
             text = str(error).strip()
-            message = redact(text.splitlines()[0] if text else type(error).__name__)
+            lines = text.splitlines() or [type(error).__name__]
             prefix = "" if isinstance(error, Interrupted) else "error: "
-            stderr().print(f"anti-sprawl: {prefix}{message}", markup=False)
+            # One line, or one per item for an error that lists several (run/baseline.py).
+            for line in lines if getattr(error, "multiline", False) else lines[:1]:
+                stderr().print(f"anti-sprawl: {prefix}{redact(line)}", markup=False)
             raise typer.Exit(error.exit_code) from None
 
     return wrapper

@@ -8,6 +8,7 @@ file or repository is a ``UsageError`` (exit 2, raised to the CLI).
 from __future__ import annotations
 
 import json
+import shlex
 import sys
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -28,9 +29,17 @@ from ..planner.planner import PlannerResult, plan_requirement
 from ..providers.base import Provider
 from ..providers.limits import default_output_limit
 from ..providers.prices import PriceTable, call_cost, format_usd
+from ..run.preflight import check_repo
 from ..views.plan import render_plan_tree
 
-__all__ = ["default_plan_path", "parse_models", "read_requirement", "run_plan_command"]
+__all__ = [
+    "default_plan_path",
+    "next_command",
+    "parse_models",
+    "read_requirement",
+    "review_header",
+    "run_plan_command",
+]
 
 
 def read_requirement(requirement: str) -> str:
@@ -79,6 +88,7 @@ def run_plan_command(
     prices: PriceTable | None = None,
     max_output_tokens: int | None = None,
     local_server: bool = False,
+    test_command: str | None = None,
 ) -> int:
     """Plan ``requirement`` for ``repo``, print the result, write the plan file; the exit code."""
     text = read_requirement(requirement)
@@ -86,8 +96,10 @@ def run_plan_command(
         raise UsageError(f"repository not found: {repo}")
     if not repo.is_dir():
         raise UsageError(f"--repo must be a directory: {repo}")
-    if (repo / ".git").exists():
-        ensure_excluded(repo)  # planner manifests and default plan files never show in git
+    # As careful as execute, before any model call and before anything is written: a plan's
+    # scopes are relative to the repository root, and its state lives there.
+    check_repo(repo, need_commit=False)
+    ensure_excluded(repo)  # planner manifests and default plan files never show in git
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
     manifest_dir = StateLayout.ensured(repo).planner_manifests(stamp)
     result = plan_requirement(
@@ -100,6 +112,8 @@ def run_plan_command(
         models=models,
         max_output_tokens=max_output_tokens,
     )
+    if result.plan is not None and result.plan.test_command is None and test_command:
+        result.plan.test_command = test_command  # --test-command, or the config's default
     plan_file: Path | None = None
     table = prices or PriceTable({})
     cost = _cost(result, repo, provider, table, local_server)
@@ -108,16 +122,40 @@ def run_plan_command(
             _show(result, console, cost, provider, table)
         plan_file = output if output is not None else default_plan_path(repo, result.plan.plan_id)
         try:
-            save_plan(result.plan, plan_file)
+            save_plan(result.plan, plan_file, review_header(result.plan.plan_id, plan_file, repo))
         except OSError as exc:
             raise UsageError(f"cannot write the plan file {plan_file}: {exc.strerror}") from exc
     if as_json:
-        _print_json(_json_document(result, plan_file, cost))
+        doc = _json_document(result, plan_file, cost)
+        doc["next_command"] = next_command(plan_file, repo) if plan_file is not None else None
+        _print_json(doc)
     elif plan_file is not None:
         console.print(f"plan written to {escape(str(plan_file))}", soft_wrap=True)
+        console.print(
+            f"review it, then run: {escape(next_command(plan_file, repo))}", soft_wrap=True
+        )
     else:
         _show_failure(result, console)
     return 0 if result.ok else 1
+
+
+def next_command(plan_file: Path, repo: Path) -> str:
+    """The command to run after reviewing a plan: the dry run, which spends nothing."""
+    return shlex.join(["anti-sprawl", "execute", str(plan_file), "--repo", str(repo), "--dry-run"])
+
+
+def review_header(plan_id: str, plan_file: Path, repo: Path) -> str:
+    """The comment a written plan starts with: what to review, the exact next command."""
+    return (
+        f"Plan '{plan_id}', written by 'anti-sprawl plan'. Review it before running it:\n"
+        "- each task's goal (what its worker is told), write_scope (the only files it may\n"
+        "  change) and read_scope; dependencies (what runs first);\n"
+        "- token_budget (per model call) and max_tool_calls; test_command (what decides\n"
+        "  that a task succeeded: it runs in a sandbox, on your PATH).\n"
+        "Edit freely; then check the plan and its cost, which spends nothing:\n"
+        f"  {next_command(plan_file, repo)}\n"
+        "and run it without --dry-run."
+    )
 
 
 def _cost(

@@ -12,6 +12,7 @@ import typer
 
 from ..errors import UsageError
 from ..views.terminal import inert, inert_console
+from .environment import NoBaselineOpt
 from .options import (
     BaseUrlOpt,
     JsonOpt,
@@ -30,7 +31,7 @@ from .options import (
     price_table,
     repo_here,
 )
-from .output import handle_errors, print_json, stdout
+from .output import handle_errors, print_json, stderr, stdout
 
 __all__ = ["ShowFormat", "plan_cmd", "schema", "show", "validate"]
 
@@ -66,6 +67,14 @@ def plan_cmd(
         ),
     ] = None,
     max_output_tokens: MaxOutOpt = None,
+    test_command: Annotated[
+        str | None,
+        typer.Option(
+            "--test-command",
+            help="The plan's default test command when the planner gives none (default: "
+            "test_command in a config file).",
+        ),
+    ] = None,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     base_url: BaseUrlOpt = None,
@@ -94,6 +103,7 @@ def plan_cmd(
         prices=table,
         max_output_tokens=output_limit(max_output_tokens, chosen, base_url),
         local_server=local_server(chosen, base_url),
+        test_command=test_command,
     )
     if code:
         raise typer.Exit(code)
@@ -111,9 +121,11 @@ def schema() -> None:
 def validate(
     plan_file: Annotated[Path, typer.Argument(metavar="PLAN", help="Plan file (YAML or JSON).")],
     repo: RepoOpt = None,
+    no_baseline: NoBaselineOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Check a plan: ids, dependencies, cycles, scopes, budgets, unordered overlaps."""
+    """Check a plan: ids, dependencies, cycles, scopes, budgets, unordered overlaps; with
+    --repo, each test command once at the start commit (what it runs, whether it starts)."""
     from ..plan.model import load_plan_data
     from ..plan.validate import validate as run_validation
     from ..views.plan import render_report
@@ -138,6 +150,33 @@ def validate(
             render_first_prompts(fits, stdout(), commit)
     if not report.valid:
         raise typer.Exit(1)
+    if repo is not None and commit is not None and report.plan is not None and not no_baseline:
+        _check_environment(report.plan, repo, commit)
+
+
+def _check_environment(plan: Any, repo: Path, commit: str) -> None:
+    """``validate --repo``: which program each test command runs, and its baseline (exit 1
+    when one cannot start), in the sandbox a run would use (bwrap; see ``execute``)."""
+    from ..run.baseline import describe_commands
+    from ..run.settings import RunSettings
+    from ..sandbox.sandbox import probe_sandbox
+    from .environment import check_test_commands, user_settings_env
+    from .options import SandboxChoice, sandbox_policy
+
+    policy = sandbox_policy(SandboxChoice.bwrap, None, None, False)
+    settings = RunSettings(sandbox=policy, command_env=user_settings_env(policy))
+    for line in describe_commands(plan, repo.resolve(), settings.command_env or {}):
+        stderr().print(f"anti-sprawl: {line}", markup=False)
+    if plan.test_command is None and not any(t.test_command for t in plan.tasks):
+        return
+    if probe_sandbox(policy).layer is None:
+        stderr().print(
+            "anti-sprawl: note: no bwrap sandbox here, so the test commands were not run "
+            "(execute checks them in the sandbox it uses)",
+            markup=False,
+        )
+        return
+    check_test_commands(plan, repo, settings, commit)
 
 
 class ShowFormat(StrEnum):

@@ -14,6 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from ..views.terminal import inert_console
+from .environment import NoBaselineOpt, check_test_commands
 from .options import (
     BaseUrlOpt,
     DaskSchedulerOpt,
@@ -76,6 +77,7 @@ def _prepare(
     """The provider, the frozen RunSettings of ``execute``/``resume`` from their flags, and
     the Dask settings (None: nodes run here; with Dask the provider is named, not built)."""
     from ..run.settings import RunSettings
+    from .environment import user_settings_env
     from .executor import choose
 
     local = functools.partial(build_provider, provider, model, base_url, script, request_timeout)
@@ -88,6 +90,8 @@ def _prepare(
         prices=price_table(prices, chosen, base_url),
         local_server=local_server(chosen, base_url),
         request_timeout=request_timeout,
+        # Commands run what the user's PATH names now, not this process's venv.
+        command_env=user_settings_env(policy),
         **fields,
     )
     return chosen, settings, remote
@@ -177,14 +181,15 @@ def execute(
         typer.Option(
             "--dry-run",
             help="Check the plan and print its estimated cost per node and in total (tokens "
-            "and dollars); run nothing.",
+            "and dollars), and which program each test command runs; run no node.",
         ),
     ] = False,
+    no_baseline: NoBaselineOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Run a plan: one worktree, firewall and commit per node; leaves a branch and a PR body."""
     given = dict(locals())  # the options as given, recorded for resume (cli/launch.py)
-    from ..run.preflight import uncommitted_changes
+    from ..run.preflight import resolve_base, uncommitted_changes
     from ..run.runner import execute as run_execute
     from .executor import executor_for
     from .launch import record
@@ -216,6 +221,9 @@ def execute(
     launch = record(given, provider=chosen.name, base_url=getattr(chosen, "base_url", None))
     settings = dataclasses.replace(settings, launch=launch)
     warn_unpriced(settings.prices, [plan.model_for(t, model) or chosen.model for t in plan.tasks])
+    if not no_baseline:  # before any model call: a command that cannot start stops here
+        start = resolve_base(repo, base or "HEAD")
+        settings = check_test_commands(plan, repo, settings, start)
     if dry_run:
         _dry_run(plan, repo, chosen, settings, as_json)
         return
@@ -234,6 +242,7 @@ def _dry_run(plan: Any, repo: Path, provider: Any, settings: Any, as_json: bool)
     """``execute --dry-run``: the checks a run makes before its first node, and the estimate;
     exit 1 when a node could not start (as ``execute`` would), 0 otherwise."""
     from ..planner.estimate import dry_run, render_dry_run
+    from ..run.baseline import describe_commands
     from ..run.node import ExecuteOptions
     from ..run.preflight import check_cost_cap, resolve_base
 
@@ -248,10 +257,14 @@ def _dry_run(plan: Any, repo: Path, provider: Any, settings: Any, as_json: bool)
         max_tokens=settings.max_tokens,
         max_cost=settings.max_cost,
     )
+    env = settings.command_env or {}
+    commands = describe_commands(plan, repo.resolve(), env)
     if as_json:
-        print_json(result.model_dump(mode="json"))
+        print_json({**result.model_dump(mode="json"), "test_commands": commands})
     else:
         render_dry_run(result, stdout())
+        for line in commands:
+            stdout().print(line, markup=False, soft_wrap=True)
     if not result.ok:
         raise typer.Exit(1)
 

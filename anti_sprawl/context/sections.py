@@ -40,9 +40,10 @@ Read what you need, not everything you could.
 - For whole changes: delete_file deletes a file (or a directory whose files are all in your \
 write scope); move_file renames a file or directory, never over an existing path. A file too \
 large for one response is written in parts: write_file, then write_file with append: true.
-- run_tests runs the node's test command (read-only, no network); its args (a test file, a \
-test id, -k EXPR) run part of it. Check your change with it when the node has one; the whole \
-command runs again after you finish.
+- run_tests runs the node's test command (no network); its args (a test file, a test id, \
+-k EXPR) run part of it. Check your change with it when the node has one; the whole command \
+runs again after you finish. The worktree is read-only to commands: a test or tool cannot \
+write files there (caches and HOME are in a private /tmp); change files with the file tools.
 - When the goal is met, call finish with a summary of what you changed and why, notes for \
 later nodes, and the interfaces they may rely on. Work is kept only after finish.
 </rules>

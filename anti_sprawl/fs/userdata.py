@@ -83,12 +83,16 @@ def load_document(path: Path, what: str) -> Any:
     """Read and parse a YAML or JSON file (JSON when the suffix is ``.json``)."""
     text = read_user_file(path, what)
     return parse_document(
-        text, json_format=path.suffix.lower() == ".json", source=f"{what} file {path}"
+        text,
+        json_format=path.suffix.lower() == ".json",
+        source=f"{what} file {path}",
+        location=str(path),
     )
 
 
-def parse_document(text: str, *, json_format: bool, source: str) -> Any:
-    """Parse ``text`` under the module's limits; ``source`` names it in error messages."""
+def parse_document(text: str, *, json_format: bool, source: str, location: str = "") -> Any:
+    """Parse ``text`` under the module's limits; ``source`` names it in error messages, and a
+    syntax error gives ``location:line:column`` (``location``: the file's path) and the line."""
     try:
         data = _parse_json(text) if json_format else _parse_yaml(text)
         _check_depth(data)
@@ -102,8 +106,30 @@ def parse_document(text: str, *, json_format: bool, source: str) -> Any:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         if "maximum nesting depth" in str(exc):
             first = _DEPTH_LIMIT  # libyaml's own guard, at 1000 levels
-        raise UsageError(f"cannot parse {source}: {first}") from exc
+        where = None if first == _DEPTH_LIMIT else _located(exc, text)
+        if where is None:
+            raise UsageError(f"cannot parse {source}: {first}") from exc
+        at = f"{source}:{where}" if location else f"{source} at line {where}"
+        raise UsageError(f"cannot parse {at}") from exc
     return data
+
+
+def _located(exc: Exception, text: str) -> str | None:
+    """``line:column: problem; line N reads: '...'``, for a person fixing the file by hand."""
+    if isinstance(exc, json.JSONDecodeError):
+        line, column, problem = exc.lineno, exc.colno, exc.msg
+    else:
+        mark = getattr(exc, "problem_mark", None)
+        if mark is None:
+            return None
+        line, column = mark.line + 1, mark.column + 1
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        context = getattr(exc, "context", None)
+        problem = f"{problem} ({context})" if context else problem
+    lines = text.splitlines()
+    shown = lines[line - 1].rstrip()[:160] if 0 < line <= len(lines) else ""
+    read = f"; line {line} reads: {shown!r}" if shown.strip() else ""
+    return f"{line}:{column}: {problem}{read}"
 
 
 # --- JSON ---------------------------------------------------------------------------------

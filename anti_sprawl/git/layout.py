@@ -22,6 +22,7 @@ for a path instead of joining names itself::
     .anti-sprawl/plans/<plan_id>.yaml          plans written by ``plan`` without ``-o``
     .anti-sprawl/planner/<stamp>/manifests/    the planner's context manifests
     .anti-sprawl/memory.yaml                   facts the user keeps for every run
+    .anti-sprawl/baseline/<key>.json           a test command's outcome at a commit (cache)
 
 The lock lives in the common git directory, not here, so every checkout of one repository
 (the main one and each ``git worktree add``) shares it.
@@ -50,16 +51,17 @@ __all__ = [
 
 # Not "*.lock": git's own stale-lock cleanup (git/locks.py) removes those.
 LOCK_NAME = "anti-sprawl-run.flock"
-_RUNS, _WORKTREES, _PLANS, _PLANNER, _MEMORY = (
+_RUNS, _WORKTREES, _PLANS, _PLANNER, _MEMORY, _BASELINE = (
     "runs",
     "worktrees",
     "plans",
     "planner",
     "memory.yaml",
+    "baseline",
 )
 # Names the tool itself creates directly under the state directory ("run.lock" is where 0.1
 # kept its lock: an older anti-sprawl would still follow it, so it is checked too).
-_FIXED = (_RUNS, _WORKTREES, _PLANS, _PLANNER, "run.lock", _MEMORY)
+_FIXED = (_RUNS, _WORKTREES, _PLANS, _PLANNER, "run.lock", _MEMORY, _BASELINE)
 # Directories whose entries are per-run (or per-node) and must be real directories too.
 _PER_ENTRY = (_RUNS, _WORKTREES)
 
@@ -136,6 +138,14 @@ class StateLayout:
     @property
     def memory(self) -> Path:
         return self.root / _MEMORY
+
+    @property
+    def baselines(self) -> Path:
+        """Test commands' outcomes at a commit, cached with their logs (run/baseline.py)."""
+        return self.root / _BASELINE
+
+    def baseline(self, key: str) -> Path:
+        return self.baselines / f"{key}.json"
 
     def lock(self) -> Path:
         """The run lock, in the common git directory (asks git where that is)."""

@@ -114,6 +114,11 @@ class Plan(BaseModel):
         le=MAX_ATTEMPTS,
         description="Default attempts per node (a node's own max_attempts wins).",
     )
+    known_failures: list[str] = Field(
+        default_factory=list,
+        description="Test ids (pytest's, e.g. tests/test_x.py::test_y) known to fail before the "
+        "run: a node is not failed for them, only for failures it introduces.",
+    )
     tasks: list[TaskNode] = Field(min_length=1)
 
     def task(self, task_id: str) -> TaskNode:
@@ -181,7 +186,9 @@ def dump_plan(plan: Plan, fmt: str = "yaml") -> str:
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
 
 
-def save_plan(plan: Plan, path: Path) -> None:
-    """Write ``plan`` atomically; JSON when the suffix is .json, YAML otherwise."""
-    text = dump_plan(plan, "json" if path.suffix.lower() == ".json" else "yaml")
-    atomic_write_text(path, text)
+def save_plan(plan: Plan, path: Path, header: str = "") -> None:
+    """Write ``plan`` atomically; JSON when the suffix is .json, YAML otherwise (then with
+    ``header``'s lines as comments first: what to review, what to run next)."""
+    fmt = "json" if path.suffix.lower() == ".json" else "yaml"
+    comments = "".join(f"# {line}".rstrip() + "\n" for line in header.splitlines())
+    atomic_write_text(path, (comments if fmt == "yaml" else "") + dump_plan(plan, fmt))

@@ -27,12 +27,13 @@ from ..fs.scopes import entry_problem, is_glob, normalize_entry
 from ..sandbox.command_template import template_problem
 from .graph import dependency_edges, find_cycle
 from .intent_checks import base_problem, network_setup_warning, requirement_path_warnings
-from .model import Plan, command_argv
+from .model import Plan, TaskNode, command_argv
 from .overlap import overlap_problems
 from .reference_checks import reference_warnings
 from .repo_checks import repo_files, repo_problems
 from .report import Problem, Report
 from .report import problem as _p
+from .wording import closest, describe_error
 
 __all__ = [
     "MAX_TOKEN_BUDGET",
@@ -131,25 +132,17 @@ def _dependency_problems(plan: Plan) -> Iterator[Problem]:
                 yield _p("self_dependency", f"task '{dep}' depends on itself", [dep])
             elif dep not in known:
                 msg = f"task '{t.task_id}' depends on unknown task '{dep}'"
+                guess = closest(dep, sorted(known))
+                msg += f" (did you mean '{guess}'?)" if guess else ""
                 yield _p("unknown_dependency", msg, [t.task_id, dep])
 
 
 def _schema_problems(exc: ValidationError, data: dict[str, Any]) -> Iterator[Problem]:
-    tasks = data.get("tasks") if isinstance(data, dict) else None
+    """Each schema error in the words of whoever edited the file (plan/wording.py)."""
+    fields = {"plan": list(Plan.model_fields), "task": list(TaskNode.model_fields)}
     for err in exc.errors():
-        loc = err.get("loc", ())
-        where = ".".join(str(x) for x in loc) or "(plan)"
-        tids: list[str] = []
-        if (
-            len(loc) >= 2
-            and loc[0] == "tasks"
-            and isinstance(loc[1], int)
-            and isinstance(tasks, list)
-        ):
-            item = tasks[loc[1]] if loc[1] < len(tasks) else None
-            tid = item.get("task_id") if isinstance(item, dict) else None
-            tids = [str(tid)] if tid is not None else [f"#{loc[1]}"]
-        yield _p("schema", f"{where}: {err.get('msg', 'invalid')}", tids)
+        message, tids = describe_error(err, data, fields)
+        yield _p("schema", message, tids)
 
 
 def ref_component_problem(name: str) -> str | None:

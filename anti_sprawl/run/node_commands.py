@@ -9,6 +9,7 @@ numbered on across attempts.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from ..agent.artifacts import ArtifactStore
 from ..agent.worker import TestOutcome
@@ -18,9 +19,11 @@ from ..git.workspace import Workspace
 from ..plan.model import command_argv
 from ..sandbox.command_template import bind_command
 from ..sandbox.sandbox import run_command
+from .baseline import command_key
 from .node_job import NodeJob
 from .result import TaskResult
 from .setup_step import failure_message, run_setup
+from .test_failures import failing_tests, only_known_failures
 
 __all__ = ["TestRunner", "run_setup_command"]
 
@@ -75,6 +78,7 @@ class TestRunner:
         redact: Callable[[str], str],
     ):
         self.job, self.ws, self.artifacts, self.redact = job, ws, artifacts, redact
+        self.template = list(argv)
         self.bound = bind_command(argv, job.paths.repo, ws.path)
         self.runs = 0  # logs numbered so far in this attempt
 
@@ -106,4 +110,13 @@ class TestRunner:
             tail="\n".join(res.output.splitlines()[-40:]),
             log=str(log),
             layer=res.layer,
+            known_failures=self._only_known(res.exit_code, log, res.output),
         )
+
+    def _only_known(self, exit_code: int | None, log: Path, output: str) -> list[str]:
+        """The failing tests, when every one of them also fails at the start commit (or the
+        plan marks it): the node did not cause them (run/baseline.py). Else []."""
+        known = self.job.settings.known_failures.get(command_key(self.template), frozenset())
+        known = known | frozenset(self.job.plan.known_failures)
+        full = log.read_text(encoding="utf-8", errors="replace") if log.is_file() else output
+        return failing_tests(full) if only_known_failures(exit_code, full, known) else []

@@ -37,17 +37,23 @@ def uncommitted_changes(repo: Path) -> int:
     return sum(1 for entry in out.stdout.split(b"\0") if entry[:2].strip())
 
 
-def check_repo(repo: Path) -> Path:
-    """The repository root for ``repo``; UsageError unless it is a git root with a commit."""
+def check_repo(repo: Path, *, need_commit: bool = True) -> Path:
+    """The repository root for ``repo``; UsageError unless it is a git root (with a commit,
+    unless ``need_commit`` is false: ``plan`` may plan a repository's first commit)."""
     if not repo.is_dir():
         raise UsageError(f"repository not found: {repo}")
     probe = run_git(["rev-parse", "--show-toplevel"], repo, check=False)
     if probe.returncode != 0:
-        raise UsageError(f"not a git repository: {repo}")
+        raise UsageError(
+            f"not a git repository: {repo} (anti-sprawl works on a git repository's root: "
+            "'git init' and commit first)"
+        )
     top = Path(probe.stdout.decode().strip()).resolve()
     if top != repo.resolve():
         # Scopes are relative to the repository root; a subdirectory would shift every path.
-        raise UsageError(f"{repo} is inside the repository {top}; pass the root with --repo")
+        raise UsageError(f"{repo} is inside the repository {top}; pass the root with --repo {top}")
+    if not need_commit:
+        return top
     if run_git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], top, check=False).returncode:
         raise UsageError(f"repository {top} has no commits yet; commit something first")
     return top

@@ -66,6 +66,9 @@ class RunSettings:
     stop_grace: float = 5.0
     # The environment of test and setup commands (None: the sandbox's minimal one).
     command_env: Mapping[str, str] | None = None
+    # Per test command (run.baseline.command_key): tests failing at the start commit or marked
+    # in the plan's known_failures; a node fails on tests only for others (run/baseline.py).
+    known_failures: Mapping[str, frozenset[str]] = field(default_factory=dict)
     ablations: Ablations = field(default_factory=Ablations)
     # Check out only each node's scopes plus the repository's root-level files: much faster
     # on large repositories, for test commands that need nothing else.

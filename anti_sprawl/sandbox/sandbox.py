@@ -44,6 +44,7 @@ from .policy import (
     describe_policy,
 )
 from .toolchain import named_paths
+from .user_env import cache_env
 
 __all__ = [
     "CommandResult",
@@ -105,13 +106,11 @@ def _secret_like(name: str) -> bool:
 def sandbox_env(
     base: Mapping[str, str], *, home: str = "/tmp", allow: Sequence[str] = ()
 ) -> dict[str, str]:
-    """The command environment, from an allow-list of ``base``; secret-like names never pass."""
-    path = base.get("PATH", "/usr/local/bin:/usr/bin:/bin")
-    if sys.prefix != sys.base_prefix:
-        # The orchestrator's own venv, so `pytest` resolves even when it was not activated.
-        path = f"{Path(sys.prefix) / 'bin'}:{path}"
+    """The command environment, from an allow-list of ``base`` (the user's ``PATH`` as it is);
+    secret-like names never pass; caches and home in the private ``home``."""
+    # The user's PATH, never this process's venv put first (sandbox/user_env.py).
     env = {
-        "PATH": path,
+        "PATH": base.get("PATH", "/usr/local/bin:/usr/bin:/bin"),
         "HOME": home,
         "TMPDIR": home,
         "LANG": "C.UTF-8",
@@ -121,6 +120,7 @@ def sandbox_env(
         "TERM": "dumb",
         # The tree is read-only: pytest's cache would only warn on every run.
         "PYTEST_ADDOPTS": "-p no:cacheprovider",
+        **cache_env(home),  # mypy, ruff, __pycache__: a writable cache under the private /tmp
     }
     if "VIRTUAL_ENV" in base:
         env["VIRTUAL_ENV"] = base["VIRTUAL_ENV"]

@@ -1,0 +1,55 @@
+"""The test environment check the CLI makes before a run spends anything (issue 24).
+
+``execute``, ``execute --dry-run`` and ``validate --repo`` run each distinct test command once
+at the start commit (run/baseline.py) and print one line per command on stderr: passes,
+fails with N failures (a warning; nodes are then judged on what they change), or cannot
+start (exit 1 before any model call, with a hint). ``--no-baseline`` skips it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from .output import stderr
+
+__all__ = ["NoBaselineOpt", "check_test_commands", "user_settings_env"]
+
+NoBaselineOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-baseline",
+        help="Do not run the test commands once at the start commit before the run (they "
+        "are then judged by exit code alone).",
+    ),
+]
+
+
+def user_settings_env(policy: Any) -> dict[str, str]:
+    """The user's environment for commands, taken now (sandbox/user_env.py)."""
+    from ..sandbox.user_env import user_command_env
+
+    return user_command_env(os.environ, policy.env_allow)
+
+
+def check_test_commands(plan: Any, repo: Path, settings: Any, commit: str) -> Any:
+    """Run the baselines, print their lines, refuse when a command cannot start; the
+    settings with the known failures nodes are not judged on."""
+    from ..redact import Redactor, env_secrets
+    from ..run.baseline import check_baselines, known_failures, refuse_unstartable
+    from ..run.preflight import ready_sandbox
+
+    ready_sandbox(settings.sandbox)
+    root = repo.resolve()
+    redactor = Redactor(env_secrets(os.environ))
+    baselines = check_baselines(plan, root, commit, settings, redactor)
+    marked = frozenset(plan.known_failures)
+    for baseline in baselines:
+        if baseline.status != "cannot_start":
+            stderr().print(f"anti-sprawl: {baseline.line(marked)}", markup=False)
+    refuse_unstartable(baselines)
+    return dataclasses.replace(settings, known_failures=known_failures(baselines, plan))

@@ -1,0 +1,300 @@
+"""The plan's test commands as the user's environment runs them, checked before spending.
+
+``describe_commands`` says, per distinct test command, which executable it starts on the
+user's ``PATH`` (sandbox/user_env.py) and offers the checkout's virtualenv when the command
+does not use it: ``execute --dry-run`` and ``validate --repo`` print it, so nobody has to
+guess which ``python`` a node runs.
+
+``check_baselines`` runs each distinct test command once at the start commit, in a throwaway
+worktree and the run's own sandbox (after the plan's setup command, as a node would), and
+caches the outcome per command, setup, commit and ``PATH`` under ``.anti-sprawl/baseline/``:
+it *passes*, *fails* with N failures (named; run/test_failures.py), or *cannot start* (with a
+hint: a src layout wants ``PYTHONPATH=src``, the project's venv is ``{checkout}/.venv``). A
+command that cannot start refuses the run before any model call (``TestsCannotStart``, exit
+1, one line per command); a failing one is a warning, and nodes are then judged only on the
+failures they introduce (``known_failures``, run/node_commands.py). Issue 24: attrs cost two
+paid attempts on a ``No module named 'attr'`` that this finds for free.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import re
+import shlex
+from collections.abc import Callable, Collection, Mapping
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from ..errors import RunError
+from ..fs.files import atomic_write_text
+from ..git.layout import StateLayout
+from ..git.workspace import Workspace
+from ..plan.model import Plan, command_argv
+from ..sandbox.command_template import bind_command, expand
+from ..sandbox.sandbox import run_command
+from ..sandbox.user_env import ProgramInfo, describe_program, venv_offer
+from .settings import RunSettings
+from .setup_step import run_setup
+from .test_failures import cannot_start, failing_tests, missing_module
+
+__all__ = [
+    "Baseline",
+    "TestsCannotStart",
+    "check_baselines",
+    "command_key",
+    "describe_commands",
+    "known_failures",
+    "plan_test_commands",
+    "refuse_unstartable",
+    "shown",
+]
+
+
+def command_key(argv: list[str]) -> str:
+    """The identity of a command template (what baselines and known failures are keyed by)."""
+    return json.dumps(argv)
+
+
+_PLAIN = re.compile(r"[\w@%+=:,./{}-]+")
+
+
+def shown(argv: list[str]) -> str:
+    """A command as a person would type it (``{checkout}`` left unquoted, as plans write it)."""
+    return " ".join(arg if _PLAIN.fullmatch(arg) else shlex.quote(arg) for arg in argv)
+
+
+def plan_test_commands(plan: Plan) -> list[list[str]]:
+    """Each distinct test command of the plan's nodes (templates), in plan order."""
+    found: dict[str, list[str]] = {}
+    for node in plan.tasks:
+        argv = plan.test_command_for(node)
+        if argv:
+            found.setdefault(command_key(argv), argv)
+    return list(found.values())
+
+
+def describe_commands(plan: Plan, checkout: Path, env: Mapping[str, str]) -> list[str]:
+    """One line per test command (what it runs), and a line offering the project's venv."""
+    lines: list[str] = []
+    for argv in plan_test_commands(plan):
+        program = describe_program(expand(argv, {"checkout": str(checkout)}), env, checkout)
+        lines.append(f"test command '{shown(argv)}' runs {program.describe()}")
+        offer = venv_offer(argv, checkout)
+        if offer:
+            lines.append(f"note: {offer}")
+        if _src_packages(checkout) and not any("PYTHONPATH" in arg for arg in argv):
+            lines.append(
+                f"note: a src layout ({', '.join(_src_packages(checkout))}): without "
+                f"'env PYTHONPATH=src {shown(argv)}' the tests import an installed copy, if "
+                "any, not the worktree's code"
+            )
+    return lines
+
+
+def _src_packages(checkout: Path) -> list[str]:
+    """Packages under ``src/`` (a src layout), by name."""
+    src = checkout / "src"
+    if not src.is_dir():
+        return []
+    return sorted(p.parent.name for p in src.glob("*/__init__.py"))
+
+
+# --- the baseline: each test command once at the start commit ------------------------------
+
+BaselineStatus = Literal["passes", "fails", "cannot_start"]
+_SHOWN_FAILURES = 5
+
+
+class Baseline(BaseModel):
+    """One test command's outcome at the start commit, in the run's sandbox (cached on disk)."""
+
+    command: list[str]  # the template, as the plan writes it
+    commit: str
+    status: BaselineStatus
+    exit_code: int | None
+    failures: list[str] = Field(default_factory=list)  # pytest's failing ids
+    program: str = ""  # ProgramInfo.describe()
+    reason: str = ""  # why it cannot start
+    hint: str = ""
+    tail: str = ""
+    log: str = ""
+
+    def line(self, known: Collection[str] = ()) -> str:
+        """The one line a person reads about it."""
+        where = f"'{shown(self.command)}' at {self.commit[:12]}"
+        if self.status == "passes":
+            return f"baseline: {where} passes ({self.program})"
+        if self.status == "cannot_start":
+            hint = f"; {self.hint}" if self.hint else ""
+            return f"test command {where} cannot start: {self.reason} ({self.program}){hint}"
+        if not self.failures:
+            return (
+                f"warning: baseline: {where} fails (exit code {self.exit_code}) and names no "
+                "failing test, so nodes are judged by its exit code: each must make it pass; "
+                f"log: {self.log}"
+            )
+        marked = [f for f in self.failures if f in known]
+        listed = ", ".join(self.failures[:_SHOWN_FAILURES])
+        more = len(self.failures) - _SHOWN_FAILURES
+        listed += f" and {more} more" if more > 0 else ""
+        note = f" ({len(marked)} marked known_failures in the plan)" if marked else ""
+        return (
+            f"warning: baseline: {where} fails with {len(self.failures)} failure(s){note}: "
+            f"{listed}; nodes fail on tests only for failures they introduce; log: {self.log}"
+        )
+
+
+class TestsCannotStart(RunError):
+    """A test command fails before any test runs at the start commit: no node could pass it."""
+
+    __test__ = False
+    multiline = True  # cli/output.py prints every line: one per command
+
+
+def _key(argv: list[str], plan: Plan, commit: str, env: Mapping[str, str]) -> str:
+    setup = command_argv(plan.setup_command) or []
+    text = json.dumps([argv, setup, commit, env.get("PATH", ""), env.get("VIRTUAL_ENV", "")])
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def _hint(argv: list[str], reason: str, checkout: Path, program: ProgramInfo) -> str:
+    """What to change in the command: src layout, the project's venv, a full path."""
+    hints: list[str] = []
+    module = reason.removeprefix("No module named '").rstrip("'") if "module" in reason else ""
+    top = module.split(".")[0]
+    if top and ((checkout / "src" / top).is_dir() or (checkout / "src" / f"{top}.py").is_file()):
+        hints.append(f"a src layout: write it as 'env PYTHONPATH=src {shown(argv)}'")
+    elif module and module == program.module:
+        hints.append(f"{program.resolved} has no {module} installed")
+    if program.resolved and "/shims/" in program.resolved:
+        hints.append("it is a pyenv shim, which cannot run in the sandbox: name the interpreter")
+    offer = venv_offer(argv, checkout)
+    if offer:
+        hints.append(offer)
+    elif not hints:
+        hints.append("name the program with a full path, or {checkout}/<venv>/bin/<program>")
+    return "; ".join(hints)
+
+
+def _projects_own(module: str, plan: Plan, checkout: Path) -> bool:
+    """``module`` is the project's, not the environment's: a package at the checkout's root
+    that only lacks this submodule (``pkg.c`` with ``pkg/`` there), or a path the plan's
+    write scopes will create."""
+    parts = module.split(".")
+    if len(parts) > 1 and (checkout / parts[0]).is_dir():
+        return True
+    path = "/".join(parts)
+    written = [entry for node in plan.tasks for entry in node.write_scope]
+    return any(entry.lstrip("/").startswith((f"{path}.py", f"{path}/")) for entry in written)
+
+
+def _run_once(
+    argv: list[str],
+    plan: Plan,
+    checkout: Path,
+    commit: str,
+    settings: RunSettings,
+    log: Path,
+    redact: Callable[[str], str],
+) -> Baseline:
+    env = settings.command_env or {}
+    layout = StateLayout.ensured(checkout)
+    name = f"baseline-{log.stem[:16]}"
+    with Workspace.create(checkout, layout.worktrees, name, commit) as ws:
+        expanded = expand(argv, {"checkout": str(checkout)})
+        program = describe_program(expanded, env, ws.path)
+        setup = command_argv(plan.setup_command)
+        if setup:
+            done = run_setup(
+                ws,
+                setup,
+                checkout=checkout,
+                policy=settings.sandbox,
+                timeout=settings.test_timeout,
+                log=log.with_suffix(".setup.log"),
+                env=env,
+                redact=redact,
+            )
+            if not done.outcome.passed:
+                return Baseline(
+                    command=argv,
+                    commit=commit,
+                    status="cannot_start",
+                    exit_code=done.outcome.exit_code,
+                    program=program.describe(),
+                    reason=f"the setup_command fails (exit code {done.outcome.exit_code})",
+                    hint=f"see {log.with_suffix('.setup.log')}",
+                    tail=done.outcome.tail,
+                    log=str(log.with_suffix(".setup.log")),
+                )
+        bound = bind_command(argv, checkout, ws.path)
+        res = run_command(
+            bound.argv,
+            ws.path,
+            timeout=settings.test_timeout,
+            readable=bound.readable,
+            unscanned=bound.unscanned,
+            policy=settings.sandbox,
+            log_path=log,
+            env=env,
+            redact=redact,
+        )
+    full = log.read_text(encoding="utf-8", errors="replace") if log.is_file() else res.output
+    why = cannot_start(res.exit_code, full)
+    module = missing_module(full) if why and why.startswith("No module") else None
+    if module and _projects_own(module, plan, checkout):
+        why = None  # code the plan is to write (a test-first command): a plain failure
+    status: BaselineStatus = "passes" if res.exit_code == 0 else "cannot_start" if why else "fails"
+    return Baseline(
+        command=argv,
+        commit=commit,
+        status=status,
+        exit_code=res.exit_code,
+        failures=failing_tests(full) if status == "fails" else [],
+        program=program.describe(),
+        reason=why or "",
+        hint=_hint(argv, why, checkout, program) if why else "",
+        tail="\n".join(res.output.splitlines()[-20:]),
+        log=str(log),
+    )
+
+
+def check_baselines(
+    plan: Plan,
+    checkout: Path,
+    commit: str,
+    settings: RunSettings,
+    redact: Callable[[str], str] = str,
+) -> list[Baseline]:
+    """Each distinct test command once at ``commit`` (cached per command, setup, commit and
+    PATH under ``.anti-sprawl/baseline/``); nothing else is left behind."""
+    env = settings.command_env or {}
+    layout = StateLayout.ensured(checkout)
+    out: list[Baseline] = []
+    for argv in plan_test_commands(plan):
+        cache = layout.baseline(_key(argv, plan, commit, env))
+        if cache.is_file():
+            with contextlib.suppress(OSError, ValueError):
+                out.append(Baseline.model_validate_json(cache.read_text(encoding="utf-8")))
+                continue
+        done = _run_once(argv, plan, checkout, commit, settings, cache.with_suffix(".log"), redact)
+        atomic_write_text(cache, done.model_dump_json(indent=2))
+        out.append(done)
+    return out
+
+
+def refuse_unstartable(baselines: list[Baseline]) -> None:
+    """TestsCannotStart, one line per command that cannot start, when any cannot."""
+    broken = [b.line() for b in baselines if b.status == "cannot_start"]
+    if broken:
+        raise TestsCannotStart("\n".join(broken))
+
+
+def known_failures(baselines: list[Baseline], plan: Plan) -> dict[str, frozenset[str]]:
+    """Per command: the tests nodes are not failed for (failing at the start, or marked)."""
+    marked = frozenset(plan.known_failures)
+    return {command_key(b.command): frozenset(b.failures) | marked for b in baselines}

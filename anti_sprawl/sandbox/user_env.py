@@ -1,0 +1,128 @@
+"""The user's environment for test and setup commands, stated rather than guessed.
+
+A test command runs the programs the user's ``PATH`` names, as it was when the command
+(``execute``, ``validate``, ``doctor``) started: never anti-sprawl's own interpreter or
+virtualenv unless the user's ``PATH`` puts it first or the command names it. (Before issue 24
+the sandbox put this process's venv first, so ``python -m pytest`` silently ran anti-sprawl's
+Python, which knows nothing of the user's project.) ``describe_program`` says which
+executable a command will run, for ``--dry-run`` and the baseline check
+(run/baseline.py); ``project_venvs`` finds a ``.venv``/``venv`` in the checkout so the user
+can be told how to use it (``{checkout}/.venv/bin/python``, sandbox/command_template.py) —
+it is offered, never switched to silently.
+
+The worktree is read-only to test commands, so tools that keep a cache in the project
+(mypy's ``.mypy_cache``, ruff's ``.ruff_cache``, ``__pycache__``) are pointed at the
+sandbox's private ``/tmp`` by ``cache_env``: a fresh, writable cache and home per command.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from pydantic import BaseModel
+
+__all__ = [
+    "CACHE_VARIABLES",
+    "VENV_NAMES",
+    "ProgramInfo",
+    "cache_env",
+    "describe_program",
+    "project_venvs",
+    "user_command_env",
+    "venv_offer",
+]
+
+# Where each tool's cache goes, under the command's private home (``/tmp`` in bwrap).
+CACHE_VARIABLES = {
+    "XDG_CACHE_HOME": ".cache",
+    "MYPY_CACHE_DIR": ".cache/mypy",
+    "RUFF_CACHE_DIR": ".cache/ruff",
+    "PYTHONPYCACHEPREFIX": ".cache/pycache",
+}
+# Directory names a project virtualenv is found under, in the order they are offered.
+VENV_NAMES = (".venv", "venv", ".env", "env")
+_PASSED_THROUGH = ("PATH", "VIRTUAL_ENV")
+
+
+def cache_env(home: str) -> dict[str, str]:
+    """The cache variables of a command whose private home is ``home``."""
+    return {name: f"{home}/{rel}" for name, rel in CACHE_VARIABLES.items()}
+
+
+def user_command_env(environ: Mapping[str, str], allow: Sequence[str] = ()) -> dict[str, str]:
+    """What of the user's environment a command's allow-list may draw on, taken once when
+    the command starts: ``PATH``, ``VIRTUAL_ENV`` and the ``--sandbox-env`` names (the
+    sandbox still refuses secret-looking ones, sandbox/sandbox.py ``sandbox_env``)."""
+    names = (*_PASSED_THROUGH, *allow)
+    return {name: environ[name] for name in names if name in environ}
+
+
+class ProgramInfo(BaseModel):
+    """Which executable a command runs, found the way the sandbox will find it."""
+
+    program: str  # argv[0] as written (after {checkout} expansion)
+    resolved: str | None  # the file it resolves to on PATH; None: not found
+    module: str | None = None  # ``python -m MODULE``: the module it runs
+
+    def describe(self) -> str:
+        """``python -> /usr/bin/python3 (-m pytest)``, or that it is not on PATH."""
+        if self.resolved is None:
+            return f"{self.program}: not found on PATH"
+        real = os.path.realpath(self.resolved)
+        shown = self.resolved if real == self.resolved else f"{self.resolved} ({real})"
+        module = f" -m {self.module}" if self.module else ""
+        return f"{self.program}{module} -> {shown}"
+
+
+def _module_of(argv: Sequence[str]) -> str | None:
+    for i, arg in enumerate(argv[1:-1], start=1):
+        if arg == "-m":
+            return argv[i + 1]
+        if not arg.startswith("-"):
+            return None
+    return None
+
+
+def describe_program(argv: Sequence[str], env: Mapping[str, str], cwd: Path) -> ProgramInfo:
+    """The executable ``argv`` starts, on ``env``'s ``PATH`` (``env VAR=x prog`` looks
+    through ``env`` to ``prog``); relative paths with a ``/`` are against ``cwd``."""
+    args = list(argv)
+    if args and Path(args[0]).name == "env":
+        rest = [a for a in args[1:] if "=" not in a and not a.startswith("-")]
+        args = args[args.index(rest[0]) :] if rest else args
+    program = args[0] if args else ""
+    if "/" in program:
+        path = Path(program) if program.startswith("/") else cwd / program
+        found = str(path) if path.is_file() and os.access(path, os.X_OK) else None
+    else:
+        found = shutil.which(program, path=env.get("PATH", "")) if program else None
+    return ProgramInfo(program=program, resolved=found, module=_module_of(args))
+
+
+def project_venvs(checkout: Path) -> list[str]:
+    """Virtualenvs at the top of the user's checkout (``.venv``, ``venv``...) with a Python."""
+    return [
+        name
+        for name in VENV_NAMES
+        if (checkout / name / "pyvenv.cfg").is_file() and (checkout / name / "bin/python").exists()
+    ]
+
+
+def venv_offer(argv: Sequence[str], checkout: Path) -> str | None:
+    """How to use the checkout's virtualenv, when the command does not already name one."""
+    venvs = project_venvs(checkout)
+    if not venvs or any(f"{{checkout}}/{name}" in arg for arg in argv for name in venvs):
+        return None
+    program = Path(argv[0]).name if argv else "python"
+    rest = " ".join(argv[1:]) if len(argv) > 1 else ("-m pytest" if argv else "")
+    if not program.startswith("python") and not (checkout / venvs[0] / "bin" / program).exists():
+        program, rest = "python", "-m pytest"
+    command = f"{{checkout}}/{venvs[0]}/bin/{program} {rest}".strip()
+    return (
+        f"the checkout has a virtualenv {venvs[0]}/: to run the tests with it, write "
+        f"test_command: '{command}' "
+        "(anti-sprawl never switches to it on its own)"
+    )

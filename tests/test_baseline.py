@@ -1,0 +1,147 @@
+"""Baseline before spending (run/baseline.py, issue 24 item 2): each test command runs once at
+the start commit in the run's sandbox; one that cannot start refuses the run before any model
+call; pre-existing failures are a warning and nodes are judged on the failures they add."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from typer.testing import CliRunner
+
+from anti_sprawl.cli.app import app
+
+from . import e2e_fixture as fx
+from .conftest import node, plan_data
+from .fake_llm_server import FakeLLMServer
+
+runner = CliRunner()
+PYTEST = "python -m pytest -q"
+SRC_FILES = {
+    "src/mypkg/__init__.py": "def one() -> int:\n    return 1\n",
+    "tests/test_one.py": "import mypkg\n\n\ndef test_one():\n    assert mypkg.one() == 1\n",
+    "pyproject.toml": "[project]\nname = 'mypkg'\nversion = '0'\n",
+}
+FAILING_FILES = {
+    "pkg/__init__.py": "",
+    "tests/test_old.py": "def test_ok():\n    assert True\n\n\ndef test_broken():\n    assert 1 == 2\n",
+}
+
+
+def _plan(tmp_path: Path, test_command: Any, **kw: Any) -> Path:
+    data = plan_data(
+        node("a", write_scope=["src/mypkg/a.py"], token_budget=40_000, max_tool_calls=8),
+        test_command=test_command,
+        **kw,
+    )
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+def _left_behind(repo: Path) -> tuple[str, list[str]]:
+    branches = fx.git(repo, "branch", "--list", "anti-sprawl/*")
+    worktrees = repo / ".anti-sprawl" / "worktrees"
+    return branches, sorted(p.name for p in worktrees.iterdir()) if worktrees.exists() else []
+
+
+def test_a_src_layout_that_cannot_import_is_refused_before_any_model_call(
+    tmp_path: Path, make_repo: Any, server: FakeLLMServer
+) -> None:
+    repo = make_repo(SRC_FILES)
+    plan_path = _plan(tmp_path, PYTEST)
+    model = ["--provider", "openai", "--base-url", f"{server.url}/v1", "--model", "m"]
+    result = runner.invoke(app, ["execute", str(plan_path), "--repo", str(repo), *model])
+    assert result.exit_code == 1, result.output
+    err = " ".join(result.stderr.split())
+    assert "test command 'python -m pytest -q' at " in err
+    assert "cannot start: No module named 'mypkg'" in err
+    assert "a src layout: write it as 'env PYTHONPATH=src python -m pytest -q'" in err
+    assert "Traceback" not in result.output
+    assert server.requests == []  # not one token spent
+    assert _left_behind(repo) == ("", [])
+    assert not (repo / ".anti-sprawl" / "runs").exists()
+    # validate --repo finds the same, for free, and --dry-run refuses the same way
+    checked = runner.invoke(app, ["validate", str(plan_path), "--repo", str(repo)])
+    assert checked.exit_code == 1
+    assert "cannot start: No module named 'mypkg'" in " ".join(checked.stderr.split())
+    dry = runner.invoke(app, ["execute", str(plan_path), "--repo", str(repo), *model, "--dry-run"])
+    assert dry.exit_code == 1
+    assert "cannot start" in dry.stderr
+    # The suggested command works: the baseline passes, and is cached per command and commit
+    fixed = _plan(tmp_path, f"env PYTHONPATH=src {PYTEST}")
+    ok = runner.invoke(app, ["validate", str(fixed), "--repo", str(repo)])
+    assert ok.exit_code == 0, ok.output
+    assert "baseline: 'env PYTHONPATH=src python -m pytest -q' at" in ok.stderr
+    assert " passes (" in ok.stderr
+    cached = sorted(p.suffix for p in (repo / ".anti-sprawl" / "baseline").iterdir())
+    assert cached.count(".json") == 2  # the refused command and this one
+    assert _left_behind(repo) == ("", [])
+
+
+def test_a_program_not_on_path_cannot_start_one_line_per_command(
+    tmp_path: Path, make_repo: Any
+) -> None:
+    repo = make_repo(FAILING_FILES)
+    data = plan_data(
+        node("a", write_scope=["pkg/a.py"], test_command="no-such-runner --all"),
+        node("b", write_scope=["pkg/b.py"], test_command="no-such-checker"),
+        test_command=PYTEST,
+    )
+    plan_path, script_path = fx.write_inputs(tmp_path, data, fx.script())
+    args = ["execute", str(plan_path), "--repo", str(repo), "--script", str(script_path)]
+    result = runner.invoke(app, [*args, "--dry-run"])
+    assert result.exit_code == 1
+    lines = [ln for ln in result.stderr.splitlines() if "cannot start" in ln]
+    assert len(lines) == 2, result.stderr
+    assert "'no-such-runner --all'" in lines[0]
+    assert "its program was not found (no-such-runner: not found on PATH)" in lines[0]
+    assert "'no-such-checker'" in lines[1]
+
+
+def test_pre_existing_failures_warn_and_nodes_are_judged_on_the_failures_they_add(
+    tmp_path: Path, make_repo: Any
+) -> None:
+    repo = make_repo(FAILING_FILES)
+    data = plan_data(
+        node("a", write_scope=["pkg/a.py"], token_budget=40_000, max_tool_calls=8),
+        node("b", write_scope=["tests/test_new.py"], token_budget=40_000, max_tool_calls=8),
+        plan_id="fails",
+        max_attempts=1,
+        test_command=PYTEST,
+    )
+    plan_path = tmp_path / "plan.yaml"
+    plan_path.write_text(yaml.safe_dump(data))
+    new_test = "def test_new():\n    assert False\n"
+    script = fx.script(
+        a=fx.worker_turns("pkg/a.py", "A = 1\n"), b=fx.worker_turns("tests/test_new.py", new_test)
+    )
+    script_path = tmp_path / "script.yaml"
+    script_path.write_text(yaml.safe_dump(script))
+    args = ["execute", str(plan_path), "--repo", str(repo), "--script", str(script_path)]
+    result = runner.invoke(app, [*args, "--json"])
+    assert result.exit_code == 1, result.output
+    err = " ".join(result.stderr.split())
+    assert "warning: baseline: 'python -m pytest -q' at" in err
+    assert "fails with 1 failure(s): tests/test_old.py::test_broken" in err
+    assert "nodes fail on tests only for failures they introduce" in err
+    state = json.loads(result.stdout)
+    a, b = state["tasks"]["a"], state["tasks"]["b"]
+    assert a["status"] == "succeeded", a["message"]
+    assert a["tests"]["exit_code"] == 1
+    assert a["tests"]["known_failures"] == ["tests/test_old.py::test_broken"]
+    assert b["status"] == "failed"
+    assert b["reason"] == "tests"
+    # --no-baseline: judged by the exit code alone, so the untouched failure fails node a too
+    plan_path.write_text(yaml.safe_dump({**data, "plan_id": "nobase"}))
+    again = runner.invoke(app, [*args, "--json", "--no-baseline"])
+    assert json.loads(again.stdout)["tasks"]["a"]["status"] == "failed"
+    assert "baseline" not in again.stderr
+    # ...unless the plan marks it as known
+    marked = {**data, "plan_id": "marked", "known_failures": ["tests/test_old.py::test_broken"]}
+    plan_path.write_text(yaml.safe_dump(marked))
+    third = runner.invoke(app, [*args, "--json", "--no-baseline"])
+    assert json.loads(third.stdout)["tasks"]["a"]["status"] == "succeeded"
+    assert _left_behind(repo)[1] == []
