@@ -347,9 +347,7 @@ def _resume(args: dict[str, Any], options: dict[str, Any]) -> None:
     from .launch import record
 
     repo, run_id, plan_file = args["repo"], args["run_id"], args["plan_file"]
-    plan = (
-        plan_for(plan_file, repo, args["allow_setup_network"]) if plan_file is not None else None
-    )
+    plan = plan_for(plan_file, repo, args["allow_setup_network"]) if plan_file is not None else None
     policy = sandbox_policy(
         args["sandbox"],
         args["sandbox_allow"],

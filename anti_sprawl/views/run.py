@@ -169,11 +169,9 @@ def _cost(state: RunState) -> str:
     return f"{format_usd(state.cost_usd)}{cap}{missing}"
 
 
-def render_verdict(state: RunState, console: Console) -> None:
-    """The end-of-run table: per node succeeded / failed (why) / skipped (because of which).
-    Past ``plain.LARGE`` nodes, in plain columns printed at once (views/plain.py says why)."""
-    title = f"run {state.run_id}: {state.status}"
-    # (line, soft_wrap): prose wraps at the terminal's width; names do not
+def _verdict_notes(state: RunState) -> list[tuple[str, bool]]:
+    """The lines under the verdict table as (line, soft_wrap): prose wraps at the terminal's
+    width; names and commands do not."""
     notes = [(_totals(state), False)]
     if state.status == "interrupted" and state.stopped_by:
         # A bare resume after a stop at a cap gets the same allowance again (cli/launch.py).
@@ -187,6 +185,14 @@ def render_verdict(state: RunState, console: Console) -> None:
     if state.prices and state.cost_usd:
         notes.append((f"dollars at {escape(state.prices)}", True))
     notes.append((f"branch: {state.branch}", True))
+    return notes
+
+
+def render_verdict(state: RunState, console: Console) -> None:
+    """The end-of-run table: per node succeeded / failed (why) / skipped (because of which).
+    Past ``plain.LARGE`` nodes, in plain columns printed at once (views/plain.py says why)."""
+    title = f"run {state.run_id}: {state.status}"
+    notes = _verdict_notes(state)
     records = [state.tasks[t.task_id] for t in state.plan.tasks]
     if len(records) > LARGE:
         lines = [title, *columns(_NODE_COLUMNS, map(_row, records), right={2, 3, 4})]
