@@ -10,7 +10,7 @@ class of the package is drawn here, in the module that defines it, and
     ├── UsageError               errors            the user's mistake: bad flag or plan (exit 2)
     │   ├── InternalStateError   git.layout        .anti-sprawl is tracked, a symlink, not ours
     │   └── BranchCheckedOut     git.branch        the run branch is checked out somewhere
-    ├── Interrupted              errors            Ctrl-C: stopped, resumable (exit 130)
+    ├── Interrupted              errors            Ctrl-C/TERM/HUP: resumable (exit 128+sig)
     └── RunError                 errors            the work failed: a node, git, a model (exit 1)
         ├── GitError             git.cmd           a git command failed; its stderr is kept
         ├── LandingConflict      git.branch        a commit does not replay onto the run branch
@@ -73,9 +73,15 @@ class UsageError(AntiSprawlError):
 
 
 class Interrupted(AntiSprawlError):
-    """The user pressed Ctrl-C; what finished is kept and the rest can be resumed."""
+    """Ctrl-C, SIGTERM or SIGHUP stopped the run; what finished is kept, the rest can be resumed.
+
+    Exits with 128 + the signal's number (130 for Ctrl-C), as a shell reports a signal."""
 
     exit_code = 130
+
+    def __init__(self, message: str, *, exit_code: int = 130):
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 class RunError(AntiSprawlError):
