@@ -17,6 +17,7 @@ class of the package is drawn here, in the module that defines it, and
         ├── ResultRefused        git.landing_audit a remote node's result fails the re-audit
         ├── SandboxUnavailable   sandbox.sandbox   no OS sandbox works here
         ├── StorageError         errors            local state unwritable (disk full, quota)
+        ├── ExecutorLost         errors            the Dask scheduler is gone: the run stops
         ├── InternalError        errors            a bug: an exception nothing translated
         └── ProviderError        errors            a model call failed; .retryable, .status
             └── ProviderFailure  providers.errors  translated from an SDK; .retry_after
@@ -49,6 +50,7 @@ from __future__ import annotations
 
 __all__ = [
     "AntiSprawlError",
+    "ExecutorLost",
     "InternalError",
     "Interrupted",
     "ProviderError",
@@ -101,6 +103,11 @@ class ProviderError(RunError):
 
 class StorageError(RunError):
     """Reading or writing local state failed (disk full, quota, permissions, a broken file)."""
+
+
+class ExecutorLost(RunError):
+    """Where the nodes run is gone (a lost Dask scheduler): the run stops, no node is blamed,
+    and ``resume`` does what is left."""
 
 
 class InternalError(RunError):
