@@ -10,7 +10,7 @@ class of the package is drawn here, in the module that defines it, and
     ├── UsageError               errors            the user's mistake: bad flag or plan (exit 2)
     │   ├── InternalStateError   git.layout        .anti-sprawl is tracked, a symlink, not ours
     │   └── BranchCheckedOut     git.branch        the run branch is checked out somewhere
-    ├── Interrupted              errors            Ctrl-C: stopped, resumable (exit 130)
+    ├── Interrupted              errors            Ctrl-C/TERM/HUP: resumable (exit 128+sig)
     └── RunError                 errors            the work failed: a node, git, a model (exit 1)
         ├── GitError             git.cmd           a git command failed; its stderr is kept
         ├── LandingConflict      git.branch        a commit does not replay onto the run branch
@@ -18,6 +18,7 @@ class of the package is drawn here, in the module that defines it, and
         ├── SandboxUnavailable   sandbox.sandbox   no OS sandbox works here
         ├── TestsCannotStart     run.baseline      a test command fails before any test runs
         ├── StorageError         errors            local state unwritable (disk full, quota)
+        ├── ExecutorLost         errors            the Dask scheduler is gone: the run stops
         ├── InternalError        errors            a bug: an exception nothing translated
         └── ProviderError        errors            a model call failed; .retryable, .status
             └── ProviderFailure  providers.errors  translated from an SDK; .retry_after
@@ -50,6 +51,7 @@ from __future__ import annotations
 
 __all__ = [
     "AntiSprawlError",
+    "ExecutorLost",
     "InternalError",
     "Interrupted",
     "ProviderError",
@@ -74,9 +76,15 @@ class UsageError(AntiSprawlError):
 
 
 class Interrupted(AntiSprawlError):
-    """The user pressed Ctrl-C; what finished is kept and the rest can be resumed."""
+    """Ctrl-C, SIGTERM or SIGHUP stopped the run; what finished is kept, the rest can be resumed.
+
+    Exits with 128 + the signal's number (130 for Ctrl-C), as a shell reports a signal."""
 
     exit_code = 130
+
+    def __init__(self, message: str, *, exit_code: int = 130):
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 class RunError(AntiSprawlError):
@@ -96,6 +104,11 @@ class ProviderError(RunError):
 
 class StorageError(RunError):
     """Reading or writing local state failed (disk full, quota, permissions, a broken file)."""
+
+
+class ExecutorLost(RunError):
+    """Where the nodes run is gone (a lost Dask scheduler): the run stops, no node is blamed,
+    and ``resume`` does what is left."""
 
 
 class InternalError(RunError):

@@ -68,20 +68,28 @@ def _finish(proc: subprocess.Popen[str], timeout: float) -> tuple[str, str]:
         pytest.fail(f"still running {timeout}s after Ctrl-C (a held model call kept it)")
 
 
-def _assert_interrupted(repo: Path, out: str, err: str, code: int) -> str:
-    assert code == 130, out + err
+def _assert_interrupted(
+    repo: Path, out: str, err: str, code: int, by: signal.Signals = signal.SIGINT
+) -> str:
+    assert code == 128 + by, out + err
     assert "Traceback" not in out + err
-    (line,) = err.strip().splitlines()
     (run_id,) = [p.name for p in (repo / ".anti-sprawl" / "runs").iterdir()]
-    assert line == (
-        f"anti-sprawl: interrupted: to finish the run: anti-sprawl resume {run_id} --repo {repo}"
-    )
+    if by != signal.SIGHUP:  # a closed terminal: no one reads the line
+        (line,) = err.strip().splitlines()
+        how = "" if by == signal.SIGINT else f" by {by.name}"
+        assert line == (
+            f"anti-sprawl: interrupted{how}: "
+            f"to finish the run: anti-sprawl resume {run_id} --repo {repo}"
+        )
     state = json.loads((repo / ".anti-sprawl" / "runs" / run_id / "run.json").read_text())
     assert state["status"] == "interrupted"
     assert {t["status"] for t in state["tasks"].values()} <= {"pending", "succeeded"}
     assert fx.task_trailers(repo) == []
     assert fx.git(repo, "rev-parse", "anti-sprawl/demo") == fx.git(repo, "rev-parse", "main")
     assert fx.git(repo, "status", "--porcelain") == ""
+    assert fx.git(repo, "branch", "--list", "anti-sprawl/wt/*") == ""
+    assert not list((repo / ".anti-sprawl" / "worktrees").glob("*"))
+    assert fx.git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
     return run_id
 
 
@@ -100,6 +108,9 @@ def _resume_finishes(tmp_path: Path, repo: Path, run_id: str) -> None:
     assert not list((repo / ".anti-sprawl" / "worktrees").glob("*"))
     state = json.loads((repo / ".anti-sprawl" / "runs" / run_id / "run.json").read_text())
     assert state["status"] == "succeeded"
+    fx.git(repo, "fsck", "--strict")
+    assert fx.git(repo, "status", "--porcelain") == ""
+    assert fx.git(repo, "rev-parse", "--abbrev-ref", "HEAD") == "main"
 
 
 def test_second_ctrl_c_exits_at_once(tmp_path: Path, server: FakeLLMServer) -> None:
@@ -147,3 +158,69 @@ def test_one_ctrl_c_starts_no_queued_node(tmp_path: Path) -> None:
     assert state["status"] == "interrupted"
     assert {t["status"] for t in state["tasks"].values()} == {"pending"}
     assert not list((repo / ".anti-sprawl" / "worktrees").glob("*"))
+
+
+def _status(repo: Path, run_id: str) -> dict[str, Any]:
+    shown = subprocess.run(
+        [*CLI, "status", run_id, "--repo", str(repo), "--json"],
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert shown.returncode == 0, shown.stderr
+    data: dict[str, Any] = json.loads(shown.stdout)
+    return data
+
+
+def test_sigterm_stops_the_run_like_ctrl_c(tmp_path: Path, server: FakeLLMServer) -> None:
+    """`timeout`, `kill`, a CI cancellation: mid-node, the run stops, cleans up, says how to
+    resume, exits 143; resume finishes it."""
+    repo, proc = _held_run(tmp_path, server)
+    (run_id,) = [p.name for p in (repo / ".anti-sprawl" / "runs").iterdir()]
+    assert _status(repo, run_id)["status"] == "running"  # its process holds the lock
+    proc.send_signal(signal.SIGTERM)
+    out, err = _finish(proc, timeout=30)
+    _assert_interrupted(repo, out, err, proc.returncode, signal.SIGTERM)
+    shown = _status(repo, run_id)
+    assert (shown["status"], shown["stopped_by"]) == ("interrupted", "SIGTERM received")
+    _resume_finishes(tmp_path, repo, run_id)
+    assert len(server.requests) == 2  # nothing started after the signal
+
+
+def test_sighup_from_a_closed_terminal_stops_the_run(tmp_path: Path, server: FakeLLMServer) -> None:
+    """The terminal went away: nobody reads stdout or stderr any more, then SIGHUP. The run
+    still stops cleanly (writes to the closed outputs change nothing), exits 129."""
+    repo, proc = _held_run(tmp_path, server)
+    assert proc.stdout is not None
+    assert proc.stderr is not None
+    proc.stdout.close()
+    proc.stderr.close()
+    proc.send_signal(signal.SIGHUP)
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail("still running 30 s after SIGHUP")
+    run_id = _assert_interrupted(repo, "", "", proc.returncode, signal.SIGHUP)
+    _resume_finishes(tmp_path, repo, run_id)
+
+
+def test_status_never_calls_a_run_whose_process_is_gone_running(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """kill -9 mid-node: the journal still says running, but the lock is free."""
+    repo, proc = _held_run(tmp_path, server)
+    (run_id,) = [p.name for p in (repo / ".anti-sprawl" / "runs").iterdir()]
+    proc.kill()
+    proc.communicate()
+    journal = json.loads((repo / ".anti-sprawl" / "runs" / run_id / "run.json").read_text())
+    assert journal["status"] == "running"
+    shown = _status(repo, run_id)
+    assert shown["status"] == "interrupted"
+    assert {t["status"] for t in shown["tasks"].values()} == {"pending"}
+    listed = subprocess.run(
+        [*CLI, "status", "--repo", str(repo), "--json"], env=_env(), capture_output=True, text=True
+    )
+    assert [r["status"] for r in json.loads(listed.stdout)] == ["interrupted"]
+    _resume_finishes(tmp_path, repo, run_id)

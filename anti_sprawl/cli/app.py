@@ -20,6 +20,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from . import doctor, plans, review, runs
+from .output import guard_output
 
 __all__ = ["app", "main"]
 
@@ -121,6 +122,7 @@ def main(crash: Callable[[str, str], None] | None = None) -> None:
     """Console-script entry point. ``crash`` is for the test launcher only: it is called at
     each of the run's crash points (settings.CRASH_POINTS) and may kill the process there."""
     runs.set_crash_hook(crash)
+    guard_output()  # a closed stdout (`| head -1`, a closed terminal) never changes the verdict
     app()
 
 

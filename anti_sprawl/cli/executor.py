@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import AntiSprawlError, RunError, UsageError
+from ..git.transport import check_object_format
 from ..plan.model import Plan
 from ..providers import (
     DEFAULT_ANTHROPIC_MODEL,
@@ -124,17 +125,21 @@ RunJob = Callable[[NodeJob, NodeEnv], NodeOutcome]
 
 
 @contextlib.contextmanager
-def executor_for(remote: DaskSettings | None, plan: Plan | None) -> Iterator[RunJob | None]:
+def executor_for(
+    remote: DaskSettings | None, plan: Plan | None, repo: Path
+) -> Iterator[RunJob | None]:
     """The ``run_job`` of the run (None: the local default), open for the ``with`` block.
 
-    ``plan`` (the run's plan, if known) is checked first: a plan Dask workers cannot run, or
-    a cluster that cannot be reached, is exit 2 before anything is written.
+    ``plan`` (the run's plan, if known) and ``repo`` are checked first: a plan Dask workers
+    cannot run, a repository its bundles cannot carry (SHA-256), or a cluster that cannot be
+    reached, is exit 2 before anything is written.
     """
     if remote is None:
         yield None
         return
     if plan is not None:
         check_plan(plan)
+    check_object_format(check_repo(repo))
     with DaskExecutor.connect(remote) as executor:
         yield executor.run_job
 

@@ -40,12 +40,13 @@ def status(
 ) -> None:
     """List runs, or show one run's nodes."""
     from ..run.journal import Journal, list_runs
+    from ..run.liveness import as_seen
     from ..run.preflight import check_repo
     from ..views.run import render_runs, render_verdict
 
     repo = check_repo(repo_here(repo))
     if run_id is None:
-        runs = list_runs(repo)
+        runs = [as_seen(repo, s) for s in list_runs(repo)]
         if as_json:
             print_json(
                 [
@@ -64,7 +65,7 @@ def status(
         else:
             render_runs(runs, stdout())
         return
-    state = Journal.load(repo, run_id).state
+    state = as_seen(repo, Journal.load(repo, run_id).state)
     if as_json:
         sys.stdout.write(state.model_dump_json(indent=2) + "\n")
     else:

@@ -234,7 +234,7 @@ def execute(
             "run; it starts from HEAD",
             markup=False,
         )
-    with executor_for(remote, plan) as run_job:
+    with executor_for(remote, plan, repo) as run_job:
         _run_and_report(lambda o: run_execute(plan, repo, o), chosen, settings, as_json, run_job)
 
 
@@ -375,7 +375,7 @@ def _resume(args: dict[str, Any], options: dict[str, Any]) -> None:
     settings = dataclasses.replace(settings, launch=launch)
     source = str(plan_file) if plan_file is not None else ""
     known = plan if plan is not None or remote is None else journal_plan(repo, run_id)
-    with executor_for(remote, known) as run_job:
+    with executor_for(remote, known, repo) as run_job:
         _run_and_report(
             lambda o: run_resume(run_id, repo, o, plan, source),
             chosen,

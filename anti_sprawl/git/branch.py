@@ -127,7 +127,9 @@ class RunBranch:
                     f"branch {self.name!r} already exists; pass --branch NAME or delete it"
                 )
             return
-        run_git(["update-ref", self.ref, base, "0" * 40], self.repo)
+        # An empty old value: "must not exist yet", whatever the repository's object format
+        # (a null id of 40 zeros is SHA-1's only).
+        run_git(["update-ref", self.ref, base, ""], self.repo)
 
     def _trailer_log(self) -> list[tuple[str, str, str]]:
         """(commit, run_id, task_id) for every commit on the branch that carries our trailers."""

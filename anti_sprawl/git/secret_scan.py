@@ -23,7 +23,7 @@ from .workspace import Workspace, compose_message
 
 __all__ = ["commit_secrets", "message_secret", "staged_secrets"]
 
-_NULL_SHA = "0" * 40
+_NULL_SHA = "0" * 40  # stands for "no old blob" (any object format's null id reads as one)
 
 
 def _staged_blobs(ws: Workspace) -> list[tuple[str, str, str]]:
@@ -47,7 +47,8 @@ def _added_blobs(raw: bytes) -> list[tuple[str, str, str]]:
         # D: nothing added; 160000: a submodule commit, not content.
         if status.startswith("D") or new_mode == "160000":
             continue
-        old = old_sha if old_mode != "160000" else _NULL_SHA
+        null = old_mode == "160000" or not old_sha.strip("0")  # the null id, SHA-1 or SHA-256
+        old = _NULL_SHA if null else old_sha
         out.append((path.decode("utf-8", "surrogateescape"), old, new_sha))
     return out
 

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict
 
-from ..errors import RunError
+from ..errors import RunError, UsageError
 from .admin import SHARED_LOCK, admin_lock
 from .cmd import run_git
 
@@ -40,6 +40,7 @@ __all__ = [
     "BundleHeader",
     "BundleRef",
     "CacheRepo",
+    "check_object_format",
     "make_bundle",
     "parse_header",
     "repo_identity",
@@ -72,6 +73,18 @@ class BundleHeader(BaseModel):
 
 def _git_out(repo: Path, args: list[str], stdin: bytes | None = None) -> bytes:
     return run_git(args, repo, input_bytes=stdin).stdout
+
+
+def check_object_format(repo: Path) -> None:
+    """UsageError unless ``repo`` uses SHA-1 ids: the v2 bundles written here (and the
+    workers' cache clones) carry nothing else; a SHA-256 repository runs with the local
+    executor (one line, exit 2, before anything is written)."""
+    found = _git_out(repo, ["rev-parse", "--show-object-format"]).decode().strip() or "sha1"
+    if found != "sha1":
+        raise UsageError(
+            f"--executor dask needs a repository with SHA-1 object ids; {repo} uses {found} "
+            "(git init --object-format): run it with --executor local"
+        )
 
 
 def repo_identity(repo: Path, commit: str) -> str:

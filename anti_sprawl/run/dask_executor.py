@@ -16,7 +16,8 @@ whichever executor ran the node.
 Failure semantics: Dask retries nothing; a worker that dies mid-node fails the attempt
 (``worker_lost``): the scheduler reports ``KilledWorker``, or, on a cluster that re-runs the
 task elsewhere, the re-run finds its one-use claim (a Dask ``Queue`` holding one token) taken
-and gives up at once. The run's heartbeat (``heartbeat.py``) stops orphaned remote nodes.
+and gives up at once. The run's heartbeat (``heartbeat.py``) stops orphaned remote nodes. A
+lost scheduler is one ``ExecutorLost`` for the run (``scheduler_loss.py``), never a node's.
 
 Over 300 lines: the central half of a remote attempt (send, wait, check, store) is one
 sequence whose checks must all run before ``NodeRunner`` sees the outcome; the worker half
@@ -37,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..agent.artifacts import ArtifactStore
 from ..agent.budget import RunBudget
-from ..errors import UsageError
+from ..errors import ExecutorLost, UsageError
 from ..git.landing_audit import ResultRefused, clear_quarantine, receive
 from ..git.transport import BundleChain, repo_identity
 from ..plan.model import Plan, command_argv
@@ -50,6 +51,7 @@ from .node_job import NodeEnv, NodeJob, NodeOutcome
 from .remote_node import RemoteCallSink, RemoteJob, RemoteOutcome, dask_task, lost, too_big
 from .remote_result import rebuild_commit, refused, store_files, taken_record
 from .remote_settings import DaskSettings, ProviderSpec
+from .scheduler_loss import scheduler_gone, scheduler_lost
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -91,6 +93,7 @@ class DaskExecutor:
         self._held: list[tuple[Any, Any]] = []  # futures and variables of published bundles
         self._positions: dict[str, int] = {}  # task -> scripted turns used so far
         self._reserved, self._reserved_cost = 0, 0.0
+        self.lost: ExecutorLost | None = None  # set once the scheduler is found gone
 
     @classmethod
     def connect(cls, settings: DaskSettings) -> DaskExecutor:
@@ -137,7 +140,20 @@ class DaskExecutor:
     # -- one attempt -----------------------------------------------------------------------
 
     def run_job(self, job: NodeJob, env: NodeEnv) -> NodeOutcome:
-        """Run ``job`` on a Dask worker; the outcome, checked (see the module docstring)."""
+        """Run ``job`` on a Dask worker; the outcome, checked (see the module docstring).
+        ``ExecutorLost`` once the scheduler is gone (scheduler_loss.py), for this job and
+        every later one."""
+        if self.lost is not None:
+            raise self.lost
+        try:
+            return self._run_job(job, env)
+        except Exception as exc:
+            if not scheduler_gone(self.client, self.settings.scheduler):
+                raise
+            self.lost = self.lost or scheduler_lost(self.settings.scheduler, exc)
+            raise self.lost from exc
+
+    def _run_job(self, job: NodeJob, env: NodeEnv) -> NodeOutcome:
         if _uses_checkout(job.plan):
             record = job.record.model_copy(deep=True)
             record.fail("error", CHECKOUT_REFUSED)
@@ -164,6 +180,8 @@ class DaskExecutor:
         except KilledWorker:
             result = lost(job, "the Dask worker running this node died")
         except (CancelledError, OSError) as exc:
+            if scheduler_gone(self.client, self.settings.scheduler):
+                raise  # not this node's worker: the whole cluster (run_job)
             result = lost(job, f"the Dask cluster lost the node ({type(exc).__name__}: {exc})")
         finally:
             self._release(remote)

@@ -27,7 +27,7 @@ from pathlib import Path
 from ..agent.artifacts import ArtifactStore
 from ..agent.budget import RunBudget
 from ..context.memory import load_memory
-from ..errors import AntiSprawlError, RunError, at_boundary
+from ..errors import AntiSprawlError, ExecutorLost, RunError, at_boundary
 from ..git.branch import BranchCheckedOut, LandingConflict, RunBranch
 from ..git.cmd import user_identity
 from ..git.layout import StateLayout
@@ -186,7 +186,8 @@ class NodeRunner:
             if n:
                 self._crash("between_attempts", node.task_id)
             verdict, base = self._attempt(node, base, note)
-            note = self.journal.state.tasks[node.task_id].attempt_log[-1].note
+            log = self.journal.state.tasks[node.task_id].attempt_log
+            note = log[-1].note if log else None
             if verdict == "succeeded" or note is None or self.opts.stop.is_set():
                 return verdict
         return "failed"
@@ -202,6 +203,10 @@ class NodeRunner:
         try:
             base = base or self.branch.tip()
             outcome = self.opts.run_job(self._job(node, record, base, note), self.env)
+        except ExecutorLost as exc:  # not this node's doing: the run stops, the node waits
+            self.stop_run(exc)
+            record.interrupt(str(exc))
+            return "failed", base
         except Exception as exc:  # building the job failed (git), or an executor did
             failed = record.model_copy(deep=True)
             record_failure(failed, exc, self.artifacts)

@@ -6,6 +6,7 @@ base revision, the sandbox, prices for a dollar cap. Each failure is the user's 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from ..errors import UsageError
@@ -19,8 +20,10 @@ from .node import ExecuteOptions
 __all__ = [
     "base_branch_of",
     "check_cost_cap",
+    "check_directory",
     "check_plan",
     "check_repo",
+    "check_utf8_path",
     "ready_sandbox",
     "resolve_base",
     "uncommitted_changes",
@@ -39,16 +42,16 @@ def uncommitted_changes(repo: Path) -> int:
 
 def check_repo(repo: Path, *, need_commit: bool = True) -> Path:
     """The repository root for ``repo``; UsageError unless it is a git root (with a commit,
-    unless ``need_commit`` is false: ``plan`` may plan a repository's first commit)."""
+    unless ``need_commit`` is false: ``plan`` may plan a repository's first commit), at a path
+    that is UTF-8 (the journal, the manifests and the PR body all name it)."""
+    check_utf8_path(repo)
     if not repo.is_dir():
         raise UsageError(f"repository not found: {repo}")
     probe = run_git(["rev-parse", "--show-toplevel"], repo, check=False)
     if probe.returncode != 0:
-        raise UsageError(
-            f"not a git repository: {repo} (anti-sprawl works on a git repository's root: "
-            "'git init' and commit first)"
-        )
-    top = Path(probe.stdout.decode().strip()).resolve()
+        raise UsageError(refusal(repo, probe.stderr))
+    top = Path(os.fsdecode(probe.stdout.strip())).resolve()
+    check_utf8_path(top)  # a symlink's target is what git works in
     if top != repo.resolve():
         # Scopes are relative to the repository root; a subdirectory would shift every path.
         raise UsageError(f"{repo} is inside the repository {top}; pass the root with --repo {top}")
@@ -57,6 +60,42 @@ def check_repo(repo: Path, *, need_commit: bool = True) -> Path:
     if run_git(["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], top, check=False).returncode:
         raise UsageError(f"repository {top} has no commits yet; commit something first")
     return top
+
+
+def check_directory(repo: Path) -> None:
+    """A directory a plan is checked against (``validate --repo``, ``inspect``): it need not
+    be a repository, but a UTF-8 path, and one git refuses (another user's) is named so."""
+    check_utf8_path(repo)
+    probe = run_git(["rev-parse", "--show-toplevel"], repo, check=False)
+    if probe.returncode != 0 and b"not a git repository" not in probe.stderr:
+        raise UsageError(refusal(repo, probe.stderr))
+
+
+def check_utf8_path(repo: Path) -> None:
+    """UsageError when the repository's path is not UTF-8: the journal, the manifests and the
+    PR body are UTF-8 text that names it."""
+    shown = os.fsencode(repo).decode("utf-8", "backslashreplace")
+    if shown != str(repo):
+        raise UsageError(
+            f"the repository path {shown} is not valid UTF-8, and anti-sprawl records it in "
+            "UTF-8 files: rename the directory (or its parent), or reach it through a symlink"
+        )
+
+
+def refusal(repo: Path, stderr: bytes) -> str:
+    """Why git will not work in ``repo``, in one line: git's own reason (dubious ownership
+    and its ``safe.directory`` fix, say), or "not a git repository"."""
+    text = stderr.decode("utf-8", "replace")
+    if "not a git repository" in text or not text.strip():
+        return (
+            f"not a git repository: {repo} (anti-sprawl works on a git repository's root: "
+            "'git init' and commit first)"
+        )
+    lines = [ln.strip().removeprefix("fatal:").strip() for ln in text.splitlines()]
+    said = ""
+    for line in filter(None, lines):  # "...at '/x'; To add an exception ..., call: git config"
+        said += ("" if not said else " " if said.endswith(":") else "; ") + line
+    return f"git refuses {repo}: {said}"
 
 
 def resolve_base(repo: Path, ref: str) -> str:

@@ -4,13 +4,14 @@ either writes anything are in run/preflight.py).
 Each node's life is in ``node.py``. The journal is written after every state change; git
 decides what is done: on resume, a node whose commit is on the run branch is never redone.
 
-A run can stop early: Ctrl-C (``interrupts.py``), a journal write that fails (disk full), or
-its branch checked out somewhere. Then no further node starts, the journal is written one last
-time as ``interrupted`` with the unfinished nodes ``pending``, and one line says why and how to
-resume. A process that lets go of the lock writes nothing more: when nodes are still stuck in
-model calls after the grace period (or at a second Ctrl-C), they are abandoned, the journal is
-closed to them, and the lock is held until the process exits (the kernel frees it), so a
-``resume`` can never overlap them.
+A run can stop early: Ctrl-C, SIGTERM or SIGHUP (``interrupts.py``), a journal write that
+fails (disk full), or its branch checked out somewhere. Then no further node starts, the
+journal is written one last time as ``interrupted`` with the unfinished nodes ``pending``, the
+run's worktrees and temp branches are removed, and one line says how to resume. A process that
+lets go of the lock writes nothing more: when nodes are still stuck in model calls after the
+grace period (or at a second signal), they are abandoned, the journal is closed to them, and
+the lock is held until the process exits (the kernel frees it), so a ``resume`` can never
+overlap them. ``status`` never calls a run whose lock is free ``running`` (``liveness.py``).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from ..git.workspace import ensure_excluded, remove_stale_worktrees
 from ..hints import command
 from ..plan.model import Plan
 from .ablations import ABLATIONS
-from .interrupts import ctrl_c_stops
+from .interrupts import Stops, stop_signals
 from .journal import Journal, RepoLock, RunState, new_run_id
 from .node import ExecuteOptions, NodeRunner
 from .preflight import (
@@ -123,7 +124,7 @@ def _drive(run: NodeRunner, lock: RepoLock, already: list[str]) -> RunState:
         run.opts.hooks.on_start(run.journal.state)
     hint = f"to finish the run: {command('resume', run.journal.state.run_id, repo=run.repo)}"
     try:
-        with ctrl_c_stops(run.opts.stop) as ctrl_c:
+        with stop_signals(run.opts.stop) as stops:
             try:
                 run_dag(
                     deps,
@@ -137,34 +138,41 @@ def _drive(run: NodeRunner, lock: RepoLock, already: list[str]) -> RunState:
                     grace=run.settings.stop_grace,
                 )
             finally:
-                _wind_up(run, lock)
-    except KeyboardInterrupt:  # a second Ctrl-C: the journal is written, nothing waited for
-        raise Interrupted(f"interrupted: {hint}") from None
+                _wind_up(run, lock, stops)
+    except KeyboardInterrupt:  # a second signal: the journal is written, nothing waited for
+        raise _interrupted(stops, hint) from None
     if run.stop_error is not None:
         error = run.stop_error
         raise type(error)(f"{error}; {hint}") from error
-    if ctrl_c.pressed and run.journal.state.status != "succeeded":
-        raise Interrupted(f"interrupted: {hint}")
+    if stops.pressed and run.journal.state.status != "succeeded":
+        raise _interrupted(stops, hint)
     return run.journal.state
 
 
-def _wind_up(run: NodeRunner, lock: RepoLock) -> None:
-    """Clean up, write the journal one last time, then let go of the run.
+def _interrupted(stops: Stops, hint: str) -> Interrupted:
+    """The one line (and exit code, 128 + the signal) of a run a stop signal ended."""
+    by = "" if stops.name == "Ctrl-C" else f" by {stops.name}"
+    return Interrupted(f"interrupted{by}: {hint}", exit_code=stops.exit_code)
+
+
+def _wind_up(run: NodeRunner, lock: RepoLock, stops: Stops) -> None:
+    """Write the journal one last time, clean up, then let go of the run.
 
     With node threads still running (abandoned after a stop: stuck in a model call, or left
-    by a second Ctrl-C), their worktrees are left for ``resume`` to remove and the lock is kept
-    until the process exits, so nothing they do can overlap a ``resume``; the journal is
-    closed to them either way.
+    by a second signal), the journal is closed to them first and nothing of theirs lands, so
+    their worktrees are removed all the same; the lock is kept until the process exits, so
+    nothing they still do can overlap a ``resume``.
     """
     abandoned = run.active_nodes > 0
+    if stops.pressed and stops.name != "Ctrl-C" and run.journal.state.stopped_by is None:
+        run.journal.state.stopped_by = f"{stops.name} received"
     if abandoned:
         _HELD_UNTIL_EXIT.append(lock)
     try:
-        if not abandoned:
-            # Leftovers (a failed removal) are removed by the next resume, before anything runs.
-            with contextlib.suppress(RunError, OSError):
-                remove_stale_worktrees(run.repo, run.worktrees, run.journal.state.run_id)
         _finish(run)
+        # Leftovers (a failed removal) are removed by the next resume, before anything runs.
+        with contextlib.suppress(RunError, OSError):
+            remove_stale_worktrees(run.repo, run.worktrees, run.journal.state.run_id)
     finally:
         if not abandoned:
             lock.release()
