@@ -4,8 +4,9 @@ A case names a fixture folder (copied into a fresh git repository), a plan file 
 ``planner`` (the planner plans, from the script's ``plan:`` when scripted), a scripted-provider
 script, extra environment variables for the run (canaries for its redactor and its commands,
 never this process's: eval/runner.py), and the checks that score the result. Paths in a case
-file are relative to that file and stay inside its folder (docs/security.md P17). Scripts may say ``${EVAL_REPO}`` / ``${EVAL_ROOT}``
-for the case's repository and its temporary directory (absolute-path attacks need them).
+file are relative to that file and stay inside its folder (docs/security.md P17). Scripts may
+say ``${EVAL_REPO}`` / ``${EVAL_ROOT}`` for the case's repository and its temporary directory
+(absolute-path attacks need them).
 """
 
 from __future__ import annotations
