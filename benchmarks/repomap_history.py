@@ -14,7 +14,7 @@ Methods, same trees, same message, same run: ours (``planner.repomap.build_repo_
 lexical baseline (BM25 of the message's words over each file's path and identifiers, split on
 case and underscores); Aider's ``RepoMap`` when ``--aider-python`` names the Python of a venv
 with ``aider-chat`` installed (``_aider_map.py`` says how it is kept fair). Projects are git
-repositories given with ``--repo`` (e.g. clones of attrs, click and httpx). Figures are
+repositories given with ``--repo`` (e.g. clones of attrs, click and httpx; default: this one). Figures are
 measured in the run; nothing is asserted. Run: ``.venv/bin/python
 benchmarks/repomap_history.py --repo ../attrs ../click ../httpx [--nodes 20]
 [--aider-python /tmp/aider/bin/python]``.
@@ -178,7 +178,8 @@ def report(name: str, scores: dict[str, Score]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument("--repo", type=Path, nargs="+", required=True, help="git repositories")
+    parser.add_argument("--repo", type=Path, nargs="+", default=[Path(__file__).resolve().parent.parent],
+                        help="git repositories (default: this one)")  # fmt: skip
     parser.add_argument("--nodes", type=int, default=20, help="commits per project (20)")
     parser.add_argument("--commits", type=int, default=400, help="history searched (400)")
     parser.add_argument("--aider-python", help="Python of a venv with aider-chat installed")
