@@ -1,7 +1,7 @@
 """First-call context on real histories: the lean prompt vs. full text, and what it covers.
 
-Replays the history of a git repository (``--repo PATH --commits N``; default: this
-repository). Each commit that modifies 1-3 existing Python source files (not tests, docs,
+Replays the history of git repositories (``--repo PATH ... --commits N [--nodes N]``;
+default: this repository; e.g. clones of attrs, click and httpx, or the ``fetch``ed mirrors). Each commit that modifies 1-3 existing Python source files (not tests, docs,
 examples or build scripts, unless ``--include-tests``) becomes one node:
 ``write_scope`` = those files, ``read_scope`` = their direct in-repo imports (as ``plan
 --expand-read-scope`` adds them), goal = the commit message. The node's first request is
@@ -11,9 +11,12 @@ assembled at the parent commit with the real assembler (``essentials.scope_snaps
 direct imports in full (one hop), and the transitive import closure in full (crawl).
 
 **Coverage**: of the project names the commit's added lines use that are defined in another
-module (classes, functions, methods, module-level names at the parent commit), the share
-whose defining module appears in the first call (whole, outline or region), against the
-share for one hop (defining module among the write files and direct imports).
+source module (classes, functions, methods, module-level names at the parent commit; not
+names the changed file binds itself, nor ones only tests or examples define), the share
+whose defining module appears in the first call (whole, outline or region), the share whose
+signature line is in its text (a def/class header with parameters, or an assignment: a
+names-only outline does not count), and the share for one hop (defining module among the
+write files and their direct imports). A summary line per repository closes the run.
 
 ``--sdists A.tar.gz B.tar.gz ...`` first builds a history from consecutive releases (one
 commit each, in the order given) in a temporary directory; a release touches many files, so
@@ -29,6 +32,7 @@ import argparse
 import ast
 import builtins
 import datetime
+import io
 import keyword
 import os
 import platform
@@ -38,6 +42,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -62,7 +67,6 @@ ROOT = Path(__file__).resolve().parent.parent
 CAP = 40_000  # the node's per-call cap for the main comparison
 CAPS = (24_000, 2_000_000)  # first call also measured at these caps ("whatever the cap")
 AMBIGUOUS = 3
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SKIP = set(dir(builtins)) | set(keyword.kwlist) | {"self", "cls"}
 
 
@@ -256,14 +260,25 @@ def _first(plan: Plan, node: TaskNode, root: Path) -> int:
 
 
 def _added_names(repo: Path, parent: str, child: str, files: list[str]) -> set[str]:
-    diff = git(repo, "diff", "--no-ext-diff", "--no-textconv", "-U0", parent, child, "--", *files)
+    """Names in the code of the lines the commit added (comments and strings left out: a
+    word in a docstring is not a use)."""
     names: set[str] = set()
-    for line in diff.splitlines():
-        if line.startswith("+") and not line.startswith("+++"):
-            names.update(_WORD.findall(line[1:]))
+    for path in files:
+        diff = git(repo, "diff", "--no-ext-diff", "--no-textconv", "-U0", parent, child, "--", path)
+        added: set[int] = set()
+        for m in _HUNK.finditer(diff):
+            start, count = int(m.group(1)), int(m.group(2) or 1)
+            added.update(range(start, start + count))
+        source = git(repo, "show", f"{child}:{path}")
+        try:
+            tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
+        except (tokenize.TokenError, SyntaxError):
+            continue
+        names.update(t.string for t in tokens if t.type == tokenize.NAME and t.start[0] in added)
     return names
 
 
+_HUNK = re.compile(r"^@@ -\S+ \+(\d+)(?:,(\d+))? @@", re.M)
 _NOT_SOURCE_DIRS = {"tests", "test", "testing", "docs", "doc", "examples", "benchmarks"}
 _NOT_SOURCE_FILES = {"setup.py", "conf.py", "noxfile.py", "conftest.py", "tasks.py"}
 
@@ -278,7 +293,7 @@ def is_source(path: str, include_tests: bool) -> bool:
     name = parts[-1]
     return not (
         set(parts[:-1]) & _NOT_SOURCE_DIRS
-        or any("example" in part for part in parts[:-1])
+        or any("example" in part or "test" in part for part in parts[:-1])
         or name in _NOT_SOURCE_FILES
         or name.startswith("test_")
         or name.endswith("_test.py")
@@ -390,12 +405,44 @@ def report(rows: list[Row]) -> None:
     print(f"essentials fit the {CAP:,} cap: {sum(r.started for r in rows)}/{len(rows)} nodes")
 
 
+def summary(results: list[tuple[str, list[Row]]]) -> None:
+    """One line per project: the issue 27 goals side by side."""
+    print(f"\n{'project':<24}{'nodes':>6}{'median first':>13}{'<=25k':>7}{'names':>6}"
+          f"{'module shown':>13}{'signature':>10}{'one hop':>8}")  # fmt: skip
+    for name, rows in results:
+        if not rows:
+            continue
+        names = sum(r.names for r in rows) or 1
+        print(f"{name[:23]:<24}{len(rows):>6}{statistics.median(r.first for r in rows):>13,.0f}"
+              f"{sum(r.first <= 25_000 for r in rows) / len(rows):>7.0%}"
+              f"{sum(r.names for r in rows):>6}{sum(r.lean_cov for r in rows) / names:>13.2f}"
+              f"{sum(r.sig_cov for r in rows) / names:>10.2f}"
+              f"{sum(r.hop_cov for r in rows) / names:>8.2f}")  # fmt: skip
+
+
+def replay(repo: Path, args: argparse.Namespace) -> list[Row]:
+    """The rows of ``repo``'s first ``--nodes`` qualifying nodes."""
+    split = args.split or bool(args.sdists)
+    blobs: dict[str, str] = {}
+    trees: dict[str, Tree] = {}
+    rows: list[Row] = []
+    for parent, child, files, message in nodes(repo, args.commits, split, args.include_tests):
+        if args.nodes is not None and len(rows) >= args.nodes:
+            break
+        tree = trees.get(parent) or trees.setdefault(parent, Tree(repo, parent, blobs))
+        label = f"{child[:8]} {files[0].rsplit('/', 1)[-1]}" + (
+            f" +{len(files) - 1}" if len(files) > 1 else ""
+        )
+        rows.append(measure(repo, tree, child, files, message, label))
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
-    parser.add_argument(
-        "--repo", type=Path, default=ROOT, help="git repository (default: this one)"
-    )
+    parser.add_argument("--repo", type=Path, nargs="+", default=[ROOT],
+                        help="git repositories (default: this one)")  # fmt: skip
     parser.add_argument("--commits", type=int, default=60, help="commits to replay (60)")
+    parser.add_argument("--nodes", type=int, help="stop after this many nodes per repository")
     parser.add_argument(
         "--sdists", type=Path, nargs="+", help="build a history from these releases"
     )
@@ -406,25 +453,21 @@ def main() -> None:
     args = parser.parse_args()
     print(f"{datetime.date.today()} · {platform.platform()} · Python {platform.python_version()} "
           f"· {os.cpu_count()} CPUs")  # fmt: skip
+    results: list[tuple[str, list[Row]]] = []
     with tempfile.TemporaryDirectory() as tmp:
-        repo = build_history(args.sdists, Path(tmp) / "history") if args.sdists else args.repo
-        split = args.split or bool(args.sdists)
-        blobs: dict[str, str] = {}
-        trees: dict[str, Tree] = {}
-        rows: list[Row] = []
-        for parent, child, files, message in nodes(repo, args.commits, split, args.include_tests):
-            tree = trees.get(parent) or trees.setdefault(parent, Tree(repo, parent, blobs))
-            label = f"{child[:8]} {files[0].rsplit('/', 1)[-1]}" + (
-                f" +{len(files) - 1}" if len(files) > 1 else ""
-            )
-            rows.append(measure(repo, tree, child, files, message, label))
-        print(f"== {repo if not args.sdists else ', '.join(s.name for s in args.sdists)}")
-        if rows:
-            report(rows)
-        else:
-            print("no commit modifies 1-3 existing Python files")
-        if args.module:
-            module_check(repo, args.module, args.module_cap)
+        repos = [build_history(args.sdists, Path(tmp) / "history")] if args.sdists else args.repo
+        for repo in repos:
+            rows = replay(repo, args)
+            name = ", ".join(s.name for s in args.sdists) if args.sdists else repo.name
+            print(f"== {name}")
+            if rows:
+                report(rows)
+            else:
+                print("no commit modifies 1-3 existing Python files")
+            results.append((name, rows))
+            if args.module:
+                module_check(repo, args.module, args.module_cap)
+    summary(results)
 
 
 if __name__ == "__main__":

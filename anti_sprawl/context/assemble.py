@@ -69,7 +69,7 @@ from .sections import (
     render_memory,
     render_upstream,
 )
-from .used import uses_by_file
+from .used import imported_by, uses_by_file
 
 __all__ = [
     "SECTIONS",
@@ -170,7 +170,11 @@ def assemble_worker_prompt(
     write_texts, read_texts = read_scoped_files(firewall, node, dropped, choices)
     writes = [Scoped(p, t, write=True) for p, t in sorted(write_texts.items())]
     used = uses_by_file(write_texts, read_texts)  # the signatures the change will use
-    reads = [Scoped(p, t, write=False, used=used.get(p, {})) for p, t in sorted(read_texts.items())]
+    imported = imported_by(write_texts, read_texts)
+    reads = [
+        Scoped(p, t, write=False, used=used.get(p, {}), imported=p in imported)
+        for p, t in sorted(read_texts.items())
+    ]
     goal = "\n".join([node.goal, *(f"{u.summary}\n{u.interfaces}" for u in upstream)])
     terms = goal_terms([node.name, goal, plan.requirement])
     fixed = sum(p.item.tokens for p in (*stable, brief, *up_parts)) + upstream_allowance

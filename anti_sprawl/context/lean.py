@@ -88,6 +88,7 @@ class Scoped:
     n_lines: int = field(init=False)
     relevance: float = 0.0
     used: Used = field(default_factory=dict)  # definitions here the write files use
+    imported: bool = False  # a write file imports this one
     detailed: frozenset[int] = field(init=False)  # outline lines shown in full at any level
     _outlines: dict[Level, Part] = field(default_factory=dict)
 
@@ -259,16 +260,20 @@ def fit_read_files(
 
 
 def _make_room(reads: list[_Read], left: int) -> int:
-    """While over the room: drop files the write files use nothing of (least relevant
-    first) and shrink the others to the signatures they use; then drop those too."""
-    order = sorted(reads, key=lambda r: (bool(r.f.used), r.f.relevance, -r.f.tokens, r.f.path))
+    """While over the room: drop files the write files neither use nor import (least
+    relevant first) and shrink the used ones to their used signatures; then drop the rest,
+    imported before used."""
+    order = sorted(
+        reads,
+        key=lambda r: (bool(r.f.used), r.f.imported, r.f.relevance, -r.f.tokens, r.f.path),
+    )
     for r in order:
         if left >= 0:
             return left
         if r.shown is None:
             continue
         smaller = r.f.used_view() if r.f.used and r.level != "used" else None
-        if not r.f.used:
+        if not r.f.used and not r.f.imported:
             left += _drop(r)
         elif smaller is not None and smaller.item.tokens < r.shown.item.tokens:
             left += r.shown.item.tokens - smaller.item.tokens

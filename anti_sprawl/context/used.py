@@ -13,14 +13,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
+from ..outline.pyfacts import python_imports
 from ..outline.python import OutlineLine
-from ..outline.references import References
+from ..outline.references import References, module_index
 from .manifest import UsedSignature
 
 __all__ = [
     "MAX_FIELDS",
     "Used",
     "detail_lines",
+    "imported_by",
     "signatures",
     "used_entries",
     "uses_by_file",
@@ -43,6 +45,17 @@ def uses_by_file(writes: Mapping[str, str], reads: Mapping[str, str]) -> dict[st
             if d.path in reads and d.path not in writes and d.name:
                 out.setdefault(d.path, {}).setdefault((d.name, d.line), set()).add(path)
     return out
+
+
+def imported_by(writes: Mapping[str, str], reads: Mapping[str, str]) -> set[str]:
+    """Read-scope files a write file imports directly: where new uses most often come from."""
+    index = module_index(reads)
+    found: set[str] = set()
+    for path, text in writes.items():
+        if path.endswith(".py"):
+            for name in python_imports(text, path):
+                found.update(index.get(name, ()))
+    return found
 
 
 def detail_lines(entries: Sequence[OutlineLine] | None, used: Used) -> frozenset[int]:

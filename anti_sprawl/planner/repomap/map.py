@@ -10,6 +10,7 @@ imports and defined names; outlines are rendered lazily, only for the files that
 
 from __future__ import annotations
 
+import math
 import re
 from pathlib import Path
 from typing import NamedTuple
@@ -23,15 +24,16 @@ from ...outline.python import outlinable, outline_file
 from .pyscan import scan_python_fast
 from .ranking import (
     build_import_graph,
+    defining_files,
     explicit_files,
     module_index,
     personalized_pagerank,
     relevance,
     requirement_terms,
 )
-from .render import render_map
+from .render import COMPACT_TREE_SHARE, TREE_SHARE, dense_outline, render_map
 
-__all__ = ["MAX_MAP_FILES", "SCAN_BYTES", "RepoMap", "build_repo_map"]
+__all__ = ["MAX_MAP_FILES", "SCAN_BYTES", "MapSignals", "RepoMap", "build_repo_map"]
 
 MAX_MAP_FILES = 50_000
 """Files the map lists at most (sorted by path); past it, the map says it was cut."""
@@ -40,6 +42,8 @@ SCAN_BYTES = 64 * 1024 * 1024
 """Total source bytes read to find imports and symbols; past it, files rank by path alone."""
 
 _MAX_SYMBOLS = 500
+PRIOR_SHARE = 0.25
+_TEST_PATH = re.compile(r"(?:^|/)(?:tests?|testing)/|(?:^|/)test_[^/]*$|_test\.[^/]*$")
 _DEFINED_NAME = re.compile(
     r"\b(?:function|class|def|fn|struct|trait|interface|enum|type|func|record)\s+\*?\s*([A-Za-z_]\w*)"
 )
@@ -62,6 +66,21 @@ class RepoMap(BaseModel):
     omitted: int
 
 
+class MapSignals(NamedTuple):
+    """What makes the map dense (issue 27; each can be turned off to measure its worth,
+    ``benchmarks/repomap_history.py --ablation``): files defining a code identifier the
+    requirement names rank with the files it names (``symbols``); outlines without docstring
+    lines but the module's first (``no_docstrings``); a tree at most ``COMPACT_TREE_SHARE`` of
+    the budget, so definitions get the rest (``compact_tree``); a prior for source modules
+    that define much (``prior``: ``PRIOR_SHARE`` of the restart mass, by the log of their
+    definitions, tests left out), so a requirement that says little ranks code over docs."""
+
+    symbols: bool = True
+    no_docstrings: bool = True
+    compact_tree: bool = True
+    prior: bool = True
+
+
 class _Scan(NamedTuple):
     imports: dict[str, list[str]]
     symbols: dict[str, list[str]]
@@ -74,6 +93,7 @@ def build_repo_map(
     token_budget: int,
     max_files: int = MAX_MAP_FILES,
     listing: FileListing | None = None,
+    signals: MapSignals = MapSignals(),
 ) -> RepoMap:
     """Map ``root`` for ``requirement`` in at most ``token_budget`` tokens (cl100k count).
 
@@ -92,25 +112,15 @@ def build_repo_map(
     files = listing.files
     scan = _scan(reader, files)
     index = module_index(files)
-    graph = build_import_graph(scan.imports, index)
-    terms = requirement_terms(requirement)
-    named = explicit_files(terms.mentions, files, index)
-    personalization = relevance(files, scan.symbols, terms)
-    # Files the user names hold at least half of the restart mass, however many files the
-    # words match, so their import neighbours rank next.
-    mass = max(sum(personalization.values()), 1.0)
-    for path in named:
-        personalization[path] = personalization.get(path, 0.0) + mass / len(named)
-    scores = personalized_pagerank(graph, personalization)
-    first = set(named)
-    rest = sorted((f for f in files if f not in first), key=lambda f: (-scores.get(f, 0.0), f))
-    ranked = [(f, scores.get(f, 0.0)) for f in [*named, *rest]]
+    ranked = _rank(requirement, files, scan, index, signals)
 
     def outline_of(path: str) -> str | None:
         if not outlinable(path):
             return None
         text = reader.read(path)
-        return outline_file(path, text) if text is not None else None
+        if text is None:
+            return None
+        return dense_outline(path, text) if signals.no_docstrings else outline_file(path, text)
 
     rendered = render_map(
         files,
@@ -119,6 +129,7 @@ def build_repo_map(
         token_budget=token_budget,
         listing_truncated=listing.truncated,
         has_code=any(outlinable(f) for f in files),
+        tree_share=COMPACT_TREE_SHARE if signals.compact_tree else TREE_SHARE,
     )
     return RepoMap(
         files=files,
@@ -128,6 +139,47 @@ def build_repo_map(
         included_outlines=rendered.included_outlines,
         omitted=len(files) - len(rendered.shown),
     )
+
+
+def _rank(
+    requirement: str,
+    files: list[str],
+    scan: _Scan,
+    index: dict[str, list[str]],
+    signals: MapSignals,
+) -> list[tuple[str, float]]:
+    """Every file with its score: files the requirement names first, then by PageRank."""
+    graph = build_import_graph(scan.imports, index)
+    terms = requirement_terms(requirement)
+    named = explicit_files(terms.mentions, files, index)
+    if signals.symbols:
+        named += [f for f in defining_files(requirement, scan.symbols) if f not in set(named)]
+    personalization = relevance(files, scan.symbols, terms)
+    # Files the user names hold at least half of the restart mass, however many files the
+    # words match, so their import neighbours rank next.
+    mass = max(sum(personalization.values()), 1.0)
+    for path in named:
+        personalization[path] = personalization.get(path, 0.0) + mass / len(named)
+    if signals.prior:
+        _add_prior(personalization, scan.symbols)
+    scores = personalized_pagerank(graph, personalization)
+    first = set(named)
+    rest = sorted((f for f in files if f not in first), key=lambda f: (-scores.get(f, 0.0), f))
+    return [(f, scores.get(f, 0.0)) for f in [*named, *rest]]
+
+
+def _add_prior(personalization: dict[str, float], symbols: dict[str, list[str]]) -> None:
+    weights = {
+        f: math.log1p(len(names))
+        for f, names in symbols.items()
+        if names and not _TEST_PATH.search(f)
+    }
+    total = sum(weights.values())
+    if total <= 0:
+        return
+    mass = PRIOR_SHARE * max(sum(personalization.values()), 1.0)
+    for f, w in weights.items():
+        personalization[f] = personalization.get(f, 0.0) + mass * w / total
 
 
 def _scan(reader: RepoReader, files: list[str]) -> _Scan:

@@ -32,6 +32,7 @@ __all__ = [
     "RequirementTerms",
     "WeightedGraph",
     "build_import_graph",
+    "defining_files",
     "explicit_files",
     "module_index",
     "personalized_pagerank",
@@ -52,6 +53,9 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z0-9]*")
 _CAMEL = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
 _TOKEN = re.compile(r"[\w./\-]+")
 _EXTENSION = re.compile(r"\.[A-Za-z][A-Za-z0-9]*$")
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
+_INNER_CAPITAL = re.compile(r"[a-z][A-Z]")
+_BACKTICKS = re.compile(r"`([^`\n]{1,80})`")
 _MAX_MODULE_TARGETS = 5  # one dotted name found in many places is ambiguous; cap its edges
 
 
@@ -119,6 +123,27 @@ def build_import_graph(
                     graph[source][target] = None
                     graph.setdefault(target, {})
     return graph
+
+
+def defining_files(requirement: str, symbols: Mapping[str, Sequence[str]]) -> list[str]:
+    """Files defining a code identifier the requirement names (``deep_iterable``,
+    ``OrderCreated``, anything in backticks), each found in at most a few files."""
+    wanted = {
+        ident
+        for ident in _IDENT.findall(requirement)
+        if "_" in ident.strip("_") or _INNER_CAPITAL.search(ident)
+    }
+    wanted |= {m for quoted in _BACKTICKS.findall(requirement) for m in _IDENT.findall(quoted)}
+    by_symbol: dict[str, list[str]] = defaultdict(list)
+    for path, names in symbols.items():
+        for name in names:
+            if name in wanted:
+                by_symbol[name].append(path)
+    found: dict[str, None] = {}
+    for name in sorted(by_symbol):
+        if len(by_symbol[name]) <= _MAX_MODULE_TARGETS:
+            found.update(dict.fromkeys(sorted(by_symbol[name])))
+    return list(found)
 
 
 def explicit_files(

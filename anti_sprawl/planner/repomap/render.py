@@ -16,11 +16,13 @@ from collections import defaultdict
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
+from ...outline.python import outline_file, outline_lines
 from ...tokens import count_tokens
 
-__all__ = ["TREE_SHARE", "RenderedMap", "render_map"]
+__all__ = ["COMPACT_TREE_SHARE", "TREE_SHARE", "RenderedMap", "dense_outline", "render_map"]
 
 TREE_SHARE = 0.4
+COMPACT_TREE_SHARE = 0.15  # definition lines say more per token than tree lines
 _TRUNCATION_LEVEL = 2  # files per directory kept when even collapsing is not enough
 _OUTLINES_TITLE = "## Outlines\n"
 _MIN_PARTIAL = 48  # below this many tokens a cut-off outline says too little to be worth it
@@ -50,6 +52,7 @@ def render_map(
     token_budget: int,
     listing_truncated: bool,
     has_code: bool,
+    tree_share: float = TREE_SHARE,
 ) -> RenderedMap:
     """Header + tree + outlines of ``order``'s files, at most ``token_budget`` tokens."""
     suffix = ", listing capped" if listing_truncated else ""
@@ -57,7 +60,7 @@ def render_map(
     if count_tokens(header) > token_budget:
         return RenderedMap("", 0, [], set())
     rest = token_budget - count_tokens(header)
-    tree, shown = _tree(files, order, int(rest * TREE_SHARE) if has_code else rest)
+    tree, shown = _tree(files, order, int(rest * tree_share) if has_code else rest)
     left = token_budget - count_tokens(header + tree) - count_tokens(_OUTLINES_TITLE)
     sections, included = _outlines(order, outline_of, left)
     if len(shown) < len(files) and has_code:
@@ -78,6 +81,16 @@ def render_map(
         text = _assemble(header, tree, sections)
         tokens = count_tokens(text)
     return RenderedMap(text, tokens, included, shown | set(included))
+
+
+def dense_outline(path: str, text: str) -> str | None:
+    """``outline_file`` without docstring lines but the module's own first one: in a map,
+    a definition line says more per token than a description of it."""
+    entries = outline_lines(path, text)
+    if entries is None:
+        return outline_file(path, text)
+    kept = [e.text for e in entries if e.kind != "doc" or (e.depth == 0 and e.line <= 3)]
+    return "\n".join(t for t in kept if t.strip() != "...")
 
 
 def _assemble(header: str, tree: str, sections: list[str]) -> str:
