@@ -228,3 +228,21 @@ def test_a_failed_append_is_cut_off_and_the_next_write_is_a_snapshot(tmp_path: P
     journal.update(record)  # writable again: the change the log missed is in a snapshot
     assert json.loads(journal.path.read_text())["tasks"]["t00000"]["status"] == "running"
     assert read_state(journal.paths)[0] == journal.state
+
+
+def test_a_version_1_snapshot_reads_and_is_written_back_as_version_2(tmp_path: Path) -> None:
+    journal = _journal(tmp_path)
+    data = json.loads(journal.path.read_text())
+    assert data["version"] == 2
+    data["version"] = 1  # as 0.2 wrote it: no seq, no log
+    del data["seq"]
+    journal.path.write_text(json.dumps(data))
+    state, _ = read_state(journal.paths)
+    assert (state.version, state.seq) == (1, 0)
+    again = Journal(journal.paths, state)
+    again.save()
+    assert json.loads(journal.path.read_text())["version"] == 2
+    data["version"] = 3
+    journal.path.write_text(json.dumps(data))
+    with pytest.raises(UsageError, match=r"written by a newer anti-sprawl \(v3\)"):
+        read_state(journal.paths)

@@ -22,6 +22,8 @@ import yaml
 from typer.testing import CliRunner
 
 from anti_sprawl.cli.app import app
+from anti_sprawl.git.layout import RunPaths
+from anti_sprawl.run.journal import read_state
 
 from . import e2e_fixture as fx
 from .fake_llm_server import FakeLLMServer, anthropic_message
@@ -70,9 +72,10 @@ def cli_sdk(server: FakeLLMServer, *args: str) -> Any:
 
 
 def journal(repo: Path, run_id: str) -> dict[str, Any]:
-    data: dict[str, Any] = json.loads(
-        (repo / ".anti-sprawl" / "runs" / run_id / "run.json").read_text()
-    )
+    """The run's journal as ``status --json`` shows it: the snapshot and the changes logged
+    since (after a kill -9, ``run.json`` alone is the run's start)."""
+    state, _ = read_state(RunPaths(repo / ".anti-sprawl" / "runs" / run_id))
+    data: dict[str, Any] = json.loads(state.model_dump_json())
     return data
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -170,22 +171,31 @@ def save_manifest(manifests: Path, manifest: ContextManifest) -> Path:
     return path
 
 
-def _call_index(path: Path) -> int | None:
-    return int(path.stem) if path.stem.isdigit() else None
+def _entries(folder: Path) -> list[os.DirEntry[str]]:
+    try:
+        return list(os.scandir(folder))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
 
 
 def load_manifests(manifests: Path, task_id: str | None = None) -> list[ContextManifest]:
-    """All saved manifests (of one task if given), ordered by task id then call index."""
-    root = manifests
-    task_dirs = [root / task_id] if task_id is not None else sorted(root.glob("*"))
+    """All saved manifests (of one task if given), ordered by task id then call index.
+    Listed with ``os.scandir``: pathlib's globbing and stats were half the time of
+    ``inspect`` on a run of thousands of calls."""
+    if task_id is not None:
+        task_dirs = [str(manifests / task_id)]
+    else:
+        task_dirs = sorted(e.path for e in _entries(manifests) if e.is_dir())
     out: list[ContextManifest] = []
     for task_dir in task_dirs:
-        if not task_dir.is_dir():
-            continue
-        files = [(i, p) for p in task_dir.glob("*.json") if (i := _call_index(p)) is not None]
-        for _, path in sorted(files):
+        calls = sorted(
+            (int(e.name[:-5]), e.path)
+            for e in _entries(Path(task_dir))
+            if e.name.endswith(".json") and e.name[:-5].isdigit()
+        )
+        for _, path in calls:
             try:
-                out.append(ContextManifest.model_validate_json(path.read_bytes()))
+                out.append(ContextManifest.model_validate_json(Path(path).read_bytes()))
             except (OSError, ValidationError) as exc:
                 first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
                 raise UsageError(f"cannot read manifest {path}: {first}") from exc

@@ -49,7 +49,9 @@ from .result import TaskResult, cache_share, now
 __all__ = ["Journal", "RepoLock", "RunState", "list_runs", "new_run_id", "read_state"]
 
 RunStatus = Literal["running", "succeeded", "failed", "interrupted"]
-JOURNAL_VERSION = 1
+# 2: changes are logged in events.jsonl beside the run.json snapshot (0.2 wrote 1: run.json
+# alone, which 2 reads as a snapshot; a 0.2 anti-sprawl refuses 2 instead of missing the log).
+JOURNAL_VERSION = 2
 _RUN_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,100}$")
 # What only the snapshot records; a "run" event holds every other field of ``RunState``.
 SNAPSHOT_ONLY = frozenset({"plan", "tasks", "revisions", "seq"})
@@ -158,7 +160,7 @@ class Journal:
         with self._lock:
             if self._closed:
                 return
-            self.state.updated_at = now()
+            self.state.updated_at, self.state.version = now(), JOURNAL_VERSION
             text = self.state.model_dump_json(indent=2) + "\n"
             size = len(text.encode())
             try:
