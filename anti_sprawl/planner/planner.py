@@ -24,6 +24,7 @@ from ..agent.budget import Budget
 from ..agent.dispatch import Ending, Handler, Tool, ToolOutcome, ToolRefusal
 from ..agent.handlers import read_handlers, tool_table
 from ..agent.loop import Loop
+from ..context.guidance import PLANNER_GUIDANCE_TOKENS, guidance_paths, read_guidance
 from ..context.manifest import save_manifest
 from ..errors import UsageError
 from ..fs.firewall import Firewall, FirewallError, Violation
@@ -135,6 +136,7 @@ def plan_requirement(
         plan_id=plan_id,
         omitted=repo_map.omitted,
         models=models,
+        guidance=read_guidance(repo, guidance_paths(repo, []), PLANNER_GUIDANCE_TOKENS),
     )
     with Firewall(repo, ["**"], []) as firewall:
         session = _Session(

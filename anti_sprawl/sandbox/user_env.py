@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -31,6 +32,7 @@ __all__ = [
     "cache_env",
     "describe_program",
     "project_venvs",
+    "shim_target",
     "user_command_env",
     "venv_offer",
 ]
@@ -111,8 +113,9 @@ def project_venvs(checkout: Path) -> list[str]:
     ]
 
 
-def venv_offer(argv: Sequence[str], checkout: Path) -> str | None:
-    """How to use the checkout's virtualenv, when the command does not already name one."""
+def venv_offer(argv: Sequence[str], checkout: Path, prefix: Sequence[str] = ()) -> str | None:
+    """How to use the checkout's virtualenv, when the command does not already name one
+    (``prefix``: words before it, e.g. ``env PYTHONPATH=src``)."""
     venvs = project_venvs(checkout)
     if not venvs or any(f"{{checkout}}/{name}" in arg for arg in argv for name in venvs):
         return None
@@ -120,9 +123,25 @@ def venv_offer(argv: Sequence[str], checkout: Path) -> str | None:
     rest = " ".join(argv[1:]) if len(argv) > 1 else ("-m pytest" if argv else "")
     if not program.startswith("python") and not (checkout / venvs[0] / "bin" / program).exists():
         program, rest = "python", "-m pytest"
-    command = f"{{checkout}}/{venvs[0]}/bin/{program} {rest}".strip()
+    command = " ".join([*prefix, f"{{checkout}}/{venvs[0]}/bin/{program} {rest}".strip()])
     return (
         f"the checkout has a virtualenv {venvs[0]}/: to run the tests with it, write "
         f"test_command: '{command}' "
         "(anti-sprawl never switches to it on its own)"
     )
+
+
+def shim_target(shim: Path, cwd: Path) -> str | None:
+    """The interpreter a pyenv shim picks in ``cwd`` (``pyenv which``): shims are shell
+    scripts that call pyenv, which the sandbox does not bind, so the command must name it."""
+    pyenv = shim.parent.parent / "bin" / "pyenv"
+    if not pyenv.is_file():
+        return None
+    try:
+        done = subprocess.run(
+            [str(pyenv), "which", shim.name], cwd=cwd, capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    found = done.stdout.strip()
+    return found if done.returncode == 0 and found.startswith("/") else None
