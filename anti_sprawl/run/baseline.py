@@ -36,7 +36,13 @@ from ..git.workspace import Workspace
 from ..plan.model import Plan, command_argv
 from ..sandbox.command_template import bind_command, expand
 from ..sandbox.sandbox import run_command
-from ..sandbox.user_env import ProgramInfo, describe_program, shim_target, venv_offer
+from ..sandbox.user_env import (
+    ProgramInfo,
+    describe_program,
+    shim_target,
+    venv_command,
+    venv_offer,
+)
 from .settings import RunSettings
 from .setup_step import run_setup
 from .test_failures import cannot_start, failing_tests, missing_module
@@ -179,12 +185,18 @@ def _hint(argv: list[str], reason: str, checkout: Path, program: ProgramInfo) ->
     if src_layout and not any("PYTHONPATH" in a for a in fixed):
         hints.append("a src layout wants PYTHONPATH=src")
         fixed = ["env", "PYTHONPATH=src", *fixed]
-    offer = venv_offer(argv, checkout, fixed[:2] if fixed[:2] == ["env", "PYTHONPATH=src"] else ())
+    wants = ["PYTHONPATH=src"] if src_layout else []
+    with_venv = venv_command(argv, checkout, wants)
     if fixed != argv:
         hints.append(f"try test_command: '{shown(fixed)}'")
-    if offer:
-        hints.append(offer if fixed == argv else f"or: {offer}")
-    elif fixed == argv:
+        if with_venv:
+            hints.append(f"or, with the checkout's virtualenv: '{with_venv}'")
+    elif with_venv:
+        hints.append(
+            f"try test_command: '{with_venv}' (the checkout's virtualenv; anti-sprawl never "
+            "switches to it on its own)"
+        )
+    else:
         hints.append("name the program with a full path, or {checkout}/<venv>/bin/<program>")
     return "; ".join(hints)
 
