@@ -71,7 +71,8 @@ def _finish(proc: subprocess.Popen[str], timeout: float) -> tuple[str, str]:
 def _assert_interrupted(repo: Path, out: str, err: str, code: int) -> str:
     assert code == 130, out + err
     assert "Traceback" not in out + err
-    (line,) = err.strip().splitlines()
+    # the one line besides the baseline's (the test command passing at the start commit)
+    (line,) = [ln for ln in err.strip().splitlines() if not ln.startswith("anti-sprawl: baseline:")]
     (run_id,) = [p.name for p in (repo / ".anti-sprawl" / "runs").iterdir()]
     assert line == (
         f"anti-sprawl: interrupted: 'anti-sprawl resume {run_id} --repo {repo}' finishes the run"
