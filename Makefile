@@ -43,7 +43,7 @@ demo: setup
 eval: setup
 	$(VENV)/bin/anti-sprawl eval tasks/eval --ablate all
 
-# One run regenerates every figure the README quotes. BENCH_REPO=DIR adds the repo map on a
+# One run regenerates every figure docs/benchmarks.md and docs/reference.md quote. BENCH_REPO=DIR adds the repo map on a
 # real repository (e.g. Django 4.2's source: see benchmarks/repomap_scale.py).
 bench: setup
 	@echo "machine: $$(uname -srm); $$(nproc) cores;$$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2); load $$(cut -d' ' -f1-3 /proc/loadavg); $$(date -u '+%F %H:%M UTC')"

@@ -1,6 +1,6 @@
 """GitPython against the one git runner (``git.cmd.run_git``) for the inspection anti-sprawl does.
 
-Why GitPython is not a dependency (README.md, "Dependencies"): on the repository reads the tool
+Why GitPython is not a dependency (docs/reference.md, "Dependencies"): on the repository reads the tool
 makes (remotes for ``pr``, the current branch, the user's identity, the run branch's commits and trailers, whether
 the checkout is dirty) it is slower or unsafe, and its import alone costs more than every
 saving. This script shows it, in one run, on a generated repository: 300 commits of history,

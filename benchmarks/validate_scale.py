@@ -10,7 +10,7 @@ Part 2: each graph piece of ``plan/graph.py`` (and the scheduler's landing order
 10k-node plan, the hand-written loop and networkx timed in this same run, interleaved (the
 machine is shared, so only ratios measured together mean anything). The networkx times
 include building its graph from the plan, which the hand-written code does not need. The
-package uses whichever is faster (README.md, "Dependencies"); the other lives here, so the
+package uses whichever is faster (docs/reference.md, "Dependencies"); the other lives here, so the
 comparison stays runnable, and a line says so when this run disagrees with the choice beyond
 the machine's noise. networkx is a development dependency only: the tests check the
 hand-written code against it.

@@ -58,7 +58,8 @@ def test_a_src_layout_that_cannot_import_is_refused_before_any_model_call(
     err = " ".join(result.stderr.split())
     assert "test command 'python -m pytest -q' at " in err
     assert "cannot start: No module named 'mypkg'" in err
-    assert "a src layout: write it as 'env PYTHONPATH=src python -m pytest -q'" in err
+    assert "a src layout wants PYTHONPATH=src" in err
+    assert "try test_command: 'env PYTHONPATH=src python -m pytest -q'" in err
     assert "Traceback" not in result.output
     assert server.requests == []  # not one token spent
     assert _left_behind(repo) == ("", [])

@@ -78,3 +78,11 @@ def test_a_key_or_a_bad_value_in_a_config_file_is_one_line(tmp_path: Path) -> No
     assert result.stderr.strip().startswith(
         f"anti-sprawl: error: config file {repo}/pyproject.toml: jobs:"
     )
+
+
+def test_shell_completion_is_on() -> None:
+    helped = runner.invoke(app, ["--help"])
+    assert "--install-completion" in helped.stdout
+    script = runner.invoke(app, ["--show-completion", "bash"])
+    assert script.exit_code == 0
+    assert "_anti_sprawl_completion" in script.stdout

@@ -52,7 +52,9 @@ def test_doctor_names_what_would_stop_a_run_without_spending_a_token(
     assert seen["keys"] == ["ok"]
     assert seen["provider"] == ["ok"]
     assert seen["repository"] == ["ok"]
-    assert seen["tests"] == ["ok", "problem"]  # what it runs, then: it cannot start
+    # what it runs (and a note on its src layout), then: it cannot start
+    assert seen["tests"] == ["ok", "ok", "problem"]
+    assert "a src layout (mypkg)" in result.stdout
     assert seen["disk"] == ["ok"]
     assert "cannot start: No module named 'mypkg'" in " ".join(result.stdout.split())
     assert "OPENAI_API_KEY set (values never printed)" in result.stdout

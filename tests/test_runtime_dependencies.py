@@ -1,4 +1,4 @@
-"""The package needs only its declared runtime dependencies (README.md, "Dependencies").
+"""The package needs only its declared runtime dependencies (docs/reference.md, "Dependencies").
 
 networkx is a development dependency (these tests' oracle for the graph code) and GitPython is
 not a dependency at all: no module of the package may import either, at the top or inside a

@@ -90,7 +90,7 @@ def test_dry_run_says_which_python_runs_and_offers_the_project_venv(
     assert refused.exit_code == 1
     err = " ".join(refused.stderr.split())
     assert f"cannot start: No module named 'pytest' (python3 -m pytest -> {python3}" in err
-    assert "write test_command: '{checkout}/.venv/bin/python3 -m pytest -q'" in err
+    assert "try test_command: '{checkout}/.venv/bin/python3 -m pytest -q'" in err
     result = runner.invoke(app, [*args, "--dry-run", "--no-baseline"])
     assert result.exit_code == 0, result.output
     out = " ".join(result.output.split())

@@ -39,7 +39,7 @@ app = typer.Typer(
     help="Run coding agents on a DAG of scoped subtasks: clean-slate prompts, a path firewall, "
     "hard token and tool-call budgets.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion SHELL
     pretty_exceptions_enable=False,  # never print locals: we hold API keys
     rich_markup_mode=None,
 )

@@ -124,6 +124,7 @@ def _repository(repo: Path) -> Check:
 
 def _tests(repo: Path, plan_file: Path) -> list[Check]:
     from ..errors import AntiSprawlError
+    from ..redact import Redactor, env_secrets
     from ..run.baseline import check_baselines, describe_commands
     from ..run.preflight import resolve_base
     from ..run.settings import RunSettings
@@ -138,7 +139,9 @@ def _tests(repo: Path, plan_file: Path) -> list[Check]:
             ("ok", "tests", line)
             for line in describe_commands(plan, repo.resolve(), settings.command_env or {})
         ]
-        for b in check_baselines(plan, repo.resolve(), resolve_base(repo, "HEAD"), settings):
+        redact = Redactor(env_secrets(os.environ))  # test output may echo the environment
+        start = resolve_base(repo, "HEAD")
+        for b in check_baselines(plan, repo.resolve(), start, settings, redact):
             out.append((_BASELINE_LEVEL[b.status], "tests", b.line(plan.known_failures)))
     except AntiSprawlError as exc:
         return [("problem", "tests", str(exc).splitlines()[0])]

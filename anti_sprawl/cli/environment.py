@@ -40,13 +40,24 @@ def check_test_commands(plan: Any, repo: Path, settings: Any, commit: str) -> An
     """Run the baselines, print their lines, refuse when a command cannot start; the
     settings with the known failures nodes are not judged on."""
     from ..redact import Redactor, env_secrets
-    from ..run.baseline import check_baselines, known_failures, refuse_unstartable
+    from ..run.baseline import (
+        check_baselines,
+        known_failures,
+        plan_test_commands,
+        refuse_unstartable,
+    )
     from ..run.preflight import ready_sandbox
 
+    if not plan_test_commands(plan):
+        return settings
     ready_sandbox(settings.sandbox)
     root = repo.resolve()
     redactor = Redactor(env_secrets(os.environ))
-    baselines = check_baselines(plan, root, commit, settings, redactor)
+    # The user's environment here, also when nodes run on Dask workers (command_env None).
+    here = settings
+    if here.command_env is None:
+        here = dataclasses.replace(settings, command_env=user_settings_env(settings.sandbox))
+    baselines = check_baselines(plan, root, commit, here, redactor)
     marked = frozenset(plan.known_failures)
     for baseline in baselines:
         if baseline.status != "cannot_start":

@@ -90,8 +90,9 @@ def _prepare(
         prices=price_table(prices, chosen, base_url),
         local_server=local_server(chosen, base_url),
         request_timeout=request_timeout,
-        # Commands run what the user's PATH names now, not this process's venv.
-        command_env=user_settings_env(policy),
+        # Commands run what the user's PATH names now, not this process's venv; on a Dask
+        # worker, that worker's own environment (run/remote_node.py).
+        command_env=user_settings_env(policy) if remote is None else None,
         **fields,
     )
     return chosen, settings, remote

@@ -56,6 +56,7 @@ ItemKind = Literal[
     "tool_schema",
     "observation",
     "failure_note",  # why the node's previous attempt failed (retries; see run/failure_note.py)
+    "guidance",  # the repository's AGENTS.md / CLAUDE.md / CONVENTIONS.md (context/guidance.py)
 ]
 Trust = Literal["trusted", "untrusted"]
 DropReason = Literal[

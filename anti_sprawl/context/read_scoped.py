@@ -34,7 +34,7 @@ __all__ = [
     "scoped_files",
 ]
 
-Section = Literal["stable", "brief", "upstream", "stubs", "files", "memory", "retry"]
+Section = Literal["stable", "brief", "upstream", "stubs", "files", "memory", "retry", "guidance"]
 SECTIONS: tuple[Section, ...] = (
     "stable",
     "brief",
@@ -43,6 +43,7 @@ SECTIONS: tuple[Section, ...] = (
     "files",
     "memory",
     "retry",  # a retry's failure note (run/failure_note.py)
+    "guidance",  # the repository's notes for agents (context/guidance.py)
 )
 MAX_SCOPED_FILES = 2000
 MAX_LISTED_DIRS = 20_000

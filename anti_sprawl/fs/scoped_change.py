@@ -1,6 +1,6 @@
 """Deletes and moves inside a write scope: judged on real paths, by directory fd, no overwrite.
 
-Rules (docs in README "Worker tools"): both ends of a move and every file a delete or move
+Rules (docs/reference.md, "Worker tools"): both ends of a move and every file a delete or move
 touches must be writable; a directory goes only when every file below it is, and never when it
 is the root of a write-scope entry (``src/app`` for ``src/app/``) or holds one. No symlink may
 be crossed on the way to either path (the real path must be the path asked for), a symlink is

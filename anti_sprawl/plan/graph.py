@@ -2,7 +2,7 @@
 
 Every piece is a short hand-written loop because ``benchmarks/validate_scale.py``, which
 times it against networkx on a 10,000-node plan in the same run, found networkx slower or no
-faster each time (figures in README.md, "Dependencies"); networkx is a development
+faster each time (figures in docs/reference.md, "Dependencies"); networkx is a development
 dependency only, the oracle ``tests/test_plan_graph.py`` checks these answers against:
 
 - cycle finding: a linear depth-first search that already returns the cycle to print;

@@ -25,6 +25,7 @@ from ..agent.budget import Budget
 from ..agent.dispatch import Ending, Handler, Tool, ToolOutcome, ToolRefusal
 from ..agent.handlers import read_handlers, tool_table
 from ..agent.loop import Loop
+from ..context.guidance import PLANNER_GUIDANCE_TOKENS, guidance_paths, read_guidance
 from ..context.manifest import save_manifest
 from ..errors import UsageError
 from ..fs.firewall import Firewall, FirewallError, Violation
@@ -139,6 +140,7 @@ def plan_requirement(
         plan_id=plan_id,
         omitted=repo_map.omitted,
         models=models,
+        guidance=read_guidance(repo, guidance_paths(repo, []), PLANNER_GUIDANCE_TOKENS),
     )
     # The tools see exactly the map's files (tracked and untracked-not-ignored, minus secrets):
     # an ignored settings file or folder is refused and never listed (docs/security.md P20).

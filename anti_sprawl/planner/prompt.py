@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 from ..agent.tools import PLANNER_TOOLS
+from ..context.guidance import HEADER, Guidance
 from ..context.manifest import (
     ContextManifest,
     ItemKind,
@@ -162,9 +163,10 @@ def first_message_parts(
     plan_id: str | None,
     omitted: int,
     models: Sequence[str] = (),
+    guidance: Sequence[Guidance] = (),
 ) -> list[PromptPart]:
-    """The first user message in recorded parts: requirement, repository map, the models
-    the user allows (``plan --models``), what to do."""
+    """The first user message in recorded parts: requirement, repository map, the project's
+    guidance files, the models the user allows (``plan --models``), what to do."""
     parts = [
         PromptPart(
             "requirement",
@@ -190,6 +192,13 @@ def first_message_parts(
             "repomap", "stub", "repomap", "untrusted", wrap_data("repomap", "repomap", repo_map)
         )
     )
+    if guidance:  # the root's AGENTS.md & co (context/guidance.py): untrusted data
+        parts.append(
+            PromptPart("section:guidance", "instruction", "anti-sprawl", "trusted", HEADER)
+        )
+        for g in guidance:
+            block = wrap_data("guidance", g.path, g.text)
+            parts.append(PromptPart(f"guidance:{g.path}", "guidance", g.path, "untrusted", block))
     if models:
         parts.append(PromptPart("models", "instruction", "anti-sprawl", "trusted", _models(models)))
     ask = (

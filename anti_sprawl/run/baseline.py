@@ -36,7 +36,13 @@ from ..git.workspace import Workspace
 from ..plan.model import Plan, command_argv
 from ..sandbox.command_template import bind_command, expand
 from ..sandbox.sandbox import run_command
-from ..sandbox.user_env import ProgramInfo, describe_program, venv_offer
+from ..sandbox.user_env import (
+    ProgramInfo,
+    describe_program,
+    shim_target,
+    venv_command,
+    venv_offer,
+)
 from .settings import RunSettings
 from .setup_step import run_setup
 from .test_failures import cannot_start, failing_tests, missing_module
@@ -162,20 +168,35 @@ def _key(argv: list[str], plan: Plan, commit: str, env: Mapping[str, str]) -> st
 
 
 def _hint(argv: list[str], reason: str, checkout: Path, program: ProgramInfo) -> str:
-    """What to change in the command: src layout, the project's venv, a full path."""
+    """What to change in the command: the interpreter a pyenv shim picks, a src layout's
+    ``PYTHONPATH=src``, the project's venv; ends with one command to try when there is one."""
     hints: list[str] = []
+    fixed = list(argv)
     module = reason.removeprefix("No module named '").rstrip("'") if "module" in reason else ""
-    top = module.split(".")[0]
-    if top and ((checkout / "src" / top).is_dir() or (checkout / "src" / f"{top}.py").is_file()):
-        hints.append(f"a src layout: write it as 'env PYTHONPATH=src {shown(argv)}'")
+    if program.resolved and "/shims/" in program.resolved:
+        target = shim_target(Path(program.resolved), checkout)
+        hints.append("it is a pyenv shim, which cannot run in the sandbox")
+        if target is not None:
+            fixed = [target if a == program.program else a for a in fixed]
     elif module and module == program.module:
         hints.append(f"{program.resolved} has no {module} installed")
-    if program.resolved and "/shims/" in program.resolved:
-        hints.append("it is a pyenv shim, which cannot run in the sandbox: name the interpreter")
-    offer = venv_offer(argv, checkout)
-    if offer:
-        hints.append(offer)
-    elif not hints:
+    top = module.split(".")[0]
+    src_layout = bool(_src_packages(checkout)) or (checkout / "src" / f"{top}.py").is_file()
+    if src_layout and not any("PYTHONPATH" in a for a in fixed):
+        hints.append("a src layout wants PYTHONPATH=src")
+        fixed = ["env", "PYTHONPATH=src", *fixed]
+    wants = ["PYTHONPATH=src"] if src_layout else []
+    with_venv = venv_command(argv, checkout, wants)
+    if fixed != argv:
+        hints.append(f"try test_command: '{shown(fixed)}'")
+        if with_venv:
+            hints.append(f"or, with the checkout's virtualenv: '{with_venv}'")
+    elif with_venv:
+        hints.append(
+            f"try test_command: '{with_venv}' (the checkout's virtualenv; anti-sprawl never "
+            "switches to it on its own)"
+        )
+    else:
         hints.append("name the program with a full path, or {checkout}/<venv>/bin/<program>")
     return "; ".join(hints)
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from ..agent.artifacts import ArtifactStore
 from ..agent.worker import TestOutcome, WorkerContext, WorkerLimits, WorkerResult, run_worker
 from ..context.assemble import AssembledPrompt, assemble_worker_prompt, manifest_for_request
+from ..context.guidance import guidance_budget, guidance_paths, read_guidance, with_guidance
 from ..context.lean import lean_target
 from ..context.manifest import save_manifest
 from ..errors import RunError, StorageError, at_boundary
@@ -140,6 +141,8 @@ class _Attempt:
                 memory=list(job.memory),
                 eager_reads=ablations.eager_reads,
             )
+        guidance = guidance_paths(ws.path, node.write_scope)  # AGENTS.md & co, untrusted
+        prompt = with_guidance(prompt, read_guidance(ws.path, guidance, guidance_budget(budget)))
         if job.history:
             prompt = prompt.model_copy(
                 update={"first_user_message": job.history + prompt.first_user_message}

@@ -25,7 +25,8 @@ __all__ = [
 ]
 
 PYTEST_TESTS_FAILED = 1  # pytest's exit code when tests ran and some failed
-_FAILED = re.compile(r"^(?:FAILED|ERROR) (\S+)", re.MULTILINE)
+# ``FAILED tests/t.py::test[a b] - AssertionError: ...``: the id may hold spaces, " - " ends it
+_FAILED = re.compile(r"^(?:FAILED|ERROR) (\S.*?)(?: - .*)?$", re.MULTILINE)
 _COUNTED = re.compile(r"\b\d+ (?:passed|failed)\b")
 _NO_MODULE = re.compile(r"No module named '?([A-Za-z0-9_.]+)'?")
 _NOT_FOUND = re.compile(r"execvp [^\n]*: No such file or directory|command not found")

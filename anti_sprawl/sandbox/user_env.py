@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -31,7 +32,9 @@ __all__ = [
     "cache_env",
     "describe_program",
     "project_venvs",
+    "shim_target",
     "user_command_env",
+    "venv_command",
     "venv_offer",
 ]
 
@@ -111,18 +114,50 @@ def project_venvs(checkout: Path) -> list[str]:
     ]
 
 
-def venv_offer(argv: Sequence[str], checkout: Path) -> str | None:
-    """How to use the checkout's virtualenv, when the command does not already name one."""
+def venv_command(argv: Sequence[str], checkout: Path, env: Sequence[str] = ()) -> str | None:
+    """The command run with the checkout's virtualenv (``env``: ``NAME=value`` words to set,
+    e.g. ``PYTHONPATH=src``), when it does not already name one; None without a venv."""
     venvs = project_venvs(checkout)
     if not venvs or any(f"{{checkout}}/{name}" in arg for arg in argv for name in venvs):
         return None
-    program = Path(argv[0]).name if argv else "python"
-    rest = " ".join(argv[1:]) if len(argv) > 1 else ("-m pytest" if argv else "")
+    args = list(argv)
+    assignments = list(env)
+    if args and Path(args[0]).name == "env":
+        args.pop(0)
+        while args and "=" in args[0] and not args[0].startswith("-"):
+            word = args.pop(0)
+            assignments = [a for a in assignments if a.split("=")[0] != word.split("=")[0]]
+            assignments.insert(0, word)
+    program = Path(args[0]).name if args else "python"
+    rest = args[1:] if args else ["-m", "pytest"]
     if not program.startswith("python") and not (checkout / venvs[0] / "bin" / program).exists():
-        program, rest = "python", "-m pytest"
-    command = f"{{checkout}}/{venvs[0]}/bin/{program} {rest}".strip()
+        program, rest = "python", ["-m", "pytest"]
+    lead = ["env", *assignments] if assignments else []
+    return " ".join([*lead, f"{{checkout}}/{venvs[0]}/bin/{program}", *rest])
+
+
+def venv_offer(argv: Sequence[str], checkout: Path, env: Sequence[str] = ()) -> str | None:
+    """How to use the checkout's virtualenv, when the command does not already name one."""
+    command = venv_command(argv, checkout, env)
+    if command is None:
+        return None
     return (
-        f"the checkout has a virtualenv {venvs[0]}/: to run the tests with it, write "
-        f"test_command: '{command}' "
-        "(anti-sprawl never switches to it on its own)"
+        f"the checkout has a virtualenv {project_venvs(checkout)[0]}/: to run the tests with "
+        f"it, write test_command: '{command}' (anti-sprawl never switches to it on its own)"
     )
+
+
+def shim_target(shim: Path, cwd: Path) -> str | None:
+    """The interpreter a pyenv shim picks in ``cwd`` (``pyenv which``): shims are shell
+    scripts that call pyenv, which the sandbox does not bind, so the command must name it."""
+    pyenv = shim.parent.parent / "bin" / "pyenv"
+    if not pyenv.is_file():
+        return None
+    try:
+        done = subprocess.run(
+            [str(pyenv), "which", shim.name], cwd=cwd, capture_output=True, text=True, timeout=10
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    found = done.stdout.strip()
+    return found if done.returncode == 0 and found.startswith("/") else None

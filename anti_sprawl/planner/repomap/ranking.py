@@ -13,7 +13,7 @@ hop halves the mass, so direct neighbours of a relevant file outrank files two h
 
 The import graph is a plain mapping (file -> the files it imports, in order) and the power
 iteration is done here over adjacency lists: ``networkx.pagerank`` needs numpy/scipy in
-networkx 3.x, and networkx itself is not a runtime dependency (README.md, "Dependencies").
+networkx 3.x, and networkx itself is not a runtime dependency (docs/reference.md, "Dependencies").
 """
 
 from __future__ import annotations
