@@ -99,6 +99,7 @@ def run_plan_command(
         manifest_dir=manifest_dir,
         models=models,
         max_output_tokens=max_output_tokens,
+        lean=local_server,
     )
     plan_file: Path | None = None
     table = prices or PriceTable({})
