@@ -42,6 +42,7 @@ from .options import (
     plan_for,
     price_table,
     sandbox_policy,
+    served_window,
     warn_unpriced,
 )
 from .output import handle_errors, print_json, stderr, stdout
@@ -210,6 +211,9 @@ def execute(
         context_budget=lean_ceiling,
     )
     warn_unpriced(settings.prices, [plan.model_for(t, model) or chosen.model for t in plan.tasks])
+    window = served_window(plan, chosen, base_url)
+    if window is not None:  # the lean first prompts are sized to what the server holds
+        settings = dataclasses.replace(settings, context_window=window)
     if dry_run:
         _dry_run(plan, repo, chosen, settings, as_json)
         return
@@ -316,6 +320,8 @@ def resume(
         max_output_tokens=max_output_tokens,
         context_budget=lean_ceiling,
     )
+    if plan is not None:
+        served_window(plan, chosen, base_url)
     source = str(plan_file) if plan_file is not None else ""
     known = plan if plan is not None or remote is None else journal_plan(repo, run_id)
     with executor_for(remote, known) as run_job:
