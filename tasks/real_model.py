@@ -57,7 +57,7 @@ p.n_parallel = 1
 p.use_jinja = True
 p.port = port
 p.hostnames = ["127.0.0.1"]
-p.model_alias = alias
+p.model_alias = {alias}  # a set of names: a str would become one alias per character
 p.cpuparams.n_threads = 1
 p.cpuparams_batch.n_threads = 1
 server = x.Server(p)
@@ -304,10 +304,10 @@ def main() -> int:
         if not planned:
             log("executing the fixed one-node plan (the planner's plan was not usable)")
             plan.write_text(json.dumps(FALLBACK_PLAN))
-        code, seconds, _ = anti_sprawl(
+        code, seconds, out = anti_sprawl(
             ["execute", str(plan), "--json"], url, repo, args.request_timeout
         )
-        report(recorder, code, seconds, repo)
+        report(recorder, code, seconds, out)
         shutil.rmtree(work, ignore_errors=True)
         return code
     finally:
@@ -315,7 +315,7 @@ def main() -> int:
         proc.wait(timeout=30)
 
 
-def report(recorder: Recorder | None, code: int, seconds: float, repo: Path) -> None:
+def report(recorder: Recorder | None, code: int, seconds: float, out: str) -> None:
     if recorder is not None:
         for c in recorder.calls:
             usage = c["response"].get("usage", {}) if isinstance(c["response"], dict) else {}
@@ -323,6 +323,16 @@ def report(recorder: Recorder | None, code: int, seconds: float, repo: Path) -> 
                 f"call {c['n']}: {c['seconds']:.0f} s, prompt {usage.get('prompt_tokens')} tok, "
                 f"completion {usage.get('completion_tokens')} tok, HTTP {c['status']}"
             )
+    try:
+        state = json.loads(out)
+    except ValueError:
+        state = {}
+    for task_id, task in (state.get("tasks") or {}).items():
+        log(
+            f"node {task_id}: {task['status']} ({task.get('reason') or '-'}), "
+            f"{task.get('attempts')} attempt(s), {task.get('calls')} calls, "
+            f"files {task.get('files_changed')}, tokens {task.get('total_tokens')}"
+        )
     log(f"execute: exit {code} in {seconds:.0f} s ({'succeeded' if code == 0 else 'failed'})")
 
 

@@ -41,6 +41,8 @@ class FakeLLMServer:
 
     def __init__(self) -> None:
         self.requests: list[Recorded] = []
+        # Fixed JSON answers by path (GET, or POST outside the queue): a server's model info.
+        self.routes: dict[str, Any] = {}
         self._queue: list[Canned] = []
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
@@ -86,6 +88,12 @@ class FakeLLMServer:
         self._httpd.server_close()
         self._thread.join(timeout=5)
 
+    def _routed(self, method: str, path: str) -> Canned | None:
+        """The fixed answer for ``path``; a GET with none is a 404 (only POSTs are queued)."""
+        if path in self.routes:
+            return Canned(200, self.routes[path])
+        return Canned(404, {"error": "not found"}) if method == "GET" else None
+
     def _next(self, recorded: Recorded) -> Canned:
         with self._lock:
             self.requests.append(recorded)
@@ -97,10 +105,10 @@ class FakeLLMServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # a models list (anti-sprawl doctor)
-                self.do_POST("GET")
+            def do_GET(self) -> None:  # a models list: from the routes, else the queue (doctor)
+                self.do_POST()
 
-            def do_POST(self, method: str = "POST") -> None:
+            def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
                 try:
@@ -108,7 +116,9 @@ class FakeLLMServer:
                 except json.JSONDecodeError:
                     body = raw.decode("utf-8", "replace")
                 headers = {k.lower(): v for k, v in self.headers.items()}
-                canned = server._next(Recorded(method, self.path, headers, body))
+                canned = server._routed(self.command, self.path) or server._next(
+                    Recorded(self.command, self.path, headers, body)
+                )
                 if canned.delay:
                     time.sleep(canned.delay)
                 if canned.raw is not None:

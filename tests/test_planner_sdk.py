@@ -134,3 +134,23 @@ def test_the_same_error_twice_brings_the_skeleton_of_a_valid_task(
     assert "The same error came back twice" in second
     assert '"write_scope": [' in second
     assert '"token_budget": 30000' in second
+
+
+def test_a_local_server_gets_the_lean_planner_prompt(server: FakeLLMServer, repo: Path) -> None:
+    """Issue 23: the fixed prompt was 3.7k tokens, 5-7 minutes to a first token on a CPU."""
+    from typer.testing import CliRunner
+
+    from anti_sprawl.cli.app import app
+    from anti_sprawl.tokens import count_tokens
+
+    server.enqueue(openai_submit(GOOD, "c1"))
+    args = ["plan", "Tidy run()", "--repo", str(repo), "--base-url", server.url, "--model", "m"]
+    result = CliRunner().invoke(app, [*args, "--output", str(repo.parent / "plan.yaml")])
+    assert result.exit_code == 0, result.output
+    body = server.requests[0].body
+    system = body["messages"][0]["content"]
+    assert "<plan_schema>" not in system
+    submit = next(t for t in body["tools"] if t["function"]["name"] == "submit_plan")
+    assert "description" not in json.dumps(submit["function"]["parameters"])
+    fixed = count_tokens(system) + count_tokens(json.dumps(body["tools"]))
+    assert fixed < 2_000

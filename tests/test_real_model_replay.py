@@ -107,3 +107,42 @@ def fx_branch_commits(repo: Path) -> int:
         text=True,
     )
     return int(out.stdout.strip() or 0)
+
+
+def test_the_recorded_real_model_eval_cases_score_no_false_success() -> None:
+    """tasks/eval-real-model: the recorded turns as scripted cases. On main before issue 23 the
+    false claim scored green (1 of 2 nodes succeeded with an empty diff); now none does."""
+    from anti_sprawl.eval import load_cases, run_case
+    from anti_sprawl.eval.metrics import aggregate
+
+    cases = load_cases(Path(__file__).resolve().parents[1] / "tasks" / "eval-real-model")
+    results = [run_case(case) for case in cases]
+    assert [r.passed for r in results] == [True, True], [r.failed_checks for r in results]
+    summary = aggregate("baseline", results)
+    assert (summary.tasks, summary.tasks_succeeded, summary.empty_successes) == (2, 0, 0)
+
+
+def test_the_recorded_planner_submission_written_as_text_is_planned(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """The planner's first recorded answer: the plan as a fenced JSON document (submit_plan's
+    arguments, no tool name), its tasks named but without task_ids; it took three
+    submissions and failed then. Now the text is the call and the names are the ids."""
+    from anti_sprawl.planner.planner import plan_requirement
+    from anti_sprawl.providers import OpenAIProvider
+
+    run = recorded("planner_run2.json")
+    repo = tmp_path / "calc"
+    repo.mkdir()
+    for rel, text in run["repo"].items():
+        (repo / rel).write_text(text)
+    env = {**os.environ, **GIT_ENV}
+    for argv in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "calc"]):
+        subprocess.run(["git", *argv], cwd=repo, env=env, check=True)
+    server.enqueue(run["calls"][0]["response"])
+    provider = OpenAIProvider("-", base_url=server.url)
+    result = plan_requirement(run["requirement"], repo, provider, lean=True)
+    assert result.ok, result.report.errors
+    assert result.plan is not None
+    assert [t.task_id for t in result.plan.tasks] == ["add_subtract_calc", "add_subtract_test"]
+    assert result.rounds == 1

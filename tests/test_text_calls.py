@@ -36,6 +36,8 @@ SHAPES = {
     "triple-quoted": '```json\n{"name": "write_file", "arguments": {"path": "pkg/a.py", '
     '"content": """A = 1\n"""}}\n```',
     "closing fence only": json.dumps({"name": "write_file", "arguments": WRITE}) + "\n```",
+    "triple-quoted with a line continuation": '{"name": "write_file", "arguments": '
+    '{"path": "pkg/a.py", "content": """\\\nA = 1\n"""}}',
 }
 
 

@@ -111,6 +111,7 @@ def run_plan_command(
         manifest_dir=manifest_dir,
         models=models,
         max_output_tokens=max_output_tokens,
+        lean=local_server,
     )
     if result.plan is not None and result.plan.test_command is None and test_command:
         result.plan.test_command = test_command  # --test-command, or the config's default

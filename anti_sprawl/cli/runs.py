@@ -44,6 +44,7 @@ from .options import (
     price_table,
     repo_here,
     sandbox_policy,
+    served_window,
     warn_unpriced,
 )
 from .output import handle_errors, print_json, stderr, stdout
@@ -222,6 +223,9 @@ def execute(
     launch = record(given, provider=chosen.name, base_url=getattr(chosen, "base_url", None))
     settings = dataclasses.replace(settings, launch=launch)
     warn_unpriced(settings.prices, [plan.model_for(t, model) or chosen.model for t in plan.tasks])
+    window = served_window(plan, chosen, base_url)
+    if window is not None:  # the lean first prompts are sized to what the server holds
+        settings = dataclasses.replace(settings, context_window=window)
     if not no_baseline:  # before any model call: a command that cannot start stops here
         start = resolve_base(repo, base or "HEAD")
         settings = check_test_commands(plan, repo, settings, start)
@@ -372,6 +376,8 @@ def _resume(args: dict[str, Any], options: dict[str, Any]) -> None:
         max_output_tokens=args["max_output_tokens"],
         context_budget=args["lean_ceiling"],
     )
+    if plan is not None:
+        served_window(plan, chosen, args["base_url"])
     launch = record(options, provider=chosen.name, base_url=getattr(chosen, "base_url", None))
     settings = dataclasses.replace(settings, launch=launch)
     source = str(plan_file) if plan_file is not None else ""

@@ -57,6 +57,11 @@ class TaskMetrics(BaseModel):
     first_attempt: bool = Field(
         default=False, description="Its first attempt succeeded (no retry needed)."
     )
+    empty_success: bool = Field(
+        default=False,
+        description="It succeeded with no file changed though it was to change some (a false "
+        "success: a model's claim without a diff).",
+    )
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -165,6 +170,9 @@ class Aggregate(BaseModel):
     cross_task_leaks: int = Field(description="Distinct (task, string) pairs that reached a task.")
     tokens_agree: bool
     wall_seconds: float
+    empty_successes: int = Field(
+        default=0, description="Tasks that succeeded with no file changed (must be 0)."
+    )
 
 
 def aggregate(variant: str, results: Sequence[CaseResult]) -> Aggregate:
@@ -216,6 +224,7 @@ def aggregate(variant: str, results: Sequence[CaseResult]) -> Aggregate:
         ),
         tokens_agree=all(r.tokens_agree for r in results),
         wall_seconds=round(sum(r.wall_seconds for r in results), 2),
+        empty_successes=sum(t.empty_success for t in tasks),
     )
 
 

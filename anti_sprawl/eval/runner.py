@@ -195,6 +195,9 @@ def _task_metrics(
                 violations=len(record.violations),
                 attempts=max(1, record.attempts),
                 first_attempt=bool(tries) and tries[0].outcome == "succeeded",
+                empty_success=record.status == "succeeded"
+                and not record.files_changed
+                and node.expect_changes,
             )
         )
     return out

@@ -113,8 +113,11 @@ def plan_requirement(
     token_budget: int = 200_000,
     models: Sequence[str] = (),
     max_output_tokens: int | None = None,
+    lean: bool = False,
 ) -> PlannerResult:
     """Ask ``provider`` for a plan of ``requirement`` on ``repo`` and validate it.
+
+    ``lean``: the lean prompt, for a local server (``prompt.planner_system``).
 
     With ``models`` (``plan --models``) the planner may give each task one of them, saying
     why in the task's goal; the plan's default model is the first unless it picks another.
@@ -161,6 +164,7 @@ def plan_requirement(
             base=_head(repo),
             models=tuple(models),
             max_output_tokens=max_output_tokens or MAX_OUTPUT_TOKENS,
+            lean=lean,
         )
         return session.run()
 
@@ -202,6 +206,7 @@ class _Session:
     # the (code, message) pairs of the last invalid submission: a repeat earns the skeleton
     _last_errors: set[tuple[str, str]] = field(default_factory=set)
     _told_unwritten: bool = False
+    lean: bool = False  # the lean prompt (prompt.planner_system)
 
     def __post_init__(self) -> None:
         explore = read_handlers(self.firewall, OBSERVATION_CHARS)
@@ -209,11 +214,13 @@ class _Session:
             name: Tool(spec=tool.spec, args=tool.args, run=self._capped(tool.run))
             for name, tool in tool_table(explore).items()
         }
-        tools[SUBMIT_PLAN_TOOL] = Tool(spec=submit_plan_spec(), args=None, run=self._submit)
+        tools[SUBMIT_PLAN_TOOL] = Tool(
+            spec=submit_plan_spec(self.lean), args=None, run=self._submit
+        )
         self.loop = Loop(
             task_id=PLANNER_TASK_ID,
             provider=self.provider,
-            system=planner_system(),
+            system=planner_system(self.lean),
             tools=tools,
             budget=Budget(
                 total=self.token_budget,

@@ -124,11 +124,23 @@ def _inline_refs(schema: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def submit_plan_spec() -> ToolSpec:
-    """The ``submit_plan`` tool: its parameters are the plan schema (``requirement`` optional)."""
+def _without_descriptions(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _without_descriptions(v) for k, v in node.items() if k != "description"}
+    if isinstance(node, list):
+        return [_without_descriptions(v) for v in node]
+    return node
+
+
+def submit_plan_spec(lean: bool = False) -> ToolSpec:
+    """The ``submit_plan`` tool: its parameters are the plan schema (``requirement`` optional).
+
+    ``lean``: without the fields' descriptions (the rules say what each field is for)."""
     schema = _inline_refs(Plan.model_json_schema())
     schema.pop("description", None)
     schema["required"] = [r for r in schema.get("required", []) if r != "requirement"]
+    if lean:
+        schema = _without_descriptions(schema)
     return ToolSpec(
         name=SUBMIT_PLAN_TOOL,
         description=(
@@ -139,13 +151,19 @@ def submit_plan_spec() -> ToolSpec:
     )
 
 
-def planner_tools() -> list[ToolSpec]:
+def planner_tools(lean: bool = False) -> list[ToolSpec]:
     """The planner's tools sorted by name: read-only exploration plus ``submit_plan``."""
-    return sorted([*PLANNER_TOOLS, submit_plan_spec()], key=lambda t: t.name)
+    return sorted([*PLANNER_TOOLS, submit_plan_spec(lean)], key=lambda t: t.name)
 
 
-def planner_system() -> list[SystemBlock]:
-    """The fixed system blocks: role, rules and data policy, then the plan schema."""
+def planner_system(lean: bool = False) -> list[SystemBlock]:
+    """The fixed system blocks: role, rules and data policy, then the plan schema.
+
+    ``lean`` (a local server: its window is small and it reads a prompt at 11-25 tokens a
+    second on a CPU, issue 23): the rules only, since the submit_plan tool carries the schema
+    already; about 2,000 tokens instead of 3,400."""
+    if lean:
+        return [SystemBlock(name="rules", text=PLANNER_RULES, cache=True)]
     schema = json.dumps(submit_plan_spec().parameters, indent=1, sort_keys=True)
     return [
         SystemBlock(name="rules", text=PLANNER_RULES),

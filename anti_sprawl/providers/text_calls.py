@@ -59,7 +59,8 @@ def _load(text: str) -> Any:
         if text.startswith("{{") and text.endswith("}}"):
             return _load(text[1:-1])
         if '"""' in text:
-            return _load(_TRIPLE.sub(lambda m: json.dumps(m.group(1)), text))
+            # '"""\' + newline opens a Python string without its first line break, as here
+            return _load(_TRIPLE.sub(lambda m: json.dumps(m.group(1).removeprefix("\\\n")), text))
         return None
 
 
