@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from . import e2e_fixture as fx
-from .fake_llm_server import FakeLLMServer
+from .fake_llm_server import FakeLLMServer, openai_completion
 
 CLI = [sys.executable, "-m", "anti_sprawl"]
 HELD = 120.0  # the fake server holds the first call this long: far past any test timeout
@@ -147,3 +147,51 @@ def test_one_ctrl_c_starts_no_queued_node(tmp_path: Path) -> None:
     assert state["status"] == "interrupted"
     assert {t["status"] for t in state["tasks"].values()} == {"pending"}
     assert not list((repo / ".anti-sprawl" / "worktrees").glob("*"))
+
+
+def test_an_interrupted_attempt_uses_up_nothing(tmp_path: Path, server: FakeLLMServer) -> None:
+    """Ctrl-C while both nodes' calls are out, the calls come back within the grace: each node's
+    attempt is ``interrupted`` (never ``failed``) in the journal and the views, counts for
+    nothing, and the resumed nodes succeed on their first counted attempt."""
+    repo = fx.make_repo(tmp_path)
+    plan, _ = fx.write_inputs(tmp_path, fx.plan(), fx.script())
+    for _ in range(2):
+        server.enqueue(openai_completion(content="thinking"), delay=1.0)
+    args = ["execute", str(plan), "--repo", str(repo), "-j", "2"]
+    args += ["--provider", "openai", "--base-url", f"{server.url}/v1", "--model", "m"]
+    proc = subprocess.Popen(
+        [*CLI, *args], env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    _wait(lambda: len(server.requests) >= 2, proc, "the first model calls")
+    proc.send_signal(signal.SIGINT)
+    out, err = _finish(proc, timeout=30)
+    run_id = _assert_interrupted(repo, out, err, proc.returncode)
+    journal = repo / ".anti-sprawl" / "runs" / run_id / "run.json"
+    state = json.loads(journal.read_text())
+    for tid in ("a", "b"):
+        record = state["tasks"][tid]
+        assert [a["outcome"] for a in record["attempt_log"]] == ["interrupted"], record[
+            "attempt_log"
+        ]
+        assert record["counted"] == 0
+    view = subprocess.run(
+        [*CLI, "status", run_id, "--repo", str(repo)], env=_env(), capture_output=True, text=True
+    )
+    rows = [ln for ln in view.stdout.splitlines() if ln.startswith("│")]
+    assert sum("│ interrupted " in r for r in rows) == 2, view.stdout
+    assert not any("failed" in r for r in rows), view.stdout
+    _resume_finishes(tmp_path, repo, run_id)
+    final = json.loads(journal.read_text())
+    for tid in ("a", "b"):
+        record = final["tasks"][tid]
+        assert (record["attempts"], record["counted"]) == (2, 1)
+        assert [a["outcome"] for a in record["attempt_log"]] == ["interrupted", "succeeded"]
+        assert [a["attempt"] for a in record["attempt_log"]] == [1, 2]
+        # each attempt keeps its own logs: nothing of the interrupted one was overwritten
+        folder = repo / ".anti-sprawl" / "runs" / run_id / "artifacts" / tid
+        assert (folder / "transcript.jsonl").is_file()
+        assert (folder / "transcript-2.jsonl").is_file()
+        assert sorted(p.name for p in folder.glob("tests-*.log")) == [
+            "tests-2-1.log",
+            "tests-2-2.log",
+        ]

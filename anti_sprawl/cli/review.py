@@ -74,21 +74,40 @@ def status(
 def inspect(
     run_id: Annotated[str, typer.Argument(metavar="RUN_ID")],
     repo: RepoReq = None,
-    task: Annotated[str | None, typer.Option("--task", help="Only this task's calls.")] = None,
+    task: Annotated[str | None, typer.Option("--task", help="Only this task.")] = None,
+    manifests: Annotated[
+        bool,
+        typer.Option(
+            "--manifests",
+            help="Show the context manifests instead: what each model call saw, from where, "
+            "how many tokens.",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Show the context manifests: what each model call saw, from where, how many tokens."""
+    """Why a node failed: its failing attempt first (reason, test output, last tool results,
+    failure note, log paths), for --task or every node that did not succeed."""
     from ..context.manifest import load_manifests, render_manifests
     from ..run.journal import Journal
+    from ..views.failure import node_reports, render_reports
+    from ..views.run import verdict_words
 
     journal = Journal.load(existing_dir(repo_here(repo)) or Path(), run_id)
-    if task is not None and task not in journal.state.tasks:
+    state = journal.state
+    if task is not None and task not in state.tasks:
         raise UsageError(f"run {run_id} has no task {task!r}")
-    manifests = load_manifests(journal.paths.manifests, task)
+    if manifests:
+        found = load_manifests(journal.paths.manifests, task)
+        if as_json:
+            print_json([m.model_dump(mode="json") for m in found])
+        else:
+            render_manifests(found, stdout())
+        return
+    reports = node_reports(state, journal.paths, task, verdict_words(state))
     if as_json:
-        print_json([m.model_dump(mode="json") for m in manifests])
+        print_json([r.model_dump(mode="json") for r in reports])
     else:
-        render_manifests(manifests, stdout())
+        render_reports(reports, state, stdout())
 
 
 @handle_errors
@@ -128,6 +147,8 @@ def pr_cmd(
         print_json(outcome.model_dump(mode="json"))
     else:
         render_outcome(outcome, stdout())
+    if open_pr and not outcome.opened:
+        raise typer.Exit(1)  # asked to open one, and none was: a script must see it
 
 
 @handle_errors

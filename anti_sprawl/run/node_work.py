@@ -26,13 +26,13 @@ from ..errors import RunError, StorageError, at_boundary
 from ..fs.firewall import DEFAULT_DENY, Firewall
 from ..fs.path_rules import Violation
 from ..git.audit import audit
-from ..git.branch import TRAILER_RUN, TRAILER_TASK, TRAILER_TOKENS
 from ..git.cmd import run_git
 from ..git.secret_scan import staged_secrets
 from ..git.workspace import Workspace, commit
 from ..lifecycle import NodeVerdict
 from ..providers.base import ModelRequest
 from .ablations import NodeScopes
+from .commit_text import commit_text
 from .failure_note import with_failure_note
 from .node_commands import TestRunner, run_setup_command
 from .node_job import NodeEnv, NodeJob, NodeOutcome
@@ -252,13 +252,7 @@ class _Attempt:
         job, node = self.job, self.job.node
         self.crash("before_commit")
         summary = result.finish.summary if result.finish else ""
-        trailers = {
-            TRAILER_RUN: job.run_id,
-            TRAILER_TASK: node.task_id,
-            TRAILER_TOKENS: f"{result.usage.total} (cap {node.token_budget} per call)",
-        }
-        # The summary is the model's text: a token it copied must not reach the branch.
-        message = self.env.redactor(f"{node.name}\n\n{summary}")
+        message, trailers = commit_text(job, summary, result.usage, self.env.redactor)
         # A node that changed nothing still leaves its one commit: git records what is done.
         sha = commit(ws, message, trailers, author=job.author, allow_empty=True)
         if sha is None:
