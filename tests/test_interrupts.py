@@ -195,3 +195,23 @@ def test_an_interrupted_attempt_uses_up_nothing(tmp_path: Path, server: FakeLLMS
             "tests-2-1.log",
             "tests-2-2.log",
         ]
+
+
+def test_cancel_from_another_process_stops_the_run_like_ctrl_c(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    repo, proc = _held_run(tmp_path, server)
+    (run_id,) = [p.name for p in (repo / ".anti-sprawl" / "runs").iterdir()]
+    cancel = [*CLI, "cancel", run_id, "--repo", str(repo)]
+    asked = subprocess.run(cancel, env=_env(), capture_output=True, text=True, timeout=60)
+    assert asked.returncode == 0, asked.stderr
+    assert f"asked run {run_id} (process {proc.pid}) to stop" in asked.stdout
+    out, err = _finish(proc, timeout=30)
+    assert _assert_interrupted(repo, out, err, proc.returncode) == run_id
+    # nothing runs any more: one line, exit 2
+    again = subprocess.run(cancel, env=_env(), capture_output=True, text=True, timeout=60)
+    assert again.returncode == 2
+    assert again.stderr.strip() == (
+        f"anti-sprawl: error: run {run_id} is not running in {repo} (see 'anti-sprawl status')"
+    )
+    _resume_finishes(tmp_path, repo, run_id)

@@ -108,3 +108,20 @@ def test_model_text_is_inert_and_every_part_is_redacted(
     assert "@octocat" not in body
     assert "#1," not in body
     assert "evil.invalid" in body  # shown, as text: never loaded
+
+
+def test_commit_bodies_wrap_at_72_and_count_tokens_like_the_verdict(tmp_path: Path) -> None:
+    long = " ".join(["the worker wrote a rather long summary line"] * 5)
+    turns = fx.worker_turns("pkg/a.py", "A = 1\n")
+    turns[-1] = {"tool": "finish", "args": {"summary": long, "interfaces": "A"}}
+    repo, run_id, status = executed(tmp_path, script=fx.script(a=turns))
+    assert status == "succeeded"
+    state = json.loads((repo / ".anti-sprawl" / "runs" / run_id / "run.json").read_text())
+    sha = state["tasks"]["a"]["commit"]
+    message = fx.git(repo, "log", "-1", "--format=%B", sha)
+    body = [ln for ln in message.splitlines() if not ln.startswith("Anti-Sprawl-")]
+    assert all(len(line) <= 72 for line in body), message  # trailers stay one line each
+    assert " ".join(message.split("\n\n")[1].split()).startswith(long)
+    tokens = state["tasks"]["a"]["total_tokens"]
+    total = tokens["input_tokens"] + tokens["output_tokens"]
+    assert f"Anti-Sprawl-Tokens: {total} over every attempt (attempt 1 of 2;" in message

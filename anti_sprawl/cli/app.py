@@ -72,6 +72,7 @@ _COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
     ("resume", runs.resume),
     ("status", review.status),
     ("inspect", review.inspect),
+    ("cancel", review.cancel),
     ("pr", review.pr_cmd),
     ("eval", review.eval_cmd),
 )

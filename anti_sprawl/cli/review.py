@@ -28,7 +28,7 @@ from .options import (
 )
 from .output import handle_errors, print_json, stdout
 
-__all__ = ["eval_cmd", "inspect", "pr_cmd", "status"]
+__all__ = ["cancel", "eval_cmd", "inspect", "pr_cmd", "status"]
 
 
 @handle_errors
@@ -108,6 +108,26 @@ def inspect(
         print_json([r.model_dump(mode="json") for r in reports])
     else:
         render_reports(reports, state, stdout())
+
+
+@handle_errors
+def cancel(
+    run_id: Annotated[str, typer.Argument(metavar="RUN_ID")],
+    repo: RepoReq = None,
+) -> None:
+    """Stop a running run from another terminal, as Ctrl-C in its own would (resume finishes it)."""
+    from ..run.cancel import cancel_run
+    from ..run.journal import Journal
+    from ..run.preflight import check_repo
+
+    root = check_repo(repo_here(repo))
+    Journal.load(root, run_id)  # an unknown run is named as such
+    pid = cancel_run(root, run_id)
+    stdout().print(
+        f"asked run {run_id} (process {pid}) to stop: no node starts, running ones wind down",
+        markup=False,
+        soft_wrap=True,
+    )
 
 
 @handle_errors

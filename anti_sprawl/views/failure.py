@@ -103,7 +103,7 @@ def _report(
         report.logs["transcript"] = [str(transcript)]
     logs = sorted(folder.glob(f"tests-{failing.attempt}-*.log"))
     report.logs["tests"] = [str(p) for p in logs]
-    report.logs["manifests"] = [str(paths.manifests / record.task_id)]
+    report.logs["context manifests"] = [str(paths.manifests / record.task_id)]
     return report
 
 

@@ -107,7 +107,7 @@ def _nodes(state: RunState) -> list[str]:
     ]
     for task in state.plan.tasks:
         r = state.tasks[task.task_id]
-        status = text(words[task.task_id][0])
+        status = text(words[task.task_id][1])
         lines.append(f"| {code(task.task_id)} | {status} | {_files(r)} | {_tests(r)} |")
     return [*lines, ""]
 
@@ -129,6 +129,32 @@ def _summaries(state: RunState) -> list[str]:
             lines += ["Blocked:", ""]
             lines += [f"- {code(v.op)} {code(v.path)}: {text(v.reason)}" for v in r.violations]
             lines.append("")
+        lines += _node_notes(r)
+    return lines
+
+
+def _node_notes(r: TaskResult) -> list[str]:
+    """Attempts, hidden characters and cut responses of one node, when there are any."""
+    lines: list[str] = []
+    if len(r.attempt_log) > 1:
+        lines += ["Attempts:", ""]
+        lines += [
+            f"- {a.attempt}: {a.outcome}"
+            + (f" ({text(a.reason or '')})" if a.outcome != "succeeded" else "")
+            + f", {code(a.model)}, {a.tokens.total:,} tokens, {format_usd(a.cost_usd)}"
+            for a in r.attempt_log
+        ]
+        lines.append("")
+    if r.hidden_chars:
+        lines += ["Hidden characters (zero-width, bidi or tag) in inputs:", ""]
+        lines += [f"- {code(src)}: {n}" for src, n in sorted(r.hidden_chars.items())]
+        lines.append("")
+    if r.truncated_responses:
+        lines.append(
+            f"Responses cut at the output limit: {r.truncated_responses} (their tool calls "
+            "were lost; the worker was told to write large files in parts)."
+        )
+        lines.append("")
     return lines
 
 

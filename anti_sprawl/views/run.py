@@ -258,15 +258,25 @@ class Progress:
 
 
 def render_runs(runs: list[RunState], console: Console) -> None:
-    """The runs of a repository; run ids are never shortened (inspect and pr need them)."""
-    table = Table(title="runs")
-    table.add_column("run", no_wrap=True, min_width=max((len(s.run_id) for s in runs), default=3))
-    table.add_column("status", no_wrap=True)
-    table.add_column("branch", overflow="fold")
-    table.add_column("tasks", no_wrap=True)
-    table.add_column("created", no_wrap=True)
+    """The runs of a repository; run ids and branches are never shortened or broken (inspect,
+    resume and pr take them): a table when they fit the console, else one block per run."""
+    rows = []
     for s in runs:
         done = sum(1 for t in s.tasks.values() if t.status == "succeeded")
         created = s.created_at.replace("T", " ")[:16]
-        table.add_row(s.run_id, s.status, s.branch, f"{done}/{len(s.tasks)}", created)
+        rows.append((s.run_id, s.status, s.branch, f"{done}/{len(s.tasks)}", created))
+    heads = ("run", "status", "branch", "tasks", "created")
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(heads)]
+    if sum(widths) + 3 * len(widths) + 1 > console.width:  # the table's cells and borders
+        console.print("runs", markup=False)
+        for run_id, status, branch, tasks, created in rows:
+            console.print(f"{run_id}", markup=False, soft_wrap=True)
+            console.print(f"  {status}, {tasks} tasks, created {created}", markup=False)
+            console.print(f"  branch: {branch}", markup=False, soft_wrap=True)
+        return
+    table = Table(title="runs")
+    for head in heads:
+        table.add_column(head, no_wrap=True)
+    for row in rows:
+        table.add_row(*(escape(cell) for cell in row))
     console.print(table)
