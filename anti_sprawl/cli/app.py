@@ -73,6 +73,7 @@ _COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
     ("status", review.status),
     ("inspect", review.inspect),
     ("cancel", review.cancel),
+    ("clean", review.clean),
     ("pr", review.pr_cmd),
     ("eval", review.eval_cmd),
 )

@@ -28,7 +28,7 @@ from .options import (
 )
 from .output import handle_errors, print_json, stdout
 
-__all__ = ["cancel", "eval_cmd", "inspect", "pr_cmd", "status"]
+__all__ = ["cancel", "clean", "eval_cmd", "inspect", "pr_cmd", "status"]
 
 
 @handle_errors
@@ -128,6 +128,53 @@ def cancel(
         markup=False,
         soft_wrap=True,
     )
+
+
+@handle_errors
+def clean(
+    repo: RepoReq = None,
+    older_than: Annotated[
+        str,
+        typer.Option(
+            "--older-than",
+            metavar="AGE",
+            help="Only runs finished this long ago: 30m, 12h, 7d, 2w.",
+        ),
+    ] = "7d",
+    runs: Annotated[
+        bool, typer.Option("--runs", help="Only the run data (.anti-sprawl/runs/).")
+    ] = False,
+    branches: Annotated[
+        bool, typer.Option("--branches", help="Only the anti-sprawl/* branches of finished runs.")
+    ] = False,
+    everything: Annotated[
+        bool,
+        typer.Option("--all", help="Run data, run branches and leftover worktrees (the default)."),
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="List what would go; remove nothing.")
+    ] = False,
+) -> None:
+    """Remove what finished runs left: run data, their anti-sprawl/* branches (never yours),
+    leftover worktrees; --dry-run lists them first."""
+    from ..run.clean import clean as run_clean
+    from ..run.clean import parse_age
+    from ..run.preflight import check_repo
+
+    age = parse_age(older_than)
+    both = everything or not (runs or branches)
+    root = check_repo(repo_here(repo))
+    done = run_clean(root, age, runs=runs or both, branches=branches or both, dry_run=dry_run)
+    verb = "would remove" if dry_run else "removed"
+    say = stdout().print
+    for path in done.runs:
+        say(f"{verb} run data {path}", markup=False, soft_wrap=True)
+    for name in done.branches:
+        say(f"{verb} branch {name}", markup=False, soft_wrap=True)
+    for path in done.worktrees:
+        say(f"{verb} leftover worktree {path}", markup=False, soft_wrap=True)
+    if not (done.runs or done.branches or done.worktrees):
+        say(f"nothing to clean (finished runs older than {older_than})", markup=False)
 
 
 @handle_errors
