@@ -114,7 +114,11 @@ def _run_and_report(
         written.append(paths.pr_body)
 
     hooks = RunHooks(
-        on_start=progress.start, on_event=progress.event, on_finish=pr_body, crash=_crash_hook
+        on_start=progress.start,
+        on_event=progress.event,
+        on_live=progress.step,
+        on_finish=pr_body,
+        crash=_crash_hook,
     )
     opts = ExecuteOptions(
         provider=provider,

@@ -109,6 +109,7 @@ class NodeRunner:
             counter=TokenCounter(ratio=1.0 if exact else 1.25),
             run_budget=self.run_budget,
             crash=opts.hooks.crash,
+            on_live=opts.hooks.on_live,
         )
 
     def _charged(self, spent: Usage) -> None:

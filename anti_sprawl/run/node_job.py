@@ -42,7 +42,7 @@ from ..redact import Redactor
 from ..tokens import TokenCounter
 from .failure_note import FailureNote
 from .result import TaskResult
-from .settings import RunSettings
+from .settings import LiveStep, RunSettings
 
 __all__ = ["NodeEnv", "NodeJob", "NodeOutcome", "NodePaths"]
 
@@ -115,3 +115,5 @@ class NodeEnv:
     # The test launcher's (point, task_id); the one part a remote executor sends along (on a
     # Dask worker it kills the worker process, as a crash mid-node would).
     crash: Callable[[str, str], None] | None = None
+    # Live progress of a running attempt (local nodes only): the CLI's live view.
+    on_live: Callable[[LiveStep], None] | None = None

@@ -13,9 +13,11 @@ node_job.py states the contract (the job in, the outcome out, what stays central
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import traceback
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ..agent.artifacts import ArtifactStore
 from ..agent.worker import TestOutcome, WorkerContext, WorkerLimits, WorkerResult, run_worker
@@ -30,13 +32,14 @@ from ..git.cmd import run_git
 from ..git.secret_scan import staged_secrets
 from ..git.workspace import Workspace, commit
 from ..lifecycle import NodeVerdict
-from ..providers.base import ModelRequest
+from ..providers.base import ModelRequest, Usage
 from .ablations import NodeScopes
 from .commit_text import commit_text
 from .failure_note import with_failure_note
 from .node_commands import TestRunner, run_setup_command
 from .node_job import NodeEnv, NodeJob, NodeOutcome
 from .result import TaskResult, reduce
+from .settings import LiveStep
 
 __all__ = ["record_failure", "run_node_job"]
 
@@ -58,6 +61,7 @@ class _Attempt:
         self.manifests: list[Path] = []
         self.tests: TestRunner | None = None
         self.commit: str | None = None
+        self.live = LiveStep(task_id=job.task_id, step="starting")
 
     def crash(self, point: str) -> None:
         if self.env.crash is not None:
@@ -176,7 +180,8 @@ class _Attempt:
             run_tests=tests,
             run_budget=env.run_budget,
             on_request=self._manifest_hook(prompt),
-            on_tool=lambda name: self.crash("mid_write") if name == "write_file" else None,
+            on_tool=self._tool_hook,
+            on_charged=self._charged_hook,
             stop=env.stop,
             redact=env.redactor,
             model=job.model,
@@ -186,10 +191,25 @@ class _Attempt:
         result = self.worker = run_worker(ctx)
         return result
 
+    def _live(self, step: str, **change: Any) -> None:
+        """Report where the attempt is to the live view (NodeEnv.on_live), if one listens."""
+        self.live = dataclasses.replace(self.live, step=step, **change)
+        if self.env.on_live is not None:
+            self.env.on_live(self.live)
+
+    def _tool_hook(self, name: str) -> None:
+        self._live(f"tool {name}", tool_calls=self.live.tool_calls + 1)
+        if name == "write_file":
+            self.crash("mid_write")
+
+    def _charged_hook(self, spent: Usage, cost: float) -> None:
+        self._live("tools", tokens=spent.total, cost_usd=cost)
+
     def _manifest_hook(self, prompt: AssembledPrompt) -> Callable[[ModelRequest, int], None]:
         job, record = self.job, self.record
 
         def hook(request: ModelRequest, n: int) -> None:
+            self._live("model call", calls=n)
             if n > 1:
                 self.crash("after_llm_response")
             manifest = manifest_for_request(

@@ -4,6 +4,7 @@ built from the same words, is views/pr_body.py)."""
 from __future__ import annotations
 
 import threading
+import time
 
 from rich.console import Console
 from rich.live import Live
@@ -15,6 +16,8 @@ from ..hints import command
 from ..providers.prices import format_usd
 from ..run.journal import RunState
 from ..run.result import TaskResult
+from ..run.settings import LiveStep
+from .live import live_line, live_table
 
 __all__ = [
     "Progress",
@@ -224,19 +227,38 @@ class Progress:
         self._live: Live | None = None
         self._state: RunState | None = None
         self._shown: dict[str, str] = {}  # task -> the status last printed
+        self._steps: dict[str, tuple[LiveStep, float]] = {}  # task -> (step, its start)
+
+    def _view(self, state: RunState) -> Table:
+        now = time.monotonic()
+        return live_table(state, {t: (s, now - t0) for t, (s, t0) in self._steps.items()})
 
     def start(self, state: RunState) -> None:
         self._state = state
         if self.console.is_terminal:
-            self._live = Live(
-                _table(state, title="anti-sprawl"), console=self.console, refresh_per_second=4
-            )
+            self._live = Live(self._view(state), console=self.console, refresh_per_second=4)
             self._live.start()
+
+    def step(self, step: LiveStep) -> None:
+        """A running node made a model call or a tool call: its live spend."""
+        with self._lock:
+            started = self._steps.get(step.task_id, (step, time.monotonic()))[1]
+            if step.step == "model call" and step.calls <= 1:
+                started = time.monotonic()  # a new attempt
+            self._steps[step.task_id] = (step, started)
+            if self._state is None:
+                return
+            if self._live is not None:  # drawn now: a fast node's calls each get a frame
+                self._live.update(self._view(self._state), refresh=True)
+                return
+            record = self._state.tasks[step.task_id]
+            line = live_line(record, step, time.monotonic() - started)
+            self.console.print(escape(line), highlight=False, soft_wrap=True)
 
     def event(self, record: TaskResult) -> None:
         with self._lock:
             if self._live is not None and self._state is not None:
-                self._live.update(_table(self._state, title="anti-sprawl"))
+                self._live.update(self._view(self._state))
                 return
             shown = status_of(record)
             if self._shown.get(record.task_id) == shown:
