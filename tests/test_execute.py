@@ -150,7 +150,9 @@ def test_status_and_inspect(tmp_path: Path) -> None:
     assert one.exit_code == 0
     assert "succeeded" in one.output
     manifests = json.loads(
-        runner.invoke(app, ["inspect", run_id, "--repo", str(repo), "--task", "c", "--json"]).stdout
+        runner.invoke(
+            app, ["inspect", run_id, "--repo", str(repo), "--task", "c", "--manifests", "--json"]
+        ).stdout
     )
     assert manifests
     assert all(m["task_id"] == "c" for m in manifests)

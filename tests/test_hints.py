@@ -54,7 +54,11 @@ def test_a_failed_nodes_hints_run_as_printed(
     assert [argv[0] for argv in suggested] == ["inspect", "resume"]
     monkeypatch.chdir(tmp_path)
     for argv in suggested:
-        run_hint(argv)
+        again = run_hint(argv)
+    # the resumed node used its two attempts: a fresh allowance, said, never "attempt 3 of 2"
+    assert "a: running (attempt 1 of 2; a fresh allowance, 2 used before)" in again.output
+    assert "3 of 2" not in again.output
+    assert "failed (script) after 2 attempts" in again.output
     # pr refuses the failed run and says how to finish it
     bare = tmp_path / "origin.git"
     subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)

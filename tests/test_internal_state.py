@@ -226,7 +226,7 @@ def test_every_file_a_run_writes_is_where_the_layout_says(tmp_path: Path) -> Non
     paths = layout.run(run_id)
     assert layout.root == repo.resolve() / ".anti-sprawl"
     assert json.loads(paths.journal.read_text())["status"] == "succeeded"
-    assert "## DAG" in paths.pr_body.read_text()  # the views wrote it through the CLI
+    assert "```mermaid" in paths.pr_body.read_text()  # the views wrote it through the CLI
     assert {p.parent.name for p in paths.manifests.rglob("*.json")} == {"a", "b", "c"}
     assert {p.name for p in paths.artifacts.iterdir()} >= {"a", "b", "c"}
     assert layout.lock().is_file()

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from . import e2e_fixture as fx
-from .fake_llm_server import FakeLLMServer
+from .fake_llm_server import FakeLLMServer, openai_completion
 
 CLI = [sys.executable, "-m", "anti_sprawl"]
 HELD = 120.0  # the fake server holds the first call this long: far past any test timeout
@@ -227,4 +227,72 @@ def test_status_never_calls_a_run_whose_process_is_gone_running(
         [*CLI, "status", "--repo", str(repo), "--json"], env=_env(), capture_output=True, text=True
     )
     assert [r["status"] for r in json.loads(listed.stdout)] == ["interrupted"]
+    _resume_finishes(tmp_path, repo, run_id)
+
+
+def test_an_interrupted_attempt_uses_up_nothing(tmp_path: Path, server: FakeLLMServer) -> None:
+    """Ctrl-C while both nodes' calls are out, the calls come back within the grace: each node's
+    attempt is ``interrupted`` (never ``failed``) in the journal and the views, counts for
+    nothing, and the resumed nodes succeed on their first counted attempt."""
+    repo = fx.make_repo(tmp_path)
+    plan, _ = fx.write_inputs(tmp_path, fx.plan(), fx.script())
+    for _ in range(2):
+        server.enqueue(openai_completion(content="thinking"), delay=1.0)
+    args = ["execute", str(plan), "--repo", str(repo), "-j", "2"]
+    args += ["--provider", "openai", "--base-url", f"{server.url}/v1", "--model", "m"]
+    proc = subprocess.Popen(
+        [*CLI, *args], env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    _wait(lambda: len(server.requests) >= 2, proc, "the first model calls")
+    proc.send_signal(signal.SIGINT)
+    out, err = _finish(proc, timeout=30)
+    run_id = _assert_interrupted(repo, out, err, proc.returncode)
+    journal = repo / ".anti-sprawl" / "runs" / run_id / "run.json"
+    state = json.loads(journal.read_text())
+    for tid in ("a", "b"):
+        record = state["tasks"][tid]
+        assert [a["outcome"] for a in record["attempt_log"]] == ["interrupted"], record[
+            "attempt_log"
+        ]
+        assert record["counted"] == 0
+    view = subprocess.run(
+        [*CLI, "status", run_id, "--repo", str(repo)], env=_env(), capture_output=True, text=True
+    )
+    rows = [ln for ln in view.stdout.splitlines() if ln.startswith("│")]
+    assert sum("│ interrupted " in r for r in rows) == 2, view.stdout
+    assert not any("failed" in r for r in rows), view.stdout
+    _resume_finishes(tmp_path, repo, run_id)
+    final = json.loads(journal.read_text())
+    for tid in ("a", "b"):
+        record = final["tasks"][tid]
+        assert (record["attempts"], record["counted"]) == (2, 1)
+        assert [a["outcome"] for a in record["attempt_log"]] == ["interrupted", "succeeded"]
+        assert [a["attempt"] for a in record["attempt_log"]] == [1, 2]
+        # each attempt keeps its own logs: nothing of the interrupted one was overwritten
+        folder = repo / ".anti-sprawl" / "runs" / run_id / "artifacts" / tid
+        assert (folder / "transcript.jsonl").is_file()
+        assert (folder / "transcript-2.jsonl").is_file()
+        assert sorted(p.name for p in folder.glob("tests-*.log")) == [
+            "tests-2-1.log",
+            "tests-2-2.log",
+        ]
+
+
+def test_cancel_from_another_process_stops_the_run_like_ctrl_c(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    repo, proc = _held_run(tmp_path, server)
+    (run_id,) = [p.name for p in (repo / ".anti-sprawl" / "runs").iterdir()]
+    cancel = [*CLI, "cancel", run_id, "--repo", str(repo)]
+    asked = subprocess.run(cancel, env=_env(), capture_output=True, text=True, timeout=60)
+    assert asked.returncode == 0, asked.stderr
+    assert f"asked run {run_id} (process {proc.pid}) to stop" in asked.stdout
+    out, err = _finish(proc, timeout=30)
+    assert _assert_interrupted(repo, out, err, proc.returncode) == run_id
+    # nothing runs any more: one line, exit 2
+    again = subprocess.run(cancel, env=_env(), capture_output=True, text=True, timeout=60)
+    assert again.returncode == 2
+    assert again.stderr.strip() == (
+        f"anti-sprawl: error: run {run_id} is not running in {repo} (see 'anti-sprawl status')"
+    )
     _resume_finishes(tmp_path, repo, run_id)

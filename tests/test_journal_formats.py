@@ -128,7 +128,7 @@ def test_inspect_of_many_calls_gives_each_one_line(tmp_path: Path) -> None:
     for n in range(2, MANY_CALLS + 2):
         again = {**call, "n": n, "call_id": f"a-{n}"}
         (run_dir / "manifests" / "a" / f"{n}.json").write_text(json.dumps(again))
-    shown = cli("inspect", V02_RUN, "--repo", str(repo))
+    shown = cli("inspect", V02_RUN, "--repo", str(repo), "--manifests")
     assert shown.exit_code == 0, shown.output
     lines = shown.stdout.splitlines()
     assert (

@@ -35,7 +35,9 @@ def first_prompt(tmp_path: Path, *extra: str) -> tuple[int, str]:
     result = runner.invoke(app, [*args, "--json", *extra])
     assert result.exit_code == 0, result.output
     run_id = json.loads(result.stdout)["run_id"]
-    shown = runner.invoke(app, ["inspect", run_id, "--repo", str(repo), "--task", "a", "--json"])
+    shown = runner.invoke(
+        app, ["inspect", run_id, "--repo", str(repo), "--task", "a", "--manifests", "--json"]
+    )
     first = json.loads(shown.stdout)[0]
     [choice] = [c for c in first["choices"] if c["path"] == "pkg/base.py"]
     return first["total_tokens"], choice["form"]

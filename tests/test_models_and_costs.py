@@ -140,7 +140,7 @@ def test_a_dollar_cap_stops_before_the_crossing_call_and_resume_finishes(
     assert state["tasks"]["a"]["cost_usd"] == pytest.approx(2 * PER_CALL)
     assert fx.task_trailers(repo) == ["a"]
     shown = runner.invoke(app, ["status", state["run_id"], "--repo", str(repo)])
-    assert "higher --max-cost" in shown.output
+    assert f"to finish it:\n  anti-sprawl resume {state['run_id']} --repo {repo}" in shown.output
     assert "of --max-cost $0.80" in shown.output
 
     # resume with a higher cap: b starts again (its queued turns), then c

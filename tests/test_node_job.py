@@ -98,7 +98,7 @@ def test_a_job_runs_alone_and_leaves_only_its_commit_and_its_files(tmp_path: Pat
     assert all(p.is_relative_to(stage / "manifests") for p in outcome.manifests)
     assert sorted(p.name for p in outcome.manifests) == [f"{n}.json" for n in (1, 2, 3, 4)]
     assert "artifact://a/transcript.jsonl" in outcome.logs
-    assert "artifact://a/tests-1.log" in outcome.logs
+    assert "artifact://a/tests-1-1.log" in outcome.logs
     assert outcome.test_runs == 2
     for ref in outcome.logs:
         assert (stage / "artifacts" / ref.removeprefix("artifact://")).is_file(), ref

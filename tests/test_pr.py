@@ -183,7 +183,7 @@ def test_failed_run_is_refused_unless_partial_is_allowed(tmp_path: Path) -> None
     assert partial.exit_code == 0, partial.output
     assert remote_ref(bare) == fx.git(repo, "rev-parse", BRANCH)
     body = pr_md(repo, run_id).read_text()
-    assert body.startswith("# demo\n\n> **Partial run (failed)**")
+    assert body.startswith(f"# {TITLE}\n\n> **Partial run (failed)**")
     assert "> - failed: `a` (script" in body
     assert "> - skipped: `c` (because `a` failed)" in body
     assert "failed: `b`" not in body
@@ -218,7 +218,7 @@ def test_open_without_gh_prints_the_exact_command(
     bare = bare_remote(tmp_path, repo)
     only_git_on_path(tmp_path, monkeypatch)
     result = invoke("pr", run_id, "--repo", str(repo), "--open", "--json")
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # pushed, but no PR opened
     doc = json.loads(result.stdout)
     assert doc["opened"] is False
     assert doc["pushed"] is True
@@ -226,7 +226,7 @@ def test_open_without_gh_prints_the_exact_command(
     assert remote_ref(bare) == fx.git(repo, "rev-parse", BRANCH)
 
     human = invoke("pr", run_id, "--repo", str(repo), "--open")
-    assert human.exit_code == 0, human.output
+    assert human.exit_code == 1, human.output
     flat = human.output.replace("\n", "")
     assert "gh (the GitHub CLI) is not installed" in flat
     assert shlex.join(gh_argv(repo, run_id)) in flat
@@ -260,7 +260,7 @@ def test_open_with_a_logged_out_gh_prints_the_command(
     log = tmp_path / "gh.log"
     fake_gh(only_git_on_path(tmp_path, monkeypatch), log, auth_exit=1)
     result = invoke("pr", run_id, "--repo", str(repo), "--open")
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # asked to open one; none was opened
     assert "gh is not logged in" in result.output
     assert shlex.join(gh_argv(repo, run_id)) in result.output.replace("\n", "")
     assert "create" not in log.read_text()  # never tried to open the PR

@@ -102,6 +102,11 @@ def test_a_capped_run_resumes_with_nothing_but_its_id(
     assert len(server.requests) > served  # the same server answered
     assert sorted(fx.task_trailers(repo)) == ["a", "b"]
     assert "this session may spend 3,500 more tokens" in resumed.stderr
+    # status, inspect and pr find the repository the same way
+    listed = runner.invoke(app, ["status"])
+    assert listed.exit_code == 0, listed.output
+    assert state["run_id"] in listed.output
+    assert runner.invoke(app, ["inspect", state["run_id"]]).exit_code == 0
 
 
 def test_a_flag_given_to_resume_overrides_the_record_and_says_so(

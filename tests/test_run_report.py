@@ -13,9 +13,11 @@ from typer.testing import CliRunner
 
 from anti_sprawl.cli.app import app
 from anti_sprawl.plan.model import Plan
+from anti_sprawl.redact import Redactor
 from anti_sprawl.run.journal import RunState
 from anti_sprawl.run.result import TaskResult
-from anti_sprawl.views.run import Progress, pr_body, render_verdict
+from anti_sprawl.views.pr_body import pr_body as pr_markdown
+from anti_sprawl.views.run import Progress, render_runs, render_verdict
 
 from . import e2e_fixture as fx
 
@@ -79,11 +81,11 @@ def test_verdict_names_reasons_and_dependencies() -> None:
 
 
 def test_pr_body_has_dag_table_and_summaries() -> None:
-    body = pr_body(state())
+    body = pr_markdown(state(), Redactor())
     assert "```mermaid" in body
     assert "n_a --> n_c" in body
-    assert "| `b` | failed (budget): over budget |" in body
-    assert "### c: " in body
+    assert "| `b` | failed \\(budget\\): over budget |" in body
+    assert "### `c`: " in body
 
 
 def test_hidden_characters_are_flagged(tmp_path: Path) -> None:
@@ -114,7 +116,7 @@ def test_success_with_blocked_attempts_says_so() -> None:
     out = StringIO()
     render_verdict(s, Console(file=out, width=120))
     assert "blocked a: write src/auth.py (not_writable_scope)" in out.getvalue()
-    assert "| `a` | succeeded, 1 blocked |" in pr_body(s)
+    assert "| `a` | succeeded, 1 blocked |" in pr_markdown(s, Redactor())
 
 
 def test_verdict_stays_readable_at_80_columns() -> None:
@@ -142,7 +144,7 @@ def test_verdict_stays_readable_at_80_columns() -> None:
     assert "failed b (tests): tests failed after the audit (exit code 1)" in text
     assert "last test output: =========== 1 failed, 2 passed in 0.12s ===========" in text
     assert "cut a: 2 responses cut at the output limit" in text
-    assert "2 responses cut at the output limit" in pr_body(s)
+    assert "2 responses cut at the output limit" in pr_markdown(s, Redactor())
 
 
 def test_progress_prints_each_status_once() -> None:
@@ -161,3 +163,22 @@ def test_progress_prints_each_status_once() -> None:
         "a: running",
         "a: succeeded",
     ]
+
+
+def test_the_runs_list_keeps_ids_and_branches_whole_at_80_columns() -> None:
+    short, long = state(), state()
+    long.run_id = "a-rather-long-plan-identifier-20261201-221500-beef"
+    long.branch = "anti-sprawl/a-rather-long-plan-identifier-for-the-branch"
+    for width, runs in ((80, [short]), (80, [short, long]), (40, [short, long])):
+        out = StringIO()
+        render_runs(runs, Console(file=out, width=width))
+        lines = out.getvalue().splitlines()
+        text = out.getvalue()
+        for s in runs:  # each on one line, whole
+            assert any(s.run_id in ln for ln in lines), text
+            assert any(s.branch in ln for ln in lines), text
+        assert all(
+            len(ln) <= width
+            for ln in lines
+            if not any(s.branch in ln or s.run_id in ln for s in runs)
+        ), text

@@ -67,7 +67,7 @@ def test_arguments_narrow_the_run_and_the_final_check_runs_all(tmp_path: Path) -
     assert result.exit_code == 0, result.output
     state = json.loads(result.stdout)
     logs = sorted((repo / ".anti-sprawl/runs" / state["run_id"] / "artifacts/t").glob("tests-*"))
-    assert [p.name for p in logs] == ["tests-1.log", "tests-2.log", "tests-3.log"]
+    assert [p.name for p in logs] == ["tests-1-1.log", "tests-1-2.log", "tests-1-3.log"]
     one, two, final = (p.read_text() for p in logs)
     assert "test_one.py::test_alpha PASSED" in one
     assert "1 passed" in one

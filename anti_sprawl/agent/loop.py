@@ -120,6 +120,8 @@ class Loop:
     messages: list[Message]
     stop: threading.Event = field(default_factory=threading.Event)
     on_request: Callable[[ModelRequest, int], None] | None = None
+    # After each call is charged: the conversation's tokens and dollars so far (live views).
+    on_charged: Callable[[Usage, float], None] | None = None
     transcript: Transcript | None = None
     calls: int = 0
     model: str | None = None  # None: the provider's own
@@ -171,7 +173,7 @@ class Loop:
         response = self._call(fitted)
         if isinstance(response, Ending):
             return response
-        usage, overrun = self.budget.charge(fitted, response)
+        usage, overrun = self._charge(fitted, response)
         if self.stop.is_set():
             # Stopped (Ctrl-C) while the call was in flight: the tokens are charged, the
             # turn itself is discarded (none of its tools runs).
@@ -190,6 +192,12 @@ class Loop:
             self.messages.append(UserMessage(content=follow))
             return None
         return self._tools(policy, response.tool_calls)
+
+    def _charge(self, fitted: Ticket, response: ModelResponse) -> tuple[Usage, str | None]:
+        charged = self.budget.charge(fitted, response)
+        if self.on_charged:
+            self.on_charged(self.budget.spent, self.budget.spent_cost)
+        return charged
 
     def _call(self, fitted: Ticket) -> ModelResponse | Ending:
         """The provider's answer to ``fitted``, or how its error ends the conversation."""

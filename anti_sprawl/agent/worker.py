@@ -148,6 +148,7 @@ class WorkerContext:
     run_budget: RunBudget | None = None
     on_request: Callable[[ModelRequest, int], None] | None = None
     on_tool: Callable[[str], None] | None = None  # after each executed tool call (crash tests)
+    on_charged: Callable[[Usage, float], None] | None = None  # after each call (live views)
     redact: Callable[[str], str] = str  # scrubs secrets from observations (see redact.py)
     stop: threading.Event = field(default_factory=threading.Event)
     model: str | None = None  # the node's model (None: the provider's default)
@@ -197,6 +198,7 @@ class _Worker:
             messages=[UserMessage(content=ctx.first_message)],
             stop=ctx.stop,
             on_request=ctx.on_request,
+            on_charged=ctx.on_charged,
             transcript=Transcript(
                 ctx.artifacts,
                 ctx.task_id,

@@ -109,6 +109,8 @@ _COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
     ("resume", runs.resume),
     ("status", review.status),
     ("inspect", review.inspect),
+    ("cancel", review.cancel),
+    ("clean", review.clean),
     ("pr", review.pr_cmd),
     ("eval", review.eval_cmd),
     ("init", doctor.init),

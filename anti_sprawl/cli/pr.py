@@ -23,22 +23,21 @@ from ..errors import RunError, UsageError
 from ..fs.files import atomic_write_text
 from ..git.cmd import run_git
 from ..hints import command
+from ..redact import Redactor, env_secrets
 from ..run.journal import Journal, RepoLock, RunState
-from ..views.run import pr_body
+from ..views.pr_body import pr_body, pr_title
 
 __all__ = [
     "PrOptions",
     "PrOutcome",
     "base_branch_of",
     "gh_command",
-    "pr_markdown",
     "pr_title",
     "publish",
     "push_branch",
     "render_outcome",
 ]
 
-TITLE_MAX = 72
 GH_TIMEOUT = 120.0
 _RUN_BRANCH_PREFIX = "anti-sprawl/"
 
@@ -108,44 +107,6 @@ def _check_status(repo: Path, state: RunState, allow_partial: bool) -> None:
         lock.release()
 
 
-def _partial_note(state: RunState) -> str:
-    lines = [
-        f"> **Partial run ({state.status})**: not every node succeeded; this branch holds "
-        "only the nodes that did.",
-    ]
-    for task in state.plan.tasks:
-        r = state.tasks[task.task_id]
-        if r.status == "failed":
-            detail = f"{r.reason or 'error'}: {r.message}".strip().replace("\n", " ")
-            lines.append(f"> - failed: `{r.task_id}` ({detail})")
-        elif r.status == "skipped":
-            lines.append(f"> - skipped: `{r.task_id}` (because `{r.skipped_because}` failed)")
-        elif r.status != "succeeded":
-            lines.append(f"> - not run: `{r.task_id}` ({r.status})")
-    return "\n".join(lines)
-
-
-def pr_markdown(state: RunState) -> str:
-    """The PR body; a run that did not fully succeed gets a note naming the failed nodes."""
-    body = pr_body(state)
-    if state.status == "succeeded":
-        return body
-    title, _, rest = body.partition("\n\n")
-    return f"{title}\n\n{_partial_note(state)}\n\n{rest}"
-
-
-def pr_title(requirement: str, fallback: str) -> str:
-    """The requirement's first non-empty line, cut at a word boundary to fit 72 characters."""
-    line = " ".join(next((ln for ln in requirement.splitlines() if ln.strip()), fallback).split())
-    if len(line) <= TITLE_MAX:
-        return line
-    head = line[: TITLE_MAX - 1]
-    cut = head.rfind(" ")
-    # A single 40+ character "word" (a URL, a path) is cut where it must be.
-    head = head[:cut] if cut >= TITLE_MAX // 2 else head
-    return head.rstrip(" ,;:-") + "…"
-
-
 def base_branch_of(repo: Path, base: str, exclude: str) -> str | None:
     """The local branch the run's base commit came from, else the current branch, else None.
 
@@ -172,11 +133,16 @@ def base_branch_of(repo: Path, base: str, exclude: str) -> str | None:
     return head
 
 
-def gh_command(branch: str, base_branch: str | None, title: str, body: Path) -> list[str]:
-    """``gh pr create`` argv; without a base branch gh uses the repository's default."""
+def gh_command(
+    branch: str, base_branch: str | None, title: str, body: Path, *, draft: bool = False
+) -> list[str]:
+    """``gh pr create`` argv; without a base branch gh uses the repository's default. A run
+    that did not succeed opens as a draft."""
     argv = ["gh", "pr", "create", "--head", branch]
     if base_branch:
         argv += ["--base", base_branch]
+    if draft:
+        argv.append("--draft")
     return [*argv, "--title", title, "--body-file", str(body)]
 
 
@@ -257,12 +223,14 @@ def publish(repo: Path, run_id: str, opts: PrOptions) -> PrOutcome:
     if tip.returncode != 0:
         raise UsageError(f"the run branch {state.branch!r} no longer exists in {repo}")
     body_path = journal.paths.pr_body
-    atomic_write_text(body_path, pr_markdown(state))
+    # Everything pr writes or sends passes the redactor, as the commits did.
+    redactor = Redactor(env_secrets(opts.env))
+    atomic_write_text(body_path, pr_body(state, redactor))
     push_branch(repo, opts.remote, state.branch, opts.env)
     base = opts.base_branch or state.base_branch or base_branch_of(repo, state.base, state.branch)
-    argv = gh_command(
-        state.branch, base, pr_title(state.plan.requirement, state.plan_id), body_path
-    )
+    title = redactor(pr_title(state.plan.requirement, state.plan_id))
+    draft = state.status != "succeeded"
+    argv = gh_command(state.branch, base, title, body_path, draft=draft)
     outcome = PrOutcome(
         run_id=run_id,
         branch=state.branch,

@@ -29,7 +29,7 @@ from .options import (
 )
 from .output import handle_errors, print_json, stdout
 
-__all__ = ["eval_cmd", "inspect", "pr_cmd", "status"]
+__all__ = ["cancel", "clean", "eval_cmd", "inspect", "pr_cmd", "status"]
 
 
 @handle_errors
@@ -76,24 +76,110 @@ def status(
 def inspect(
     run_id: Annotated[str, typer.Argument(metavar="RUN_ID")],
     repo: RepoReq = None,
-    task: Annotated[str | None, typer.Option("--task", help="Only this task's calls.")] = None,
+    task: Annotated[str | None, typer.Option("--task", help="Only this task.")] = None,
+    manifests: Annotated[
+        bool,
+        typer.Option(
+            "--manifests",
+            help="Show the context manifests instead: what each model call saw, from where, "
+            "how many tokens.",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
-    """Show the context manifests: what each model call saw, from where, how many tokens."""
+    """Why a node failed: its failing attempt first (reason, test output, last tool results,
+    failure note, log paths), for --task or every node that did not succeed."""
     from ..context.manifest import load_manifests, render_manifests
     from ..run.journal import Journal
     from ..views.plain import MANY_CALLS, render_manifest_lines
+    from ..views.failure import node_reports, render_reports
+    from ..views.run import verdict_words
 
     journal = Journal.load(existing_dir(repo_here(repo)) or Path(), run_id)
-    if task is not None and task not in journal.state.tasks:
+    state = journal.state
+    if task is not None and task not in state.tasks:
         raise UsageError(f"run {run_id} has no task {task!r}")
-    manifests = load_manifests(journal.paths.manifests, task)
+    if manifests:
+        found = load_manifests(journal.paths.manifests, task)
+        if as_json:
+            print_json([m.model_dump(mode="json") for m in found])
+        elif len(found) > MANY_CALLS:  # a Rich table per call would take minutes (views/plain.py)
+            render_manifest_lines(found, stdout())
+        else:
+            render_manifests(found, stdout())
+        return
+    reports = node_reports(state, journal.paths, task, verdict_words(state))
     if as_json:
-        print_json([m.model_dump(mode="json") for m in manifests])
-    elif len(manifests) > MANY_CALLS:  # a Rich table per call would take minutes (views/plain.py)
-        render_manifest_lines(manifests, stdout())
+        print_json([r.model_dump(mode="json") for r in reports])
     else:
-        render_manifests(manifests, stdout())
+        render_reports(reports, state, stdout())
+
+
+@handle_errors
+def cancel(
+    run_id: Annotated[str, typer.Argument(metavar="RUN_ID")],
+    repo: RepoReq = None,
+) -> None:
+    """Stop a running run from another terminal, as Ctrl-C in its own would (resume finishes it)."""
+    from ..run.cancel import cancel_run
+    from ..run.journal import Journal
+    from ..run.preflight import check_repo
+
+    root = check_repo(repo_here(repo))
+    Journal.load(root, run_id)  # an unknown run is named as such
+    pid = cancel_run(root, run_id)
+    stdout().print(
+        f"asked run {run_id} (process {pid}) to stop: no node starts, running ones wind down",
+        markup=False,
+        soft_wrap=True,
+    )
+
+
+@handle_errors
+def clean(
+    repo: RepoReq = None,
+    older_than: Annotated[
+        str,
+        typer.Option(
+            "--older-than",
+            metavar="AGE",
+            help="Only runs finished this long ago: 30m, 12h, 7d, 2w.",
+        ),
+    ] = "7d",
+    runs: Annotated[
+        bool, typer.Option("--runs", help="Only the run data (.anti-sprawl/runs/).")
+    ] = False,
+    branches: Annotated[
+        bool, typer.Option("--branches", help="Only the anti-sprawl/* branches of finished runs.")
+    ] = False,
+    everything: Annotated[
+        bool,
+        typer.Option("--all", help="Run data, run branches and leftover worktrees (the default)."),
+    ] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="List what would go; remove nothing.")
+    ] = False,
+) -> None:
+    """Remove what finished runs left: run data, their anti-sprawl/* branches (never yours),
+    leftover worktrees; --dry-run lists them first."""
+    from ..run.clean import clean as run_clean
+    from ..run.clean import parse_age
+    from ..run.preflight import check_repo
+
+    age = parse_age(older_than)
+    both = everything or not (runs or branches)
+    root = check_repo(repo_here(repo))
+    done = run_clean(root, age, runs=runs or both, branches=branches or both, dry_run=dry_run)
+    verb = "would remove" if dry_run else "removed"
+    say = stdout().print
+    for path in done.runs:
+        say(f"{verb} run data {path}", markup=False, soft_wrap=True)
+    for name in done.branches:
+        say(f"{verb} branch {name}", markup=False, soft_wrap=True)
+    for path in done.worktrees:
+        say(f"{verb} leftover worktree {path}", markup=False, soft_wrap=True)
+    if not (done.runs or done.branches or done.worktrees):
+        say(f"nothing to clean (finished runs older than {older_than})", markup=False)
 
 
 @handle_errors
@@ -133,6 +219,8 @@ def pr_cmd(
         print_json(outcome.model_dump(mode="json"))
     else:
         render_outcome(outcome, stdout())
+    if open_pr and not outcome.opened:
+        raise typer.Exit(1)  # asked to open one, and none was: a script must see it
 
 
 @handle_errors

@@ -110,24 +110,31 @@ def _run_and_report(
     from ..redact import Redactor, env_secrets
     from ..run.node import ExecuteOptions
     from ..run.settings import RunHooks
-    from ..views.run import Progress, render_verdict, write_pr_body
+    from ..views.pr_body import write_pr_body
+    from ..views.run import Progress, render_verdict
 
     console = stdout() if not as_json else inert_console(stderr=True)
     progress = Progress(console)
     written: list[Path] = []
 
+    redactor = Redactor(env_secrets(os.environ))
+
     def pr_body(state: Any, paths: Any) -> None:
-        write_pr_body(state, paths.pr_body)
+        write_pr_body(state, paths.pr_body, redactor)
         written.append(paths.pr_body)
 
     hooks = RunHooks(
-        on_start=progress.start, on_event=progress.event, on_finish=pr_body, crash=_crash_hook
+        on_start=progress.start,
+        on_event=progress.event,
+        on_live=progress.step,
+        on_finish=pr_body,
+        crash=_crash_hook,
     )
     opts = ExecuteOptions(
         provider=provider,
         settings=settings,
         hooks=hooks,
-        redactor=Redactor(env_secrets(os.environ)),
+        redactor=redactor,
     )
     if run_job is not None:  # --executor dask
         opts = dataclasses.replace(opts, run_job=run_job)

@@ -30,7 +30,7 @@ class Attempted:
 
 def log_attempt(
     record: TaskResult,
-    outcome: Literal["succeeded", "failed"],
+    outcome: Literal["succeeded", "failed", "interrupted"],
     done: Attempted,
     *,
     priced: bool,

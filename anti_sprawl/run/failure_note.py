@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FAILURE_NOTE_HEADER",
+    "INTERRUPTING_REASONS",
     "RETRY_REASONS",
     "AttemptRecord",
     "FailureNote",
@@ -44,6 +45,9 @@ __all__ = [
 RETRY_REASONS: frozenset[FailReason] = frozenset(
     {"tests", "budget", "tool_calls", "calls", "provider", "script", "no_changes"}
 )
+# Endings that say nothing about the work: the run stopped (Ctrl-C, a signal, a full disk) or
+# one of its caps refused the next call. Such an attempt is interrupted and uses up nothing.
+INTERRUPTING_REASONS: frozenset[FailReason] = frozenset({"stopped", "max_tokens", "max_cost"})
 FAILURE_NOTE_HEADER = "# Previous attempt"
 TAIL_LINES = 30
 TAIL_CHARS = 3_000
@@ -67,7 +71,8 @@ class AttemptRecord(BaseModel):
     """One attempt of a node, as the journal keeps it."""
 
     attempt: int = Field(ge=1)
-    outcome: Literal["succeeded", "failed"]
+    # interrupted: a stop or a run cap ended it before it came to an outcome; not counted
+    outcome: Literal["succeeded", "failed", "interrupted"]
     reason: FailReason | None = None
     message: str = ""
     model: str = ""

@@ -37,7 +37,7 @@ from ..providers.base import Provider, Usage
 from ..redact import Redactor
 from ..tokens import TokenCounter
 from .attempts import Attempted, log_attempt
-from .failure_note import FailureNote
+from .failure_note import INTERRUPTING_REASONS, FailureNote
 from .journal import Journal
 from .node_job import NodeEnv, NodeJob, NodeOutcome, NodePaths
 from .node_work import record_failure, run_node_job
@@ -84,7 +84,6 @@ class NodeRunner:
         self.memory = load_memory(layout.memory)
         self.author = user_identity(repo)  # commits are the user's; trailers name the tool
         self._committed: dict[str, str] = {}  # task -> its commit, waiting to land
-        self._test_logs: dict[str, int] = {}  # task -> test logs numbered so far
         # Why the run stopped early, when not by Ctrl-C (a full disk, a checked-out branch).
         self.stop_error: AntiSprawlError | None = None
         self._active = 0
@@ -110,6 +109,7 @@ class NodeRunner:
             counter=TokenCounter(ratio=1.0 if exact else 1.25),
             run_budget=self.run_budget,
             crash=opts.hooks.crash,
+            on_live=opts.hooks.on_live,
         )
 
     def _charged(self, spent: Usage) -> None:
@@ -179,16 +179,25 @@ class NodeRunner:
         """Run ``node``'s attempts until one succeeds, one fails for good, or they run out."""
         record = self.journal.state.tasks[node.task_id]
         record.max_attempts = self.plan.attempts_for(node)
+        if record.counted >= record.max_attempts:
+            # resume of a node that used its attempts: a fresh allowance (the views say so)
+            record.earlier_attempts += record.counted
+            record.counted = 0
         # A resumed node starts from the note its last failed attempt left, if any.
-        note = record.attempt_log[-1].note if record.attempt_log else None
+        note = _last_note(record)
         base: str | None = None  # every attempt of this session starts from the same commit
-        for n in range(record.max_attempts):
-            if n:
+        first = True
+        while self.journal.state.tasks[node.task_id].counted < record.max_attempts:
+            if not first:
                 self._crash("between_attempts", node.task_id)
+            first = False
             verdict, base = self._attempt(node, base, note)
-            log = self.journal.state.tasks[node.task_id].attempt_log
-            note = log[-1].note if log else None
-            if verdict == "succeeded" or note is None or self.opts.stop.is_set():
+            done = self.journal.state.tasks[node.task_id]
+            last = done.attempt_log[-1] if done.attempt_log else None  # none: a lost executor
+            note = last.note if last is not None else None
+            if verdict == "succeeded" or last is None or last.outcome != "failed" or note is None:
+                return verdict
+            if self.opts.stop.is_set():
                 return verdict
         return "failed"
 
@@ -211,13 +220,15 @@ class NodeRunner:
             failed = record.model_copy(deep=True)
             record_failure(failed, exc, self.artifacts)
             outcome = NodeOutcome(verdict="failed", record=failed, commit=None)
-        self._test_logs[node.task_id] = self._test_logs.get(node.task_id, 0) + outcome.test_runs
         result = outcome.record
         result.finished_at = now()
         result.violations = [*earlier, *result.violations]
+        interrupted = outcome.verdict == "failed" and result.reason in INTERRUPTING_REASONS
+        if not interrupted:
+            result.counted += 1
         log_attempt(
             result,
-            outcome.verdict,
+            "interrupted" if interrupted else outcome.verdict,
             Attempted(worker=outcome.worker, changed=list(outcome.changed)),
             priced=self.settings.prices.price_for(result.model) is not None,
             redact_note=self.opts.redactor.model,
@@ -225,6 +236,8 @@ class NodeRunner:
         if outcome.verdict == "succeeded" and outcome.commit is not None:
             # The commit outlives the worktree; `land` puts it on the run branch in order.
             self._committed[node.task_id] = outcome.commit
+        if interrupted:  # not the node's failure: it is left for resume, its attempt unused
+            result.interrupt(f"interrupted: {result.message}")
         self._emit(result)
         return outcome.verdict, base
 
@@ -249,7 +262,6 @@ class NodeRunner:
             history=self._foreign_transcripts(node.task_id),
             # Call indexes go on across attempts, so a retry never overwrites a manifest.
             first_call=sum(a.calls for a in record.attempt_log),
-            first_test_log=self._test_logs.get(node.task_id, 0) + 1,
         )
 
     def _foreign_transcripts(self, task_id: str) -> str:
@@ -301,3 +313,11 @@ class NodeRunner:
         self._crash("after_commit_before_journal", task_id)
         self._emit(record)
         return "succeeded"
+
+
+def _last_note(record: TaskResult) -> FailureNote | None:
+    """The note of the node's last attempt that failed for good (interrupted ones leave none)."""
+    for attempt in reversed(record.attempt_log):
+        if attempt.outcome != "interrupted":
+            return attempt.note
+    return None

@@ -2,8 +2,9 @@
 
 Both run sandboxed (sandbox/sandbox.py) with the job's policy, timeout and environment,
 ``{checkout}`` bound to the user's checkout read-only (sandbox/command_template.py); their
-output goes, redacted, to the job's artifacts: ``setup-<attempt>.log`` and ``tests-<n>.log``,
-numbered on across attempts.
+output goes, redacted, to the job's artifacts: ``setup-<attempt>.log`` and ``tests-<attempt>-<n>.log``:
+attempt numbers never repeat (interrupted attempts and resumed sessions included), so no log of
+an earlier attempt is ever overwritten.
 """
 
 from __future__ import annotations
@@ -86,9 +87,8 @@ class TestRunner:
         """The test command, plus the worker's extra arguments (the final check has none)."""
         job, bound = self.job, self.bound
         command = [*bound.argv, *extra]
-        n = job.first_test_log + self.runs
         self.runs += 1
-        log = self.artifacts.root / job.task_id / f"tests-{n}.log"
+        log = self.artifacts.root / job.task_id / f"tests-{job.attempt}-{self.runs}.log"
         log.parent.mkdir(parents=True, exist_ok=True)
         res = run_command(
             command,

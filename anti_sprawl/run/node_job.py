@@ -42,7 +42,7 @@ from ..redact import Redactor
 from ..tokens import TokenCounter
 from .failure_note import FailureNote
 from .result import TaskResult
-from .settings import RunSettings
+from .settings import LiveStep, RunSettings
 
 __all__ = ["NodeEnv", "NodeJob", "NodeOutcome", "NodePaths"]
 
@@ -75,7 +75,6 @@ class NodeJob:
     note: FailureNote | None = None  # why the attempt before failed (a retry)
     history: str = ""  # the clean-slate ablation only: earlier nodes' transcripts
     first_call: int = 0  # calls of earlier attempts: manifest numbers go on from here
-    first_test_log: int = 1  # test logs of earlier attempts: ``tests-<n>.log`` goes on from here
 
     @property
     def node(self) -> TaskNode:
@@ -101,7 +100,7 @@ class NodeOutcome:
     changed: tuple[str, ...] = ()  # in-scope files the attempt changed (the audit kept them)
     manifests: tuple[Path, ...] = ()  # written under ``job.paths.manifests``
     logs: tuple[str, ...] = ()  # ``artifact://`` references written under ``job.paths.artifacts``
-    test_runs: int = 0  # test logs it numbered (the next attempt goes on after them)
+    test_runs: int = 0  # test logs it wrote (``tests-<attempt>-<n>.log``)
 
 
 @dataclass(frozen=True)
@@ -116,3 +115,5 @@ class NodeEnv:
     # The test launcher's (point, task_id); the one part a remote executor sends along (on a
     # Dask worker it kills the worker process, as a crash mid-node would).
     crash: Callable[[str, str], None] | None = None
+    # Live progress of a running attempt (local nodes only): the CLI's live view.
+    on_live: Callable[[LiveStep], None] | None = None

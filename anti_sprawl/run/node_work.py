@@ -14,9 +14,11 @@ node_job.py states the contract (the job in, the outcome out, what stays central
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import traceback
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ..agent.artifacts import ArtifactStore
 from ..agent.worker import TestOutcome, WorkerContext, WorkerLimits, WorkerResult, run_worker
@@ -28,17 +30,18 @@ from ..errors import RunError, StorageError, at_boundary
 from ..fs.firewall import DEFAULT_DENY, Firewall
 from ..fs.path_rules import Violation
 from ..git.audit import audit, changes
-from ..git.branch import TRAILER_RUN, TRAILER_TASK, TRAILER_TOKENS
 from ..git.cmd import run_git
 from ..git.secret_scan import message_secret, staged_secrets
 from ..git.workspace import Workspace, commit
 from ..lifecycle import NodeVerdict
-from ..providers.base import ModelRequest
+from ..providers.base import ModelRequest, Usage
 from .ablations import NodeScopes
+from .commit_text import commit_text
 from .failure_note import with_failure_note
 from .node_commands import TestRunner, run_setup_command
 from .node_job import NodeEnv, NodeJob, NodeOutcome
 from .result import TaskResult, reduce
+from .settings import LiveStep
 
 __all__ = ["record_failure", "run_node_job"]
 
@@ -60,6 +63,7 @@ class _Attempt:
         self.manifests: list[Path] = []
         self.tests: TestRunner | None = None
         self.commit: str | None = None
+        self.live = LiveStep(task_id=job.task_id, step="starting")
 
     def crash(self, point: str) -> None:
         if self.env.crash is not None:
@@ -181,7 +185,8 @@ class _Attempt:
             run_tests=tests,
             run_budget=env.run_budget,
             on_request=self._manifest_hook(prompt),
-            on_tool=lambda name: self.crash("mid_write") if name == "write_file" else None,
+            on_tool=self._tool_hook,
+            on_charged=self._charged_hook,
             stop=env.stop,
             redact=env.redactor,
             model=job.model,
@@ -192,10 +197,25 @@ class _Attempt:
         result = self.worker = run_worker(ctx)
         return result
 
+    def _live(self, step: str, **change: Any) -> None:
+        """Report where the attempt is to the live view (NodeEnv.on_live), if one listens."""
+        self.live = dataclasses.replace(self.live, step=step, **change)
+        if self.env.on_live is not None:
+            self.env.on_live(self.live)
+
+    def _tool_hook(self, name: str) -> None:
+        self._live(f"tool {name}", tool_calls=self.live.tool_calls + 1)
+        if name == "write_file":
+            self.crash("mid_write")
+
+    def _charged_hook(self, spent: Usage, cost: float) -> None:
+        self._live("tools", tokens=spent.total, cost_usd=cost)
+
     def _manifest_hook(self, prompt: AssembledPrompt) -> Callable[[ModelRequest, int], None]:
         job, record = self.job, self.record
 
         def hook(request: ModelRequest, n: int) -> None:
+            self._live("model call", calls=n)
             if n > 1:
                 self.crash("after_llm_response")
             manifest = manifest_for_request(
@@ -263,16 +283,10 @@ class _Attempt:
         job, node = self.job, self.job.node
         self.crash("before_commit")
         summary = result.finish.summary if result.finish else ""
-        trailers = {
-            TRAILER_RUN: job.run_id,
-            TRAILER_TASK: node.task_id,
-            TRAILER_TOKENS: f"{result.usage.total} (cap {node.token_budget} per call)",
-        }
-        # The summary is the model's text: a token it copied must not reach the branch. It is
-        # shown as the worker's claim, after what git itself says changed.
-        message = self.env.redactor(
-            f"{node.name}\n\nChanged (git diff --stat):\n{staged_stat(ws)}\n\n"
-            f"The worker's summary (its claim, not checked):\n{summary}"
+        # The summary is the model's text, shown as the worker's claim after what git itself
+        # says changed (run/commit_text.py).
+        message, trailers = commit_text(
+            job, summary, result.usage, self.env.redactor, changed=staged_stat(ws)
         )
         if kind := message_secret(self.env.redactor, message, trailers, job.author):
             reduce(self.record, result, ws, job.base, None, violations, final)

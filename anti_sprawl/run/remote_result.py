@@ -18,12 +18,12 @@ import dataclasses
 from pathlib import Path, PurePosixPath
 
 from ..fs.files import atomic_write_text
-from ..git.branch import TRAILER_RUN, TRAILER_TASK, TRAILER_TOKENS
 from ..git.landing_audit import ResultRefused, rebuild
 from ..git.layout import RunPaths
 from ..git.secret_scan import message_secret
 from ..git.workspace import diff, diffstat
 from ..redact import Redactor
+from .commit_text import commit_text
 from .node_job import NodeJob, NodeOutcome
 from .result import MAX_DIFF_CHARS, TaskResult
 
@@ -130,12 +130,7 @@ def rebuild_commit(job: NodeJob, sha: str, record: TaskResult, redactor: Redacto
     trailers, the user as author, as a local node's); ``record`` gets its diff."""
     node, repo = job.node, job.paths.repo
     summary = record.summary.summary if record.summary else ""
-    trailers = {
-        TRAILER_RUN: job.run_id,
-        TRAILER_TASK: node.task_id,
-        TRAILER_TOKENS: f"{record.tokens.total} (cap {node.token_budget} per call)",
-    }
-    message = redactor(f"{node.name}\n\n{summary}")
+    message, trailers = commit_text(job, summary, record.tokens, redactor)
     if kind := message_secret(redactor, message, trailers, job.author):
         raise ResultRefused(f"the commit's metadata holds what looks like a {kind}")
     new = rebuild(

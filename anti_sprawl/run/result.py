@@ -100,7 +100,17 @@ class TaskResult(BaseModel):
     # firewall does not care, but a reviewer should know a hidden payload was there.
     hidden_chars: dict[str, int] = Field(default_factory=dict)
     transcript: str | None = None
-    attempts: int = 0
+    attempts: int = Field(
+        default=0, description="Attempts started, interrupted ones too (files are numbered by it)."
+    )
+    counted: int = Field(
+        default=0,
+        description="Attempts of the current allowance that came to an outcome (an interrupted "
+        "one does not count): what 'attempt N of max_attempts' says.",
+    )
+    earlier_attempts: int = Field(
+        default=0, description="Counted attempts of earlier allowances (resume gave a fresh one)."
+    )
     max_attempts: int = 1
     attempt_log: list[AttemptRecord] = Field(
         default_factory=list, description="Every attempt of the node, oldest first."

@@ -30,6 +30,7 @@ from ..git.locks import clean_stale_locks
 from ..git.workspace import ensure_excluded, remove_stale_worktrees
 from ..hints import command
 from ..plan.model import Plan
+from ..redact import Redactor
 from .ablations import ABLATIONS
 from .interrupts import Stops, stop_signals
 from .journal import Journal, RepoLock, RunState, new_run_id
@@ -202,6 +203,9 @@ def execute(plan: Plan, repo: Path, opts: ExecuteOptions) -> RunState:
         branch = RunBranch(repo, branch_name, run_id)
         created = not branch.exists()
         branch.create(base)
+        # The journal's copy of the plan is read by every view and by pr (PR.md, run.json):
+        # a secret a planner or a plan file carried in a name or goal is redacted once, here.
+        plan = opts.redactor.model(plan)
         state = RunState(
             run_id=run_id,
             plan_id=plan.plan_id,
@@ -276,7 +280,7 @@ def resume(
         remove_stale_worktrees(repo, layout.worktrees, run_id)
         already = _reconcile(journal, branch)
         if plan is not None:
-            _revise(state, plan, already, source or "the new plan")
+            _revise(state, plan, already, source or "the new plan", opts.redactor)
         if opts.settings.max_tokens is not None:
             state.max_tokens = opts.settings.max_tokens
         if opts.settings.max_cost is not None:
@@ -301,11 +305,14 @@ def resume(
     return _drive(NodeRunner(repo, journal, branch, resumed), lock, already)
 
 
-def _revise(state: RunState, plan: Plan, succeeded: list[str], source: str) -> None:
+def _revise(
+    state: RunState, plan: Plan, succeeded: list[str], source: str, redactor: Redactor
+) -> None:
     """Put ``plan`` in the journal in place of the run's plan, if the edit is allowed."""
     revision = check_revision(state.plan, plan, succeeded, source)
     state.revisions.append(revision)
-    state.plan = plan
+    state.plan = redactor.model(plan)
+    plan = state.plan
     tasks: dict[str, TaskResult] = {}
     for node in plan.tasks:
         record = state.tasks.get(node.task_id) or TaskResult(task_id=node.task_id)

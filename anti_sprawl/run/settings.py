@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from .journal import RunState
     from .result import TaskResult
 
-__all__ = ["CRASH_POINTS", "RunHooks", "RunSettings"]
+__all__ = ["CRASH_POINTS", "LiveStep", "RunHooks", "RunSettings"]
 
 # Named points where the test launcher's ``crash`` hook may kill the process.
 CRASH_POINTS = (
@@ -99,7 +99,21 @@ class RunHooks:
 
     on_start: Callable[[RunState], None] | None = None
     on_event: Callable[[TaskResult], None] | None = None
+    # Per model call and tool call of a running local node: where it is (live spend).
+    on_live: Callable[[LiveStep], None] | None = None
     # A finished (not interrupted) run, before its lock is released: the CLI writes PR.md.
     on_finish: Callable[[RunState, RunPaths], None] | None = None
     # ``crash(point, task_id)`` at each of ``CRASH_POINTS``: set only by the test launcher.
     crash: Callable[[str, str], None] | None = None
+
+
+@dataclass(frozen=True)
+class LiveStep:
+    """Where a running attempt is: its calls, tool calls, tokens and dollars so far, its step."""
+
+    task_id: str
+    step: str  # "model call", "tool write_file", ...
+    calls: int = 0
+    tool_calls: int = 0
+    tokens: int = 0
+    cost_usd: float = 0.0

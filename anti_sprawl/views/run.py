@@ -1,14 +1,10 @@
-"""Views of a run: live progress, the end-of-run verdict, the status list and the PR body.
-
-One module a little over 300 lines: the four views render the same ``RunState`` with the same
-cell helpers (verdict text, tokens, cost); the PR body could move out, but cli/app.py and
-cli/pr.py import it from here, and cli/ is being split on another branch.
-"""
+"""Views of a run: live progress, the end-of-run verdict and the status list (the PR body,
+built from the same words, is views/pr_body.py)."""
 
 from __future__ import annotations
 
 import threading
-from pathlib import Path
+import time
 
 from rich.console import Console
 from rich.live import Live
@@ -16,15 +12,22 @@ from rich.markup import escape
 from rich.padding import Padding
 from rich.table import Table
 
-from ..fs.files import atomic_write_text
 from ..hints import command
 from ..providers.prices import format_usd
 from ..run.journal import RunState
 from ..run.result import TaskResult
+from ..run.settings import LiveStep
+from .live import live_line, live_table
 from .plain import LARGE, columns, plain, print_lines
-from .plan import plan_mermaid
 
-__all__ = ["Progress", "pr_body", "render_runs", "render_verdict", "write_pr_body"]
+__all__ = [
+    "Progress",
+    "render_runs",
+    "render_verdict",
+    "status_of",
+    "totals_line",
+    "verdict_words",
+]
 
 _STYLE = {
     "succeeded": "green",
@@ -32,20 +35,40 @@ _STYLE = {
     "skipped": "yellow",
     "running": "cyan",
     "pending": "dim",
+    "interrupted": "yellow",
 }
 
 
+def status_of(r: TaskResult) -> str:
+    """The node's status as people read it: a pending node that was started and stopped (Ctrl-C,
+    a signal, a run cap) is ``interrupted``, never ``failed``."""
+    if r.status == "pending" and r.attempts and r.message.startswith("interrupted"):
+        return "interrupted"
+    return str(r.status)
+
+
+def verdict_words(state: RunState) -> dict[str, tuple[str, str]]:
+    """Each node's (status, verdict text) as the views say them."""
+    return {tid: (status_of(r), _verdict_text(r)) for tid, r in state.tasks.items()}
+
+
+def _fresh(r: TaskResult) -> str:
+    return f"; a fresh allowance, {r.earlier_attempts} used before" if r.earlier_attempts else ""
+
+
 def _verdict_text(r: TaskResult) -> str:
-    tries = f" after {r.attempts} attempts" if r.attempts > 1 else ""
+    tries = f" after {r.counted} attempts" if r.counted > 1 else ""
     if r.status == "failed":
         return f"failed ({r.reason or 'error'}){tries}: {r.message}".strip()
     if r.status == "skipped":
         return f"skipped: {r.skipped_because} failed"
-    if r.status == "running" and r.attempts > 1:
-        return f"running (attempt {r.attempts} of {r.max_attempts})"
-    text = str(r.status)
-    if r.status == "succeeded" and r.attempts > 1:
-        text += f" on attempt {r.attempts}"
+    if r.status == "running" and (r.counted or r.earlier_attempts):
+        return f"running (attempt {r.counted + 1} of {r.max_attempts}{_fresh(r)})"
+    text = status_of(r)
+    if text == "interrupted":
+        return r.message
+    if r.status == "succeeded" and r.counted > 1:
+        text += f" on attempt {r.counted}"
     if r.status == "succeeded" and r.violations:
         # Its in-scope work landed, but it also tried something it was not allowed to do
         # (a prompt injection, scope creep): say so next to the success, not only in a count.
@@ -73,7 +96,7 @@ def _row(r: TaskResult) -> tuple[str, str, str, str, str, str]:
     """A node's cells in the verdict table (plain text)."""
     tests = "-" if r.tests is None else ("passed" if r.tests.passed else "failed")
     calls = f"{r.tool_calls}/{r.max_tool_calls}"
-    return r.task_id, str(r.status), _tokens_cell(r), calls, str(len(r.violations)), tests
+    return r.task_id, status_of(r), _tokens_cell(r), calls, str(len(r.violations)), tests
 
 
 def _table(state: RunState, *, title: str) -> Table:
@@ -95,7 +118,7 @@ def _table(state: RunState, *, title: str) -> Table:
 def _spend_line(r: TaskResult) -> str:
     """A node's model, dollars and cache share (below the table: model names are long)."""
     cached = f", {_share(r.cache_share)} of input cached" if r.cache_share is not None else ""
-    tries = f", {r.attempts} attempts" if r.attempts > 1 else ""
+    tries = f", {r.counted} attempts" if r.counted > 1 else ""
     return f"{r.task_id}: {r.model or '-'}, {format_usd(r.cost_usd)}{cached}{tries}"
 
 
@@ -137,9 +160,11 @@ def _tokens_cell(r: TaskResult) -> str:
     return f"{_node_tokens(r):,} ({r.token_budget:,}/call)"
 
 
-def _totals(state: RunState) -> str:
+def totals_line(state: RunState) -> str:
+    """The run's counts, tokens, dollars and blocked writes in one line."""
     tasks = list(state.tasks.values())
-    counts = {s: sum(1 for t in tasks if t.status == s) for s in ("succeeded", "failed", "skipped")}
+    words = ("succeeded", "failed", "skipped", "interrupted")
+    counts = {s: sum(1 for t in tasks if status_of(t) == s) for s in words}
     # The run's own total counts every attempt of every node; older journals only have the
     # nodes' last attempts.
     run = state.tokens
@@ -148,12 +173,13 @@ def _totals(state: RunState) -> str:
     share = f", {_share(state.cache_share)} of input" if state.cache_share is not None else ""
     cap = f" of --max-tokens {state.max_tokens:,}" if state.max_tokens else ""
     violations = sum(len(t.violations) for t in tasks)
-    retried = sum(1 for t in tasks if t.attempts > 1)
+    retried = sum(1 for t in tasks if t.counted + t.earlier_attempts > 1)
     retries = f"; {retried} retried" if retried else ""
     cut = sum(t.truncated_responses for t in tasks)
     return (
         f"{counts['succeeded']} succeeded, {counts['failed']} failed, {counts['skipped']} skipped"
-        f"{retries}; {tokens:,} tokens{cap} ({cached:,} cache reads{share}); {_cost(state)}; "
+        + (f", {counts['interrupted']} interrupted" if counts["interrupted"] else "")
+        + f"{retries}; {tokens:,} tokens{cap} ({cached:,} cache reads{share}); {_cost(state)}; "
         f"{violations} violations blocked"
         + (f"; {cut} response{'s' if cut != 1 else ''} cut at the output limit" if cut else "")
     )
@@ -172,7 +198,7 @@ def _cost(state: RunState) -> str:
 def _verdict_notes(state: RunState) -> list[tuple[str, bool]]:
     """The lines under the verdict table as (line, soft_wrap): prose wraps at the terminal's
     width; names and commands do not."""
-    notes = [(_totals(state), False)]
+    notes = [(totals_line(state), False)]
     if state.status == "interrupted" and state.stopped_by:
         # A bare resume after a stop at a cap gets the same allowance again (cli/launch.py).
         notes.append((f"interrupted: {escape(state.stopped_by)}", False))
@@ -223,24 +249,44 @@ class Progress:
         self._live: Live | None = None
         self._state: RunState | None = None
         self._shown: dict[str, str] = {}  # task -> the status last printed
+        self._steps: dict[str, tuple[LiveStep, float]] = {}  # task -> (step, its start)
+
+    def _view(self, state: RunState) -> Table:
+        now = time.monotonic()
+        return live_table(state, {t: (s, now - t0) for t, (s, t0) in self._steps.items()})
 
     def start(self, state: RunState) -> None:
         self._state = state
         # A live table of a big run would be laid out again at every refresh: plain lines then.
         if self.console.is_terminal and len(state.plan.tasks) <= LARGE:
-            self._live = Live(
-                _table(state, title="anti-sprawl"), console=self.console, refresh_per_second=4
-            )
+            self._live = Live(self._view(state), console=self.console, refresh_per_second=4)
             self._live.start()
+
+    def step(self, step: LiveStep) -> None:
+        """A running node made a model call or a tool call: its live spend."""
+        with self._lock:
+            started = self._steps.get(step.task_id, (step, time.monotonic()))[1]
+            if step.step == "model call" and step.calls <= 1:
+                started = time.monotonic()  # a new attempt
+            self._steps[step.task_id] = (step, started)
+            if self._state is None:
+                return
+            if self._live is not None:  # drawn now: a fast node's calls each get a frame
+                self._live.update(self._view(self._state), refresh=True)
+                return
+            record = self._state.tasks[step.task_id]
+            line = live_line(record, step, time.monotonic() - started)
+            self.console.print(escape(line), highlight=False, soft_wrap=True)
 
     def event(self, record: TaskResult) -> None:
         with self._lock:
             if self._live is not None and self._state is not None:
-                self._live.update(_table(self._state, title="anti-sprawl"))
+                self._live.update(self._view(self._state))
                 return
-            if self._shown.get(record.task_id) == record.status:
+            shown = status_of(record)
+            if self._shown.get(record.task_id) == shown:
                 return  # journal updates within one status (timestamps) print nothing
-            self._shown[record.task_id] = record.status
+            self._shown[record.task_id] = shown
             line = f"{record.task_id}: {_verdict_text(record)}"
             if record.status in ("succeeded", "failed"):
                 cost = f", {format_usd(record.cost_usd)}" if record.cost_usd is not None else ""
@@ -257,110 +303,25 @@ class Progress:
 
 
 def render_runs(runs: list[RunState], console: Console) -> None:
-    """The runs of a repository; run ids are never shortened (inspect and pr need them)."""
-    table = Table(title="runs")
-    table.add_column("run", no_wrap=True, min_width=max((len(s.run_id) for s in runs), default=3))
-    table.add_column("status", no_wrap=True)
-    table.add_column("branch", overflow="fold")
-    table.add_column("tasks", no_wrap=True)
-    table.add_column("created", no_wrap=True)
+    """The runs of a repository; run ids and branches are never shortened or broken (inspect,
+    resume and pr take them): a table when they fit the console, else one block per run."""
+    rows = []
     for s in runs:
         done = sum(1 for t in s.tasks.values() if t.status == "succeeded")
         created = s.created_at.replace("T", " ")[:16]
-        table.add_row(s.run_id, s.status, s.branch, f"{done}/{len(s.tasks)}", created)
+        rows.append((s.run_id, s.status, s.branch, f"{done}/{len(s.tasks)}", created))
+    heads = ("run", "status", "branch", "tasks", "created")
+    widths = [max([len(h), *(len(r[i]) for r in rows)]) for i, h in enumerate(heads)]
+    if sum(widths) + 3 * len(widths) + 1 > console.width:  # the table's cells and borders
+        console.print("runs", markup=False)
+        for run_id, status, branch, tasks, created in rows:
+            console.print(f"{run_id}", markup=False, soft_wrap=True)
+            console.print(f"  {status}, {tasks} tasks, created {created}", markup=False)
+            console.print(f"  branch: {branch}", markup=False, soft_wrap=True)
+        return
+    table = Table(title="runs")
+    for head in heads:
+        table.add_column(head, no_wrap=True)
+    for row in rows:
+        table.add_row(*(escape(cell) for cell in row))
     console.print(table)
-
-
-def _md(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def pr_body(state: RunState) -> str:
-    """Markdown for the pull request: requirement, DAG, per-node table, summaries."""
-    plan = state.plan
-    statuses: dict[str, str] = {tid: str(r.status) for tid, r in state.tasks.items()}
-    lines = [
-        f"# {plan.plan_id}",
-        "",
-        plan.requirement.strip(),
-        "",
-        f"Run `{state.run_id}` on `{state.branch}` (base `{state.base[:12]}`): **{state.status}**. "
-        f"{_totals(state)}. Sandbox: {state.sandbox or 'n/a'}."
-        + (f" Dollars at {state.prices}." if state.prices and state.cost_usd else ""),
-        "",
-        "## DAG",
-        "",
-        "```mermaid",
-        plan_mermaid(plan, statuses).rstrip(),
-        "```",
-        "",
-        "## Nodes",
-        "",
-        "| task | status | model | write scope | read scope | files changed | tokens (cap/call) | cost | cache | tool calls | violations blocked | tests |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    for task in plan.tasks:
-        r = state.tasks[task.task_id]
-        tests = (
-            "-"
-            if r.tests is None
-            else ("passed" if r.tests.passed else f"failed ({r.tests.exit_code})")
-        )
-        lines.append(
-            "| "
-            + " | ".join(
-                [
-                    f"`{task.task_id}`",
-                    _md(_verdict_text(r)),
-                    _md(f"`{r.model}`" if r.model else "-"),
-                    _md(", ".join(f"`{e}`" for e in task.write_scope)),
-                    _md(", ".join(f"`{e}`" for e in task.read_scope) or "-"),
-                    _md(", ".join(f"`{f}`" for f in r.files_changed) or "-"),
-                    _tokens_cell(r),
-                    format_usd(r.cost_usd),
-                    _share(r.cache_share),
-                    f"{r.tool_calls} / {r.max_tool_calls}",
-                    str(len(r.violations)),
-                    tests,
-                ]
-            )
-            + " |"
-        )
-    lines += ["", "## Summaries", ""]
-    for task in plan.tasks:
-        r = state.tasks[task.task_id]
-        lines.append(f"### {task.task_id}: {task.name}")
-        lines.append("")
-        if r.diffstat is not None:
-            lines += [f"Changed (git): {r.diffstat.summary}", ""]
-        lines.append(
-            f"The worker's claim: {r.summary.summary}" if r.summary else f"_{_verdict_text(r)}_"
-        )
-        if r.summary and r.summary.interfaces:
-            lines += ["", "Interfaces:", "", "```", r.summary.interfaces.strip(), "```"]
-        if len(r.attempt_log) > 1:
-            lines += ["", "Attempts:"]
-            lines += [
-                f"- {a.attempt}: {a.outcome}"
-                + (f" ({a.reason})" if a.outcome == "failed" else "")
-                + f", `{a.model}`, {a.tokens.total:,} tokens, {format_usd(a.cost_usd)}"
-                for a in r.attempt_log
-            ]
-        if r.hidden_chars:
-            lines += ["", "Hidden characters (zero-width, bidi or tag) in inputs:"]
-            lines += [f"- `{src}`: {n}" for src, n in sorted(r.hidden_chars.items())]
-        if r.truncated_responses:
-            lines += [
-                "",
-                f"Responses cut at the output limit: {r.truncated_responses} (their tool calls "
-                "were lost; the worker was told to write large files in parts).",
-            ]
-        if r.violations:
-            lines += ["", "Blocked:"]
-            lines += [f"- `{v.op}` `{v.path}`: {v.reason}" for v in r.violations]
-        lines.append("")
-    return "\n".join(lines)
-
-
-def write_pr_body(state: RunState, path: Path) -> None:
-    atomic_write_text(path, pr_body(state))
