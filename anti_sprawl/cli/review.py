@@ -91,8 +91,8 @@ def inspect(
     failure note, log paths), for --task or every node that did not succeed."""
     from ..context.manifest import load_manifests, render_manifests
     from ..run.journal import Journal
-    from ..views.plain import MANY_CALLS, render_manifest_lines
     from ..views.failure import node_reports, render_reports
+    from ..views.plain import MANY_CALLS, render_manifest_lines
     from ..views.run import verdict_words
 
     journal = Journal.load(existing_dir(repo_here(repo)) or Path(), run_id)
