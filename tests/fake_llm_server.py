@@ -42,7 +42,8 @@ class FakeLLMServer:
     def __init__(self) -> None:
         self.requests: list[Recorded] = []
         # Fixed JSON answers by path (GET, or POST outside the queue): a server's model info.
-        self.routes: dict[str, Any] = {}
+        self.routes: dict[str, Any] = {}  # a JSON body (200), or a Canned
+        self.gets: list[Recorded] = []  # GETs, and POSTs to a routed path (not in requests)
         self._queue: list[Canned] = []
         self._lock = threading.Lock()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
@@ -88,11 +89,17 @@ class FakeLLMServer:
         self._httpd.server_close()
         self._thread.join(timeout=5)
 
-    def _routed(self, method: str, path: str) -> Canned | None:
-        """The fixed answer for ``path``; a GET with none is a 404 (only POSTs are queued)."""
-        if path in self.routes:
-            return Canned(200, self.routes[path])
-        return Canned(404, {"error": "not found"}) if method == "GET" else None
+    def _routed(self, recorded: Recorded) -> Canned | None:
+        """The fixed answer for the request's path; a GET with none is a 404 (only POSTs are
+        queued). Either way a GET is kept in ``gets``, apart from the queued ``requests``."""
+        answer = self.routes.get(recorded.path)
+        if answer is None and recorded.method != "GET":
+            return None
+        with self._lock:
+            self.gets.append(recorded)
+        if answer is None:
+            return Canned(404, {"error": "not found"})
+        return answer if isinstance(answer, Canned) else Canned(200, answer)
 
     def _next(self, recorded: Recorded) -> Canned:
         with self._lock:
@@ -105,7 +112,7 @@ class FakeLLMServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # a models list: from the routes, else the queue (doctor)
+            def do_GET(self) -> None:  # a models list (doctor, the served window): the routes
                 self.do_POST()
 
             def do_POST(self) -> None:
@@ -116,9 +123,8 @@ class FakeLLMServer:
                 except json.JSONDecodeError:
                     body = raw.decode("utf-8", "replace")
                 headers = {k.lower(): v for k, v in self.headers.items()}
-                canned = server._routed(self.command, self.path) or server._next(
-                    Recorded(self.command, self.path, headers, body)
-                )
+                recorded = Recorded(self.command, self.path, headers, body)
+                canned = server._routed(recorded) or server._next(recorded)
                 if canned.delay:
                     time.sleep(canned.delay)
                 if canned.raw is not None:

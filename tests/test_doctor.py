@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 from anti_sprawl.cli.app import app
 
 from .conftest import node, plan_data
-from .fake_llm_server import FakeLLMServer
+from .fake_llm_server import Canned, FakeLLMServer
 from .test_baseline import SRC_FILES
 
 runner = CliRunner()
@@ -41,7 +41,7 @@ def test_doctor_names_what_would_stop_a_run_without_spending_a_token(
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", CANARY)
     repo = make_repo(SRC_FILES)
-    server.enqueue({"object": "list", "data": [{"id": "m", "object": "model"}]})
+    server.routes["/v1/models"] = {"object": "list", "data": [{"id": "m", "object": "model"}]}
     model = ["--base-url", f"{server.url}/v1", "--model", "m"]
     args = ["doctor", "--repo", str(repo), "--plan", str(_plan(tmp_path, "python -m pytest -q"))]
     result = runner.invoke(app, [*args, *model])
@@ -59,10 +59,11 @@ def test_doctor_names_what_would_stop_a_run_without_spending_a_token(
     assert "cannot start: No module named 'mypkg'" in " ".join(result.stdout.split())
     assert "OPENAI_API_KEY set (values never printed)" in result.stdout
     assert CANARY not in result.stdout
-    assert [(r.method, r.path) for r in server.requests] == [("GET", "/v1/models")]
+    assert [(r.method, r.path) for r in server.gets] == [("GET", "/v1/models")]
+    assert server.requests == []  # no model call: nothing spent
     # fixed as the hint says: nothing stops a run any more
     fixed = _plan(tmp_path, "env PYTHONPATH=src python -m pytest -q")
-    server.enqueue({"object": "list", "data": []})
+    server.routes["/v1/models"] = {"object": "list", "data": []}
     args[-1] = str(fixed)
     result = runner.invoke(app, [*args, *model])
     assert result.exit_code == 0, result.output
@@ -73,7 +74,7 @@ def test_doctor_says_when_the_server_is_unreachable_or_refuses_the_key(
     server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", CANARY)
-    server.enqueue({"error": {"message": "bad key"}}, status=401)
+    server.routes["/v1/models"] = Canned(401, {"error": {"message": "bad key"}})
     refused = runner.invoke(app, ["doctor", "--base-url", f"{server.url}/v1", "--model", "m"])
     assert refused.exit_code == 1
     assert f"problem  provider    openai at {server.url}/v1 refuses the key (HTTP 401)" in (

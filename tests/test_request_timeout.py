@@ -56,15 +56,22 @@ class TricklingServer:
         with conn:
             data = b""
             while b"\r\n\r\n" not in data:
-                data += conn.recv(65536)
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return  # the client went away before its request was whole
+                data += chunk
             head, _, rest = data.partition(b"\r\n\r\n")
-            length = next(
+            sizes = [
                 int(line.split(b":")[1])
                 for line in head.split(b"\r\n")
                 if line.lower().startswith(b"content-length")
-            )
+            ]
+            length = sizes[0] if sizes else 0  # a GET (a models list) has no body
             while len(rest) < length:
-                rest += conn.recv(65536)
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return
+                rest += chunk
             index = len(self.sent)
             self.sent.append(0)
             conn.sendall(

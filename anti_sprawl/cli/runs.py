@@ -337,6 +337,10 @@ def resume(
     from ..run.preflight import check_repo
     from .launch import endpoint_notes, reuse, session_caps
 
+    if base_url is not None:  # a bad flag is named before the run is looked up
+        from ..providers import check_base_url
+
+        check_base_url(base_url, "--base-url")
     root = check_repo(repo_here(repo))
     state = Journal.load(root, run_id).state
     args = reuse(ctx, state.launch, given)

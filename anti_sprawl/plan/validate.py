@@ -110,7 +110,7 @@ def _validate(data: dict[str, Any] | Plan, repo: Path | None, setup_network: boo
             errors.append(base)
     if not cycle and not duplicates:  # the overlap checks need a DAG of distinct ids
         errors.extend(overlap_problems(plan, edges))
-        if repo is not None:
+        if repo is not None and not errors:  # scopes that parse, on a plan worth reading
             warnings.extend(reference_warnings(plan, repo, files, edges))
     return Report(valid=not errors, errors=errors, warnings=warnings, plan=plan)
 
