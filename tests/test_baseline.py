@@ -146,3 +146,36 @@ def test_pre_existing_failures_warn_and_nodes_are_judged_on_the_failures_they_ad
     third = runner.invoke(app, [*args, "--json", "--no-baseline"])
     assert json.loads(third.stdout)["tasks"]["a"]["status"] == "succeeded"
     assert _left_behind(repo)[1] == []
+
+
+def test_a_resumed_node_is_judged_against_the_runs_baseline(tmp_path: Path, make_repo: Any) -> None:
+    """The first session's baseline holds for ``resume`` too: a node resumed after a failure is
+    not failed for the failure the start commit already had."""
+    repo = make_repo(FAILING_FILES)
+    data = plan_data(
+        node("a", write_scope=["pkg/a.py"], token_budget=40_000, max_tool_calls=8),
+        plan_id="resumed",
+        max_attempts=1,
+        test_command=PYTEST,
+    )
+    plan_path = tmp_path / "plan.yaml"
+    plan_path.write_text(yaml.safe_dump(data))
+    # first session: the worker changes nothing it may change, so the node fails
+    stray = tmp_path / "stray.yaml"
+    stray.write_text(yaml.safe_dump(fx.script(a=fx.worker_turns("tests/stray.py", "X = 1\n"))))
+    first = runner.invoke(
+        app, ["execute", str(plan_path), "--repo", str(repo), "--script", str(stray), "--json"]
+    )
+    assert first.exit_code == 1, first.output
+    run_id = json.loads(first.stdout)["run_id"]
+    assert json.loads(first.stdout)["tasks"]["a"]["status"] == "failed"
+    fixed = tmp_path / "fixed.yaml"
+    fixed.write_text(yaml.safe_dump(fx.script(a=fx.worker_turns("pkg/a.py", "A = 1\n"))))
+    again = runner.invoke(
+        app, ["resume", run_id, "--repo", str(repo), "--script", str(fixed), "--json"]
+    )
+    assert "warning: baseline: 'python -m pytest -q' at" in " ".join(again.stderr.split())
+    a = json.loads(again.stdout)["tasks"]["a"]
+    assert a["status"] == "succeeded", a["message"]
+    assert a["tests"]["known_failures"] == ["tests/test_old.py::test_broken"]
+    assert again.exit_code == 0, again.output

@@ -1,7 +1,8 @@
 """The test environment check the CLI makes before a run spends anything (issue 24).
 
-``execute``, ``execute --dry-run`` and ``validate --repo`` run each distinct test command once
-at the start commit (run/baseline.py) and print one line per command on stderr: passes,
+``execute``, ``execute --dry-run``, ``resume`` and ``validate --repo`` run each distinct test
+command once at the start commit (run/baseline.py; ``resume`` finds it cached) and print one
+line per command on stderr (a passing one on a dry run only): passes,
 fails with N failures (a warning; nodes are then judged on what they change), or cannot
 start (exit 1 before any model call, with a hint). ``--no-baseline`` skips it.
 """
@@ -36,8 +37,11 @@ def user_settings_env(policy: Any) -> dict[str, str]:
     return user_command_env(os.environ, policy.env_allow)
 
 
-def check_test_commands(plan: Any, repo: Path, settings: Any, commit: str) -> Any:
-    """Run the baselines, print their lines, refuse when a command cannot start; the
+def check_test_commands(
+    plan: Any, repo: Path, settings: Any, commit: str, *, show_passing: bool = True
+) -> Any:
+    """Run the baselines, print their lines (a passing one only with ``show_passing``: a run
+    says what is wrong, a dry run says everything), refuse when a command cannot start; the
     settings with the known failures nodes are not judged on."""
     from ..redact import Redactor, env_secrets
     from ..run.baseline import (
@@ -60,7 +64,7 @@ def check_test_commands(plan: Any, repo: Path, settings: Any, commit: str) -> An
     baselines = check_baselines(plan, root, commit, here, redactor)
     marked = frozenset(plan.known_failures)
     for baseline in baselines:
-        if baseline.status != "cannot_start":
+        if baseline.status == "fails" or (baseline.status == "passes" and show_passing):
             stderr().print(f"anti-sprawl: {baseline.line(marked)}", markup=False)
     refuse_unstartable(baselines)
     return dataclasses.replace(settings, known_failures=known_failures(baselines, plan))

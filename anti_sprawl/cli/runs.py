@@ -235,7 +235,7 @@ def execute(
         settings = dataclasses.replace(settings, context_window=window)
     if not no_baseline:  # before any model call: a command that cannot start stops here
         start = resolve_base(repo, base or "HEAD")
-        settings = check_test_commands(plan, repo, settings, start)
+        settings = check_test_commands(plan, repo, settings, start, show_passing=dry_run)
     if dry_run:
         _dry_run(plan, repo, chosen, settings, as_json)
         return
@@ -350,6 +350,8 @@ def resume(
         if options[cap] is None:
             options[cap] = state.launch.get(cap)
     args["max_tokens"], args["max_cost"], capped = session_caps(state, max_tokens, max_cost)
+    # Resumed nodes are judged against the run's own baseline (cached per command and commit).
+    args["baseline_at"] = None if state.launch.get("no_baseline") else state.base
     for note in [*endpoint_notes(state.launch, args), *capped]:
         stderr().print(f"anti-sprawl: note: {note}", markup=False)
     _resume({**args, "repo": root}, options)
@@ -389,10 +391,15 @@ def _resume(args: dict[str, Any], options: dict[str, Any]) -> None:
     )
     if plan is not None:
         served_window(plan, chosen, args["base_url"])
+    judged = plan if plan is not None else journal_plan(repo, run_id)
+    if args.get("baseline_at") and judged is not None:  # before any model call, as execute
+        settings = check_test_commands(
+            judged, repo, settings, args["baseline_at"], show_passing=False
+        )
     launch = record(options, provider=chosen.name, base_url=getattr(chosen, "base_url", None))
     settings = dataclasses.replace(settings, launch=launch)
     source = str(plan_file) if plan_file is not None else ""
-    known = plan if plan is not None or remote is None else journal_plan(repo, run_id)
+    known = plan if plan is not None or remote is None else judged
     with executor_for(remote, known, repo) as run_job:
         _run_and_report(
             lambda o: run_resume(run_id, repo, o, plan, source),
