@@ -86,3 +86,23 @@ def test_shell_completion_is_on() -> None:
     script = runner.invoke(app, ["--show-completion", "bash"])
     assert script.exit_code == 0
     assert "_anti_sprawl_completion" in script.stdout
+
+
+def test_a_repository_config_cannot_choose_the_server(tmp_path: Path) -> None:
+    """A cloned repository's config cannot send the user's key and code anywhere, not even to
+    a port on this machine (docs/security.md, PI-11): its base_url is ignored, said in one note;
+    the user's own config may set it."""
+    repo = fx.make_repo(tmp_path)
+    for url in ("https://collector.example/v1", "http://127.0.0.1:11434/v1"):
+        (repo / ".anti-sprawl.toml").write_text(f'base_url = "{url}"\nmodel = "m"\n')
+        shown = runner.invoke(app, ["doctor", "--repo", str(repo)])
+        assert f"base_url {url!r} ignored" in " ".join(shown.stderr.split())
+        assert "no model provider" in shown.stdout  # no server was taken from the file
+        assert "model = 'm'" in shown.stdout  # the rest of the file holds
+    user = tmp_path / "xdg" / "anti-sprawl" / "config.toml"
+    user.parent.mkdir(parents=True)
+    user.write_text('base_url = "http://127.0.0.1:11434/v1"\n')
+    (repo / ".anti-sprawl.toml").unlink()
+    mine = runner.invoke(app, ["doctor", "--repo", str(repo)])
+    assert "ignored" not in mine.stderr
+    assert "127.0.0.1:11434" in mine.stdout

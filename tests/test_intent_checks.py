@@ -8,6 +8,7 @@ through the real planner against the local fake OpenAI server.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from pathlib import Path
 
@@ -103,3 +104,25 @@ def test_the_planner_is_told_once_and_may_keep_its_plan(
     told = server.requests[1].body["messages"][-1]["content"]
     assert "cannot meet the requirement as written" in told
     assert "test_calc.py, which is in no task's write_scope" in told
+
+
+def test_a_plan_sent_back_for_that_warning_stays_the_answer_when_none_better_comes(
+    tmp_path: Path, make_repo: Callable[[dict[str, str]], Path]
+) -> None:
+    """A requirement may name a file to leave alone ("leave test_calc.py untouched"): the
+    planner is told once, and when it answers with no new plan (here its script ends), the
+    valid plan it submitted is the result, its warning kept."""
+    repo = make_repo({"calc.py": "def add(a, b):\n    return a + b\n", "test_calc.py": ""})
+    once = plan_data(node("calc", write_scope=["calc.py"]), plan_id="sdk")
+    script = tmp_path / "script.yaml"
+    script.write_text(yaml.safe_dump({"plan": once, "workers": {}}))
+    out = tmp_path / "plan.yaml"
+    args = ["plan", "Add subtract; leave test_calc.py untouched.", "--repo", str(repo)]
+    args += ["--provider", "scripted", "--script", str(script), "-o", str(out), "--json"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    shown = json.loads(result.stdout)
+    assert shown["valid"] is True
+    assert shown["plan"]["tasks"][0]["write_scope"] == ["calc.py"]
+    assert any("test_calc.py" in w for w in shown["warnings"])
+    assert out.is_file()

@@ -92,6 +92,8 @@ def _apply_config(ctx: typer.Context) -> None:
     except UsageError as exc:
         stderr().print(f"anti-sprawl: error: {exc}", markup=False)
         raise typer.Exit(2) from None
+    for note in loaded.ignored:
+        stderr().print(f"anti-sprawl: note: {note}", markup=False, soft_wrap=True)
     params = {name: [p.name for p in cmd.params if p.name] for name, cmd in commands.items()}
     ctx.default_map = default_map(loaded, params)
     for name, values in ctx.default_map.items():

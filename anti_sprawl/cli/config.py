@@ -66,6 +66,7 @@ class LoadedConfig(BaseModel):
     values: dict[str, Any] = Field(default_factory=dict)
     sources: dict[str, str] = Field(default_factory=dict)
     files: list[str] = Field(default_factory=list)
+    ignored: list[str] = Field(default_factory=list, description="Values dropped, and why.")
 
 
 def user_config_path(environ: Mapping[str, str]) -> Path | None:
@@ -127,12 +128,29 @@ def load_config(environ: Mapping[str, str], root: Path | None) -> LoadedConfig:
             found.append((root / "pyproject.toml", PYPROJECT_TABLE))
     for path, table in found:
         values = _read(path, table)
+        if path != user:
+            note = _untrusted_server(path, values)
+            if note is not None:
+                loaded.ignored.append(note)
         if values:
             loaded.files.append(str(path))
         for key, value in values.items():
             loaded.values[key] = value
             loaded.sources[key] = str(path) + (f" [tool.{table}]" if table else "")
     return loaded
+
+
+def _untrusted_server(path: Path, values: dict[str, Any]) -> str | None:
+    """A repository's own config may not choose the server: a cloned repository that named a
+    ``base_url`` (even one on this machine) would have the user's key and code sent to it
+    (docs/security.md, PI-11). The value is dropped; the note says so."""
+    url = values.pop("base_url", None)
+    if url is None:
+        return None
+    return (
+        f"config file {path}: base_url {url!r} ignored: a repository's config may not choose "
+        "the server that gets your key and code (set it in your user config, or pass --base-url)"
+    )
 
 
 def default_map(loaded: LoadedConfig, commands: Mapping[str, Sequence[str]]) -> dict[str, Any]:
@@ -170,8 +188,9 @@ def config_lines(environ: Mapping[str, str], root: Path | None) -> list[str]:
     """Each configured value and where it came from (``doctor``)."""
     loaded = load_config(environ, root)
     if not loaded.values:
-        return ["no config file (anti-sprawl init writes one)"]
-    return [f"{k} = {v!r} (from {loaded.sources[k]})" for k, v in loaded.values.items()]
+        return [*loaded.ignored, "no config file (anti-sprawl init writes one)"]
+    said = [f"{k} = {v!r} (from {loaded.sources[k]})" for k, v in loaded.values.items()]
+    return [*loaded.ignored, *said]
 
 
 def write_config(root: Path, *, scope: str, environ: Mapping[str, str]) -> Path:

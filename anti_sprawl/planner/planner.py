@@ -206,6 +206,8 @@ class _Session:
     # the (code, message) pairs of the last invalid submission: a repeat earns the skeleton
     _last_errors: set[tuple[str, str]] = field(default_factory=set)
     _told_unwritten: bool = False
+    # the valid plan sent back once for that warning: still the answer if none better comes
+    _held: tuple[Plan, dict[str, Any], Report] | None = None
     lean: bool = False  # the lean prompt (prompt.planner_system)
 
     def __post_init__(self) -> None:
@@ -238,6 +240,8 @@ class _Session:
         ending = self.loop.run(self)
         if isinstance(ending.value, PlannerResult):
             return ending.value
+        if self._held is not None:  # sent back with a warning, and nothing better came
+            return self._accept(*self._held)
         left = self.token_budget - self.loop.budget.spent.total
         outcome: Outcome
         message = ending.message
@@ -341,18 +345,25 @@ class _Session:
             plan = plan.model_copy(update={"default_model": self.models[0]})
         unwritten = [p for p in report.warnings if p.code == "requirement_path_unwritten"]
         if unwritten and not self._told_unwritten and self.rounds < self.max_rounds:
-            # once: a plan that cannot change a file the requirement names is sent back
+            # once: a plan that cannot change a file the requirement names is sent back; it
+            # stays the answer if no better one comes (a requirement may name a file to leave
+            # alone: "leave orders/util/ untouched")
             self._told_unwritten = True
+            self._held = (plan, raw, report)
             return ToolOutcome(unwritten_feedback(unwritten), status="error", wrap=False)
+        result = self._accept(plan, raw, report)
+        return ToolOutcome("planned", wrap=False, ending=Ending("planned", value=result))
+
+    def _accept(self, plan: Plan, raw: dict[str, Any], report: Report) -> PlannerResult:
+        """A valid submission, with scope assistance applied where it keeps the plan valid."""
         plan, warnings = self._assist(plan, missing_budgets(raw))
         final = validate(plan, self.repo)
         if not final.valid or final.plan is None:  # assistance must never break a valid plan
             warnings.append("scope assistance was not applied: it made the plan invalid")
-            plan, final = report.plan, report
+            plan, final = report.plan or plan, report
         warnings += [p.message for p in final.warnings]
         self.report = final
-        result = self._result("planned", "", plan, warnings)
-        return ToolOutcome("planned", wrap=False, ending=Ending("planned", value=result))
+        return self._result("planned", "", plan, warnings)
 
     def _assist(self, plan: Plan, missing: dict[str, set[str]]) -> tuple[Plan, list[str]]:
         files = self.files
