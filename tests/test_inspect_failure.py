@@ -33,7 +33,8 @@ def test_inspect_shows_the_failing_attempt_first(tmp_path: Path) -> None:
     turns = fx.worker_turns("pkg/b.py", "B = 2\n")
     plan_path, script = fx.write_inputs(tmp_path, plan, fx.script(b=turns + turns))
     args = ["execute", str(plan_path), "--repo", str(repo), "--script", str(script), "--json"]
-    run_id = json.loads(runner.invoke(app, args).stdout)["run_id"]
+    # --no-baseline: the start commit fails the same test, which a baseline would excuse
+    run_id = json.loads(runner.invoke(app, [*args, "--no-baseline"]).stdout)["run_id"]
 
     shown = runner.invoke(app, ["inspect", run_id, "--repo", str(repo), "--task", "b"])
     assert shown.exit_code == 0, shown.output

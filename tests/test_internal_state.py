@@ -231,7 +231,7 @@ def test_every_file_a_run_writes_is_where_the_layout_says(tmp_path: Path) -> Non
     assert {p.name for p in paths.artifacts.iterdir()} >= {"a", "b", "c"}
     assert layout.lock().is_file()
     assert layout.lock().parent == repo / ".git"
-    named = {paths.journal, paths.pr_body}
+    named = {paths.journal, paths.events, paths.pr_body}
     for path in layout.root.rglob("*"):
         if path.is_file():
             inside = path in named or any(

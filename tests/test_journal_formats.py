@@ -58,7 +58,7 @@ def test_a_run_directory_written_by_0_2_reads_in_status_and_inspect(tmp_path: Pa
     assert f"run {V02_RUN}: succeeded" in text.stdout
     listing = cli("status", "--repo", str(repo), "--json")
     assert [r["run_id"] for r in json.loads(listing.stdout)] == [V02_RUN]
-    calls = cli("inspect", V02_RUN, "--repo", str(repo), "--task", "a")
+    calls = cli("inspect", V02_RUN, "--repo", str(repo), "--task", "a", "--manifests")
     assert calls.exit_code == 0, calls.output
     assert "a · call 1" in calls.stdout
     assert not (repo / ".anti-sprawl" / "runs" / V02_RUN / "events.jsonl").exists()  # read-only

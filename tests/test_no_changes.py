@@ -90,8 +90,10 @@ def test_a_finish_over_an_empty_diff_fails_no_changes_and_the_retry_is_told(
     stat, claim = body.index("pkg/a.py | 1 +"), body.index("its claim, not checked")
     assert stat < claim
     pr = next((repo / ".anti-sprawl" / "runs").glob("*/PR.md")).read_text()
-    assert "Changed (git): 1 files changed, 1 insertions(+)" in pr
-    assert "The worker's claim: Wrote pkg/a.py." in pr
+    # the PR shows what git says changed beside the worker's words, marked as its own
+    assert "Changed (git): 1 files changed" in pr
+    assert "The workers' own words, not checked by anti-sprawl" in pr
+    assert "Wrote pkg/a.py." in pr
 
 
 def test_a_node_that_only_ever_claims_fails_with_no_empty_commit(

@@ -121,7 +121,10 @@ def test_commit_bodies_wrap_at_72_and_count_tokens_like_the_verdict(tmp_path: Pa
     message = fx.git(repo, "log", "-1", "--format=%B", sha)
     body = [ln for ln in message.splitlines() if not ln.startswith("Anti-Sprawl-")]
     assert all(len(line) <= 72 for line in body), message  # trailers stay one line each
-    assert " ".join(message.split("\n\n")[1].split()).startswith(long)
+    # git's stat first, then the summary, as the worker's claim (run/commit_text.py)
+    assert message.split("\n\n")[1].startswith("Changed (git diff --stat):\n pkg/a.py | 1 +")
+    claim = message.split("(its claim, not checked):\n", 1)[1]
+    assert " ".join(claim.split()).startswith(long)
     tokens = state["tasks"]["a"]["total_tokens"]
     total = tokens["input_tokens"] + tokens["output_tokens"]
     assert f"Anti-Sprawl-Tokens: {total} over every attempt (attempt 1 of 2;" in message

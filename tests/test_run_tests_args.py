@@ -49,6 +49,7 @@ def test_arguments_narrow_the_run_and_the_final_check_runs_all(tmp_path: Path) -
                 "goal": "Run test_alpha only",
                 "read_scope": ["tests/"],
                 "write_scope": ["tests/test_one.py"],
+                "expect_changes": False,  # a verify-only node: it runs tests, changes nothing
             }
         ],
     }

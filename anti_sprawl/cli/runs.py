@@ -233,10 +233,10 @@ def execute(
     window = served_window(plan, chosen, base_url)
     if window is not None:  # the lean first prompts are sized to what the server holds
         settings = dataclasses.replace(settings, context_window=window)
-    if not no_baseline:  # before any model call: a command that cannot start stops here
-        start = resolve_base(repo, base or "HEAD")
-        settings = check_test_commands(plan, repo, settings, start, show_passing=dry_run)
+    start = None if no_baseline else resolve_base(repo, base or "HEAD")
     if dry_run:
+        if start is not None:  # a command that cannot start is refused here, as by a run
+            settings = check_test_commands(plan, repo, settings, start)
         _dry_run(plan, repo, chosen, settings, as_json)
         return
     pending = uncommitted_changes(repo)
@@ -247,6 +247,8 @@ def execute(
             markup=False,
         )
     with executor_for(remote, plan, repo) as run_job:
+        if start is not None:  # after the usage checks, before any model call
+            settings = check_test_commands(plan, repo, settings, start, show_passing=False)
         _run_and_report(lambda o: run_execute(plan, repo, o), chosen, settings, as_json, run_job)
 
 
@@ -392,15 +394,15 @@ def _resume(args: dict[str, Any], options: dict[str, Any]) -> None:
     if plan is not None:
         served_window(plan, chosen, args["base_url"])
     judged = plan if plan is not None else journal_plan(repo, run_id)
-    if args.get("baseline_at") and judged is not None:  # before any model call, as execute
-        settings = check_test_commands(
-            judged, repo, settings, args["baseline_at"], show_passing=False
-        )
     launch = record(options, provider=chosen.name, base_url=getattr(chosen, "base_url", None))
     settings = dataclasses.replace(settings, launch=launch)
     source = str(plan_file) if plan_file is not None else ""
     known = plan if plan is not None or remote is None else judged
     with executor_for(remote, known, repo) as run_job:
+        if args.get("baseline_at") and judged is not None:  # before any model call, as execute
+            settings = check_test_commands(
+                judged, repo, settings, args["baseline_at"], show_passing=False
+            )
         _run_and_report(
             lambda o: run_resume(run_id, repo, o, plan, source),
             chosen,

@@ -96,7 +96,8 @@ def _validate(data: dict[str, Any] | Plan, repo: Path | None, setup_network: boo
         errors.append(_p("cycle", f"dependency cycle: {shown}", cycle))
     errors.extend(_ref_name_problems(plan))
     errors.extend(_command_problems(plan))
-    errors.extend(_entry_problems(plan))
+    entry_errors = list(_entry_problems(plan))
+    errors.extend(entry_errors)
     warnings = [*_secret_entries(plan), *requirement_path_warnings(plan)]
     offline = network_setup_warning(plan, setup_network)
     if offline is not None:
@@ -110,7 +111,7 @@ def _validate(data: dict[str, Any] | Plan, repo: Path | None, setup_network: boo
             errors.append(base)
     if not cycle and not duplicates:  # the overlap checks need a DAG of distinct ids
         errors.extend(overlap_problems(plan, edges))
-        if repo is not None and not errors:  # scopes that parse, on a plan worth reading
+        if repo is not None and not entry_errors:  # the reference checks parse every scope
             warnings.extend(reference_warnings(plan, repo, files, edges))
     return Report(valid=not errors, errors=errors, warnings=warnings, plan=plan)
 
