@@ -86,7 +86,9 @@ def test_losing_the_scheduler_mid_run_stops_it_and_blames_no_node(
     line = err.strip().splitlines()[-1]
     (run_id,) = [p.name for p in (repo / ".anti-sprawl" / "runs").iterdir()]
     assert line.startswith(f"anti-sprawl: error: lost the Dask scheduler at {address}"), line
-    assert line.endswith(f"to finish the run: anti-sprawl resume {run_id} --repo {repo}"), line
+    # resume reuses the run's options, so the hint names where to finish it
+    again = f"anti-sprawl resume {run_id} --executor local --repo {repo}"
+    assert line.endswith(f"to finish the run: {again} (or --dask-scheduler with a running one)")
     state = json.loads((repo / ".anti-sprawl" / "runs" / run_id / "run.json").read_text())
     assert state["status"] == "interrupted"
     assert {t["status"] for t in state["tasks"].values()} <= {"succeeded", "pending"}
@@ -94,8 +96,9 @@ def test_losing_the_scheduler_mid_run_stops_it_and_blames_no_node(
     assert any(t["status"] == "pending" for t in state["tasks"].values())
     landed = fx.task_trailers(repo)
     assert len(landed) == len(set(landed))
+    local = ["--executor", "local"]  # the run recorded the lost cluster: flags override
     resumed = subprocess.run(
-        [*CLI, "resume", run_id, "--repo", str(repo), "--script", str(script)],
+        [*CLI, "resume", run_id, "--repo", str(repo), "--script", str(script), *local],
         capture_output=True,
         text=True,
         timeout=600,

@@ -22,7 +22,7 @@ import shutil
 from pathlib import Path
 
 from ..context.essentials import check_first_prompts
-from ..errors import Interrupted, RunError, StorageError
+from ..errors import ExecutorLost, Interrupted, RunError, StorageError
 from ..git.branch import RunBranch, check_branch_name, refuse_checked_out
 from ..git.cmd import run_git
 from ..git.layout import StateLayout
@@ -144,6 +144,10 @@ def _drive(run: NodeRunner, lock: RepoLock, already: list[str]) -> RunState:
         raise _interrupted(stops, hint) from None
     if run.stop_error is not None:
         error = run.stop_error
+        if isinstance(error, ExecutorLost):  # the recorded cluster is gone: finish here
+            run_id = run.journal.state.run_id
+            again = command("resume", run_id, "--executor", "local", repo=run.repo)
+            hint = f"to finish the run: {again} (or --dask-scheduler with a running one)"
         raise type(error)(f"{error}; {hint}") from error
     if stops.pressed and run.journal.state.status != "succeeded":
         raise _interrupted(stops, hint)
