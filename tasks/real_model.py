@@ -264,8 +264,11 @@ def anti_sprawl(
     if timeout is not None:
         argv += ["--request-timeout", str(timeout)]
     log("$ anti-sprawl " + " ".join(args))
+    # as a user who activated the project's venv: `python` in test commands is one with
+    # pytest, not whatever the machine's PATH starts with (a pyenv shim is refused)
+    env = {**os.environ, "PATH": f"{exe.resolve().parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     started = time.monotonic()
-    proc = subprocess.run(argv, capture_output=True, text=True)
+    proc = subprocess.run(argv, capture_output=True, text=True, env=env)
     seconds = time.monotonic() - started
     tail = textwrap.indent((proc.stdout + proc.stderr).strip()[-3000:], "    ")
     log(f"exit {proc.returncode} after {seconds:.0f} s\n{tail}")

@@ -19,10 +19,12 @@ from typer.testing import CliRunner
 from anti_sprawl.cli.app import app
 from anti_sprawl.context.essentials import first_prompts
 from anti_sprawl.plan.model import Plan
-from anti_sprawl.planner.estimate import estimate, plan_estimate
+from anti_sprawl.planner.estimate import History, estimate, plan_estimate
 from anti_sprawl.providers.prices import Price, PriceTable
+from anti_sprawl.run.history import used_share
 
 from . import e2e_fixture as fx
+from .fake_llm_server import FakeLLMServer, openai_completion, openai_tool_call
 from .test_essentials import big_repo
 from .test_essentials import plan_data as unfit_plan
 
@@ -210,3 +212,82 @@ def test_the_range_holds_what_a_scripted_run_spends(tmp_path: Path) -> None:
         record = state["tasks"][node.task_id]
         spent = record["total_tokens"]["input_tokens"] + record["total_tokens"]["output_tokens"]
         assert node.low <= spent <= node.high, (node.task_id, node.low, spent, node.high)
+
+
+def test_the_expected_value_lies_in_the_range_and_says_what_it_assumes() -> None:
+    data = fx.plan(max_attempts=2)
+    data["tasks"][0].update(token_budget=20_000, max_tool_calls=8)
+    plan = Plan.model_validate(data)
+    table = PriceTable({"m": Price(input=1.0, output=5.0)}, described="t")
+    first = {"a": 3_000, "b": 4_000, "c": 5_000}
+    prior = estimate(plan, first, lambda n: "m", table, lambda _: 4_096)
+    a = prior.tasks[0]
+    # no history: one attempt, half of its 8 + 2 calls, each the size of its first call
+    assert a.expected == 3_000 * 5
+    assert all(t.low <= t.expected <= t.high for t in prior.tasks)
+    assert prior.expected == sum(t.expected for t in prior.tasks)
+    assert a.usd_expected == pytest.approx(3_000 * 5 * 1.0 / 1e6)
+    assert "half its calls" in prior.expected_basis
+
+    learned = History(share=0.05, nodes=4, runs=2)
+    est = estimate(plan, first, lambda n: "m", table, lambda _: 4_096, learned)
+    assert est.tasks[0].expected == round(0.05 * a.high)
+    assert "4 finished node(s) of 2 earlier run(s)" in est.expected_basis
+    # a share below a node's first call never puts the expectation under its low end
+    tiny = estimate(
+        plan, first, lambda n: "m", table, lambda _: 4_096, History(share=0.0, nodes=3, runs=1)
+    )
+    assert [t.expected for t in tiny.tasks] == [t.low for t in tiny.tasks]
+
+
+def test_earlier_runs_against_a_real_server_set_the_expectation(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """Scripted runs say nothing about a model; a run against a served model does."""
+    repo = fx.make_repo(tmp_path)
+    result, _ = dry_run(tmp_path)
+    assert result.exit_code == 0, result.output
+    plan_path, script_path = fx.write_inputs(tmp_path, fx.plan(), fx.script())
+    scripted = runner.invoke(
+        app, ["execute", str(plan_path), "--repo", str(repo), "--script", str(script_path)]
+    )
+    assert scripted.exit_code == 0, scripted.output
+    assert used_share(repo) is None
+    assert "half its calls" in " ".join(dry_run(tmp_path)[0].output.split())
+
+    usage = {"prompt_tokens": 2_000, "completion_tokens": 40}
+    for path in ("pkg/a.py", "pkg/b.py", "pkg/c.py"):
+        write = openai_tool_call(
+            "w", "write_file", json.dumps({"path": path, "content": "X = 1\n"})
+        )
+        done = openai_tool_call("f", "finish", json.dumps({"summary": "wrote it"}))
+        for tool in (write, done):
+            server.enqueue(
+                openai_completion(tool_calls=[tool], finish_reason="tool_calls", usage=usage)
+            )
+    served = runner.invoke(
+        app,
+        [
+            "execute",
+            str(plan_path),
+            "--repo",
+            str(repo),
+            "--base-url",
+            f"{server.url}/v1",
+            "--model",
+            "gpt-test",
+            "--jobs",
+            "1",
+            "--branch",
+            "anti-sprawl/served",
+        ],
+    )
+    assert served.exit_code == 0, served.output
+    history = used_share(repo)
+    assert history is not None
+    assert (history.nodes, history.runs) == (3, 1)
+    high = 40_000 * 12 * 2  # each node's cap: token_budget x (max_tool_calls + 2) x attempts
+    assert history.share == pytest.approx(2 * 2_040 / high)
+    shown = " ".join(dry_run(tmp_path)[0].output.split())
+    assert "expected: about" in shown
+    assert "3 finished node(s) of 1 earlier run(s) here spent (0.4%)" in shown

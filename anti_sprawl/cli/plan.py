@@ -29,6 +29,7 @@ from ..planner.planner import PlannerResult, plan_requirement
 from ..providers.base import Provider
 from ..providers.limits import default_output_limit
 from ..providers.prices import PriceTable, call_cost, format_usd
+from ..run.history import used_share
 from ..run.preflight import check_repo
 from ..views.plan import render_plan_tree
 
@@ -176,6 +177,7 @@ def _cost(
         lambda n: plan.model_for(n) or provider.model,
         prices,
         lambda m: default_output_limit(provider.name, m, local_server=local_server),
+        used_share(repo),
     )
     return est
 

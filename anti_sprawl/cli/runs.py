@@ -257,6 +257,7 @@ def _dry_run(plan: Any, repo: Path, provider: Any, settings: Any, as_json: bool)
     exit 1 when a node could not start (as ``execute`` would), 0 otherwise."""
     from ..planner.estimate import dry_run, render_dry_run
     from ..run.baseline import describe_commands
+    from ..run.history import used_share
     from ..run.node import ExecuteOptions
     from ..run.preflight import check_cost_cap, resolve_base
 
@@ -270,6 +271,7 @@ def _dry_run(plan: Any, repo: Path, provider: Any, settings: Any, as_json: bool)
         lambda model: settings.output_limit(provider.name, model),
         max_tokens=settings.max_tokens,
         max_cost=settings.max_cost,
+        history=used_share(repo),
     )
     env = settings.command_env or {}
     commands = describe_commands(plan, repo.resolve(), env)

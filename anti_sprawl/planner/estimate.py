@@ -7,6 +7,12 @@ the first prompt as uncached input; the high end prices each of those calls at i
 much output as one response of its model may have (its output limit, within the per-call
 cap), the rest input at the dearer of the input and cache-write rates. A model without a
 price has a token range only.
+
+Beside the range, an expected value: most nodes spend far below their high end, and a range
+alone does not say how far. With finished nodes of earlier runs in the repository (a real
+provider's, ``run.history.used_share``), each node is expected to spend the median share of
+its high end that they spent (never below its low end); without them, the prior assumes one
+attempt using half its calls, each about its first call's size. The basis is printed with it.
 """
 
 from __future__ import annotations
@@ -30,6 +36,7 @@ from .assist import TaskCost, cost_estimate
 __all__ = [
     "DryRun",
     "Estimate",
+    "History",
     "NodeEstimate",
     "dry_run",
     "estimate",
@@ -39,12 +46,33 @@ __all__ = [
 ]
 
 
+class History(BaseModel):
+    """What earlier runs here spent: the median share of their nodes' high ends."""
+
+    share: float = Field(ge=0.0, le=1.0)
+    nodes: int
+    runs: int
+
+    @property
+    def described(self) -> str:
+        return (
+            f"the median share of their high end that {self.nodes} finished node(s) of "
+            f"{self.runs} earlier run(s) here spent ({self.share:.1%})"
+        )
+
+
+PRIOR = "one attempt using half its calls, each about its first call's size (no earlier runs here)"
+
+
 class NodeEstimate(TaskCost):
-    """One node's range in tokens (``low``, ``high``) and, when its model is priced, dollars."""
+    """One node's range in tokens (``low``, ``high``) and, when its model is priced, dollars;
+    ``expected`` within it (the module docstring says how)."""
 
     model: str
     usd_low: float | None = None
     usd_high: float | None = None
+    expected: int = 0
+    usd_expected: float | None = None
 
 
 class Estimate(BaseModel):
@@ -63,6 +91,17 @@ class Estimate(BaseModel):
         "after another whatever --jobs allows.",
     )
     critical_calls: int = Field(0, description="Model calls on the critical path, at most.")
+    expected: int = Field(0, description="The expected tokens, within the range.")
+    usd_expected: float = 0.0
+    expected_basis: str = Field(PRIOR, description="What the expected value assumes.")
+
+
+def _expected(cost: TaskCost, node: TaskNode, history: History | None) -> int:
+    if history is not None:
+        guess = round(history.share * cost.high)
+    else:
+        guess = cost.low * -(-(node.max_tool_calls + CALL_SLACK) // 2)
+    return min(cost.high, max(cost.low, guess))
 
 
 def estimate(
@@ -71,15 +110,18 @@ def estimate(
     model_of: Callable[[TaskNode], str],
     prices: PriceTable,
     output_limit: Callable[[str], int],
+    history: History | None = None,
 ) -> Estimate:
     """The range of ``plan``; ``first_calls`` maps task ids to their first call's tokens,
-    ``output_limit`` a model to the output cap of one of its responses."""
+    ``output_limit`` a model to the output cap of one of its responses; ``history`` what
+    earlier runs spent (None: the prior)."""
     tokens = cost_estimate(plan, first_calls)
     tasks: list[NodeEstimate] = []
     for node, cost in zip(plan.tasks, tokens.tasks, strict=True):
         model = model_of(node)
         price = prices.price_for(model)
-        usd_low = usd_high = None
+        usd_low = usd_high = usd_expected = None
+        expected = _expected(cost, node, history)
         if price is not None:
             out = min(output_limit(model), node.token_budget)
             per_call = max(  # all the output a call may have; or all input, if that is dearer
@@ -88,8 +130,17 @@ def estimate(
             )
             usd_low = call_cost(Usage(input_tokens=cost.low), price)
             usd_high = per_call * (node.max_tool_calls + CALL_SLACK) * cost.attempts
+            # the expected tokens as uncached input, as the low end is priced
+            usd_expected = min(usd_high, call_cost(Usage(input_tokens=expected), price))
         tasks.append(
-            NodeEstimate(**cost.model_dump(), model=model, usd_low=usd_low, usd_high=usd_high)
+            NodeEstimate(
+                **cost.model_dump(),
+                model=model,
+                usd_low=usd_low,
+                usd_high=usd_high,
+                expected=expected,
+                usd_expected=usd_expected,
+            )
         )
     attempts = {t.task_id: t.attempts for t in tasks}
     chain, calls = critical_path(
@@ -105,6 +156,9 @@ def estimate(
         usd_high=sum(t.usd_high or 0.0 for t in tasks),
         unpriced=sorted({t.model for t in tasks if t.usd_high is None}),
         prices=prices.described,
+        expected=sum(t.expected for t in tasks),
+        usd_expected=sum(t.usd_expected or 0.0 for t in tasks),
+        expected_basis=history.described if history is not None else PRIOR,
     )
 
 
@@ -115,12 +169,13 @@ def plan_estimate(
     model_of: Callable[[TaskNode], str],
     prices: PriceTable,
     output_limit: Callable[[str], int],
+    history: History | None = None,
 ) -> tuple[Estimate, list[NodeFirstPrompt]]:
     """``estimate`` with each node's lean first prompt built from ``commit``'s files (None:
     the directory as it is), and those first prompts (whether each node's essentials fit)."""
     fits = first_prompts(plan, repo, commit)
     first = {f.task_id: f.first_call for f in fits}
-    return estimate(plan, first, model_of, prices, output_limit), fits
+    return estimate(plan, first, model_of, prices, output_limit, history), fits
 
 
 class DryRun(BaseModel):
@@ -148,9 +203,10 @@ def dry_run(
     *,
     max_tokens: int | None = None,
     max_cost: float | None = None,
+    history: History | None = None,
 ) -> DryRun:
     """The checks ``execute`` makes before a node starts, and the plan's range at ``base``."""
-    est, fits = plan_estimate(plan, repo, base, model_of, prices, output_limit)
+    est, fits = plan_estimate(plan, repo, base, model_of, prices, output_limit, history)
     caps: list[str] = []
     if max_tokens is not None and est.high > max_tokens:
         caps.append(f"--max-tokens {max_tokens:,} is below the high end ({est.high:,} tokens)")
@@ -207,6 +263,10 @@ def render_estimate(est: Estimate, console: Console) -> None:
         f"estimated cost: {est.low:,} to {est.high:,} tokens, "
         f"{_usd_range(est.usd_low, est.usd_high)}: from the lean first calls to every call at "
         "its cap (token_budget × (max_tool_calls + 2) × max_attempts)",
+    )
+    usd = f" ({format_usd(est.usd_expected)})" if est.usd_high else ""
+    console.print(
+        f"expected: about {est.expected:,} tokens{usd}, assuming {escape(est.expected_basis)}"
     )
     if est.critical_path:
         console.print(
