@@ -146,3 +146,37 @@ def test_the_recorded_planner_submission_written_as_text_is_planned(
     assert result.plan is not None
     assert [t.task_id for t in result.plan.tasks] == ["add_subtract_calc", "add_subtract_test"]
     assert result.rounds == 1
+
+
+def test_the_recorded_calls_one_per_line_are_read_and_the_broken_one_named(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """planner_run3: four calls per reply, one per line, braces doubled unevenly; the three
+    reads are valid once undoubled, the submit_plan is not. The nudge names that one call
+    (it said only "not valid JSON" before, and the model sent the same reply four times)."""
+    from anti_sprawl.planner.planner import plan_requirement
+    from anti_sprawl.providers import OpenAIProvider
+    from anti_sprawl.providers.text_calls import _load, _objects
+
+    run = recorded("planner_run3.json")
+    text = run["calls"][0]["response"]["choices"][0]["message"]["content"]
+    blocks = _objects(text)
+    assert blocks is not None
+    parsed = [_load(block) for block in blocks]
+    assert [p["name"] for p in parsed[:3]] == ["read_file", "read_file", "list_dir"]
+    assert parsed[0]["arguments"] == {"path": "./calc.py"}
+    assert parsed[3] is None
+    repo = tmp_path / "calc"
+    repo.mkdir()
+    for rel, body in run["repo"].items():
+        (repo / rel).write_text(body)
+    env = {**os.environ, **GIT_ENV}
+    for argv in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "calc"]):
+        subprocess.run(["git", *argv], cwd=repo, env=env, check=True)
+    for call in run["calls"]:
+        server.enqueue(call["response"])
+    provider = OpenAIProvider("-", base_url=server.url)
+    result = plan_requirement(run["requirement"], repo, provider, lean=True)
+    assert not result.ok
+    nudge = server.requests[1].body["messages"][-1]["content"]
+    assert "of its 4 tool calls, the 4th (submit_plan) was not valid JSON" in nudge

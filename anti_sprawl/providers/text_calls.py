@@ -3,8 +3,11 @@
 Small local models behind an OpenAI-compatible server often never emit the server's tool-call
 tags, so the server hands their call back as the message's ``content`` (issue 23: every call of
 Qwen2.5-Coder 0.5B and 1.5B under llama.cpp). The shapes seen: a bare JSON object, a fenced
-```json block, ``<tool_call>`` tags, and doubled braces ``{{...}}``. Content that is *only*
-such an object (or only such tagged blocks) and names a known tool, or whose object matches
+```json block, ``<tool_call>`` tags, doubled braces ``{{...}}``, and several such objects one
+per line (the planner's reads and its ``submit_plan`` in one reply, with the opening brace
+doubled and every closing one: ``{{"name": ..., "arguments": {...}}}}``, recorded in
+tests/fixtures/real_model/planner_run3.json). Content that is *only* such objects (or only such
+tagged blocks) and names a known tool, or whose object matches
 exactly one tool's required arguments, becomes tool calls marked ``from_text`` (the manifest
 and the transcript say so). Anything else that looks like a call is left as text, with
 ``text_call_problem`` saying what was wrong, for the nudge the model is sent next.
@@ -42,9 +45,18 @@ def _objects(text: str) -> list[str] | None:
         blocks = _TAGGED.findall(body)
         rest = _TAGGED.sub("", body).strip()
         return blocks if blocks and not rest else None
-    if body.startswith("{{") and body.endswith("}}"):
-        body = body[1:-1]  # doubled braces, as some chat templates escape them
-    return [body] if body.startswith("{") else None
+    if not body.startswith("{"):
+        return None
+    lines = [line.strip() for line in body.splitlines() if line.strip()]
+    several = len(lines) > 1 and all(ln.startswith("{") and ln.endswith("}") for ln in lines)
+    if several and _load(body) is None:  # not one object written over several lines
+        return [_undouble_outer(ln) for ln in lines]
+    return [_undouble_outer(body)]
+
+
+def _undouble_outer(body: str) -> str:
+    """``{{...}}`` less its outer pair: doubled braces, as some chat templates escape them."""
+    return body[1:-1] if body.startswith("{{") and body.endswith("}}") else body
 
 
 # Python's triple-quoted strings inside the JSON, as Qwen2.5-Coder writes file contents:
@@ -61,6 +73,11 @@ def _load(text: str) -> Any:
         if '"""' in text:
             # '"""\' + newline opens a Python string without its first line break, as here
             return _load(_TRIPLE.sub(lambda m: json.dumps(m.group(1).removeprefix("\\\n")), text))
+        if "{{" in text or "}}" in text:
+            # every brace doubled, or only some of them (the opening one and the closing ones)
+            undoubled = text.replace("{{", "{").replace("}}", "}")
+            if undoubled != text:
+                return _load(undoubled)
         return None
 
 
@@ -121,8 +138,15 @@ def text_call_problem(text: str, tools: Sequence[ToolSpec]) -> str | None:
     if blocks is None:
         return "it held a tool call mixed with other text"
     data = [_load(block) for block in blocks]
-    if any(d is None for d in data):
+    broken = [i for i, d in enumerate(data) if d is None]
+    if broken and len(blocks) == 1:
         return "its tool call was not valid JSON"
+    if broken:
+        which = ", ".join(_ordinal(i + 1) + _named(blocks[i]) for i in broken)
+        return (
+            f"of its {len(blocks)} tool calls, the {which} {'was' if len(broken) == 1 else 'were'}"
+            " not valid JSON"
+        )
     names = [
         d.get(k)
         for d in data
@@ -134,6 +158,19 @@ def text_call_problem(text: str, tools: Sequence[ToolSpec]) -> str | None:
     if unknown:
         return f"it called {', '.join(map(str, unknown))}, which is not a tool here"
     return "its arguments matched no tool's"
+
+
+_NAMED = re.compile(r'"(?:name|tool|tool_name|function)"\s*:\s*"([A-Za-z_][\w.-]{0,63})"')
+
+
+def _named(block: str) -> str:
+    found = _NAMED.search(block)
+    return f" ({found.group(1)})" if found else ""
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
 
 
 def text_call_nudge(problem: str, tools: Sequence[ToolSpec]) -> str:
