@@ -192,7 +192,7 @@ def _show(
     assert result.plan is not None
     render_plan_tree(result.plan, console)
     for warning in result.warnings:
-        console.print(f"[yellow]warning[/]: {escape(warning)}", soft_wrap=True)
+        console.print(f"[yellow]warning[/]: {escape(warning)}")
     u = result.usage
     price = prices.price_for(provider.model)
     spent = f", {format_usd(call_cost(u, price))}" if price is not None else ""
@@ -200,7 +200,6 @@ def _show(
         f"planner: {result.rounds} submission(s), {result.requests} model call(s), "
         f"{result.tool_calls} tool call(s), {u.input_tokens:,} input + {u.output_tokens:,} "
         f"output tokens{spent}",
-        soft_wrap=True,
     )
     if cost is not None:
         render_estimate(cost, console)
@@ -209,11 +208,9 @@ def _show(
 def _show_failure(result: PlannerResult, console: Console) -> None:
     errors = result.report.errors
     reason = result.message or "no valid plan"
-    console.print(
-        f"[red]planning failed[/]: {escape(reason)}; {len(errors)} error(s)", soft_wrap=True
-    )
+    console.print(f"[red]planning failed[/]: {escape(reason)}; {len(errors)} error(s)")
     for p in errors:
-        console.print(f"  [red]error[/] \\[{escape(p.code)}] {escape(p.message)}", soft_wrap=True)
+        console.print(f"  [red]error[/] \\[{escape(p.code)}] {escape(p.message)}")
 
 
 def _json_document(

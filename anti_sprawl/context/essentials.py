@@ -29,6 +29,7 @@ from ..git.cmd import run_git
 from ..plan.model import Plan, TaskNode
 from ..plan.validate import Problem, Report
 from ..providers.base import ModelRequest, UserMessage, request_text
+from ..tables import print_table
 from ..tokens import count_tokens
 from .assemble import assemble_worker_prompt
 from .manifest import FileChoice
@@ -172,7 +173,7 @@ def render_first_prompts(fits: list[NodeFirstPrompt], console: Console, commit: 
             verdict,
             style=None if f.fits else "red",
         )
-    console.print(table)
+    print_table(console, table, {"task"})
 
 
 def first_prompts(plan: Plan, repo: Path, commit: str | None) -> list[NodeFirstPrompt]:

@@ -25,6 +25,7 @@ from ..errors import UsageError
 from ..fs.files import atomic_write_text
 from ..ids import TaskId
 from ..providers.base import AssistantMessage, Message, ToolSpec, UserMessage, turn_text
+from ..tables import print_table
 from ..tokens import count_tokens
 from ..trust import count_hidden_chars
 
@@ -248,11 +249,10 @@ def render_manifests(manifests: Sequence[ContextManifest], console: Console) -> 
         console.print("no manifests recorded")
         return
     for m in manifests:
-        console.print(_item_table(m))
+        print_table(console, _item_table(m), {"source"})
         console.print(
             f"{len(m.items)} items · {m.total_tokens:,} tokens · {len(m.dropped)} dropped · "
             f"stable prefix {m.stable_prefix_bytes:,} bytes sha256 {m.stable_prefix_sha256[:12]}",
-            soft_wrap=True,
         )
     summary = Table(title="tokens per task", title_justify="left")
     summary.add_column("task")
@@ -268,7 +268,7 @@ def render_manifests(manifests: Sequence[ContextManifest], console: Console) -> 
         hidden = sum(i.hidden_chars for m in ms for i in m.items)
         total = sum(m.total_tokens for m in ms)
         summary.add_row(task_id, str(len(ms)), f"{total:,}", f"{untrusted:,}", str(hidden))
-    console.print(summary)
+    print_table(console, summary, {"task"})
 
 
 def make_item(item_id: str, kind: ItemKind, source: str, trust: Trust, text: str) -> ContextItem:

@@ -31,6 +31,7 @@ from ..plan.graph import critical_path
 from ..plan.model import Plan, TaskNode
 from ..providers.base import Usage
 from ..providers.prices import PriceTable, call_cost, format_usd, worst_call_cost
+from ..tables import print_table
 from .assist import TaskCost, cost_estimate
 
 __all__ = [
@@ -258,7 +259,7 @@ def render_estimate(est: Estimate, console: Console) -> None:
             "-" if t.usd_high is None else f"{format_usd(t.usd_low)}..{format_usd(t.usd_high)}",
             str(t.attempts),
         )
-    console.print(table)
+    print_table(console, table, {"task", "model"})
     console.print(
         f"estimated cost: {est.low:,} to {est.high:,} tokens, "
         f"{_usd_range(est.usd_low, est.usd_high)}: from the lean first calls to every call at "
@@ -272,7 +273,6 @@ def render_estimate(est: Estimate, console: Console) -> None:
         console.print(
             f"critical path: {escape(' -> '.join(est.critical_path))}, at most "
             f"{est.critical_calls:,} model calls one after another whatever --jobs allows",
-            soft_wrap=True,
         )
     if est.unpriced:
         console.print(

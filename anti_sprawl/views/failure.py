@@ -24,6 +24,7 @@ from ..hints import command
 from ..run.failure_note import AttemptRecord
 from ..run.journal import RunState
 from ..run.result import TaskResult
+from .plain import wrapped
 
 __all__ = ["NodeReport", "node_reports", "render_reports"]
 
@@ -149,32 +150,33 @@ def _evidence(r: NodeReport) -> list[str]:
 
 
 def render_reports(reports: list[NodeReport], state: RunState, console: Console) -> None:
-    """Plain lines: the failing attempt first, then the earlier ones, then where to look."""
-
-    def say(text: str) -> None:
-        console.print(text, markup=False, highlight=False, soft_wrap=True)
-
+    """Plain lines: the failing attempt first, then the earlier ones, then where to look.
+    Prose is broken at spaces within the width (views/plain.py); commands, paths and test
+    output are printed verbatim, whole."""
+    out: list[tuple[str, bool]] = []  # (text, prose)
     if not reports:
-        say(f"run {state.run_id}: {state.status}; every node succeeded")
+        out.append((f"run {state.run_id}: {state.status}; every node succeeded", True))
     for r in reports:
-        say(f"{r.task_id}: {r.summary}")
-        a = r.attempt
-        if a is None:
-            say("  never started")
-            continue
-        say(_attempt_line(a))
-        if a.message:
-            say(f"  why: {a.message}")
-        for line in _evidence(r):
-            say(line)
-        for name, files in r.logs.items():
-            for path in files:
-                say(f"  {name}: {path}")
-        for e in r.earlier:
-            reason = f" ({e.reason})" if e.reason else ""
-            say(f"  earlier: attempt {e.attempt}: {e.outcome}{reason}: {e.message}")
-        say("  the context of each model call:")
-        say(
-            "    "
-            + command("inspect", state.run_id, "--task", r.task_id, "--manifests", repo=state.repo)
-        )
+        out += _report_lines(r, state)
+    for text, is_prose in out:
+        for line in wrapped(text, console.width, indent="    ") if is_prose else [text]:
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
+
+
+def _report_lines(r: NodeReport, state: RunState) -> list[tuple[str, bool]]:
+    out = [(f"{r.task_id}: {r.summary}", True)]
+    a = r.attempt
+    if a is None:
+        return [*out, ("  never started", False)]
+    out.append((_attempt_line(a), False))
+    if a.message:
+        out.append((f"  why: {a.message}", True))
+    out += [(line, False) for line in _evidence(r)]
+    out += [(f"  {name}: {path}", False) for name, files in r.logs.items() for path in files]
+    for e in r.earlier:
+        reason = f" ({e.reason})" if e.reason else ""
+        out.append((f"  earlier: attempt {e.attempt}: {e.outcome}{reason}: {e.message}", True))
+    out.append(("  the context of each model call:", False))
+    why = command("inspect", state.run_id, "--task", r.task_id, "--manifests", repo=state.repo)
+    out.append(("    " + why, False))
+    return out

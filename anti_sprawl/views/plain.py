@@ -10,14 +10,24 @@ context/manifest.py compute for the Rich tables.
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Collection, Iterable, Sequence
 
 from rich.console import Console
 from rich.text import Text
 
 from ..context.manifest import ContextManifest
+from .terminal import inert
 
-__all__ = ["LARGE", "MANY_CALLS", "columns", "plain", "print_lines", "render_manifest_lines"]
+__all__ = [
+    "LARGE",
+    "MANY_CALLS",
+    "columns",
+    "plain",
+    "print_lines",
+    "render_manifest_lines",
+    "wrapped",
+]
 
 LARGE = 100  # nodes up to which Rich's tables are quick enough (a few tenths of a second)
 MANY_CALLS = 40  # model calls past which ``inspect`` gives each one line, not a table of items
@@ -46,10 +56,24 @@ def plain(markup: str) -> str:
     return Text.from_markup(markup).plain
 
 
+def wrapped(line: str, width: int, indent: str = "    ") -> list[str]:
+    """``line`` in lines of at most ``width`` columns, broken at spaces only (an id, a path or
+    a number is never split; one longer than the width keeps a line of its own), the
+    continuations indented: a log line in a pipe that stays readable at 80 columns."""
+    return textwrap.wrap(
+        line,
+        width=max(width, 20),
+        subsequent_indent=indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    ) or [line]
+
+
 def print_lines(console: Console, lines: Iterable[str]) -> None:
     """Plain lines written to the console's file at once: even one Rich print of them all
-    costs a fifth of a millisecond a line (it splits, strips and measures each)."""
-    console.file.write("".join(f"{line}\n" for line in lines))
+    costs a fifth of a millisecond a line (it splits, strips and measures each). They are
+    made inert first (views/terminal.py): they hold task messages and test output."""
+    console.file.write(inert("".join(f"{line}\n" for line in lines)))
     console.file.flush()
 
 

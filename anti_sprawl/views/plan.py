@@ -18,6 +18,7 @@ from rich.text import Text
 from ..plan.graph import plan_layers
 from ..plan.model import Plan
 from ..plan.validate import Report
+from .plain import wrapped
 from .terminal import inert
 
 __all__ = [
@@ -80,9 +81,20 @@ def render_plan_tree(plan: Plan, console: Console) -> None:
         text = Text("\n").join(Text.assemble(*line) for line in lines)
         console.print(text, soft_wrap=True)
         return
-    plain = "\n".join("".join(part for part, _ in line) for line in lines)
+    plain = "\n".join(_fitted(line, console.width) for line in lines)
     console.file.write(inert(plain) + "\n")
     console.file.flush()
+
+
+def _fitted(line: list[Segment], width: int) -> str:
+    """One tree line in plain text within ``width`` (a pipe has no terminal to wrap it):
+    broken at spaces only, the continuations under the item's guide (views/plain.py)."""
+    text = "".join(part for part, _ in line)
+    if len(text) <= width:
+        return text
+    guide = line[0][0] if line[0][1] == "dim" else ""
+    below = guide.replace("├── ", "│   ").replace("└── ", "    ") + "    "
+    return "\n".join(wrapped(text, width, indent=below))
 
 
 def _tree_lines(plan: Plan) -> list[list[Segment]]:

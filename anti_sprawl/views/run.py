@@ -17,8 +17,9 @@ from ..providers.prices import format_usd
 from ..run.journal import RunState
 from ..run.result import TaskResult
 from ..run.settings import LiveStep
+from ..tables import print_table
 from .live import live_line, live_table
-from .plain import LARGE, columns, plain, print_lines
+from .plain import LARGE, columns, plain, print_lines, wrapped
 
 __all__ = [
     "Progress",
@@ -229,7 +230,7 @@ def render_verdict(state: RunState, console: Console) -> None:
             lines += [f"  {plain(line)}" for line in _details(r)]
         print_lines(console, lines)
         return
-    console.print(_table(state, title=title))
+    print_table(console, _table(state, title=title), {"task"})
     for note, soft in notes:
         console.print(note, soft_wrap=soft)
     for r in records:
@@ -276,7 +277,7 @@ class Progress:
                 return
             record = self._state.tasks[step.task_id]
             line = live_line(record, step, time.monotonic() - started)
-            self.console.print(escape(line), highlight=False, soft_wrap=True)
+            print_lines(self.console, wrapped(line, self.console.width))
 
     def event(self, record: TaskResult) -> None:
         with self._lock:
@@ -294,7 +295,7 @@ class Progress:
                 line += (
                     f" [{_tokens_cell(record)} tokens{cost}, {record.tool_calls} tool calls{model}]"
                 )
-            self.console.print(escape(line), highlight=False, soft_wrap=True)
+            print_lines(self.console, wrapped(line, self.console.width))
 
     def stop(self) -> None:
         if self._live is not None:
