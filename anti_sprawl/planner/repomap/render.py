@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from ...outline.python import outline_file, outline_lines
-from ...tokens import count_tokens
+from ...tokens import count_tokens, fill_budget
 
 __all__ = ["COMPACT_TREE_SHARE", "TREE_SHARE", "RenderedMap", "dense_outline", "render_map"]
 
@@ -195,14 +195,7 @@ def _cut(section: str, limit: int) -> tuple[str, int] | None:
     """The section's first lines within ``limit``; None unless its title and a line fit."""
     ending = "... (outline cut to fit the budget)\n"
     room = limit - count_tokens(ending)
-    kept: list[str] = []
-    used = 0
-    for line in section.splitlines(keepends=True):
-        cost = count_tokens(line)
-        if used + cost > room:
-            break
-        kept.append(line)
-        used += cost
+    kept, _ = fill_budget(section.splitlines(keepends=True), count_tokens, room)
     if len(kept) < 2:
         return None
     text = "".join(kept) + ending
