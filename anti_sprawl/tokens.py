@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-__all__ = ["TokenCounter", "count_tokens"]
+__all__ = ["TokenCounter", "count_tokens", "fill_budget"]
+
+_T = TypeVar("_T")
 
 _BPE_FILE = Path(__file__).with_name("data") / "cl100k_base.tiktoken"
 _BPE_SHA256 = "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"
@@ -81,3 +84,24 @@ class TokenCounter:
         with self._lock:
             self._ratio = sample if not self._observed else 0.7 * self._ratio + 0.3 * sample
             self._observed = True
+
+
+def fill_budget(
+    items: Iterable[_T], cost: Callable[[_T], int], budget: int, *, skip: bool = False
+) -> tuple[list[_T], int]:
+    """The items, in order, whose costs fit ``budget`` in all, and the tokens they use.
+
+    The first item that does not fit ends the fill (a text cut at a line), or, with
+    ``skip``, is passed over so a cheaper later one may still fit (ranked files in a share).
+    The one greedy fill of ``context.guidance`` and ``planner.reference_scope``."""
+    chosen: list[_T] = []
+    used = 0
+    for item in items:
+        price = cost(item)
+        if used + price > budget:
+            if skip:
+                continue
+            break
+        chosen.append(item)
+        used += price
+    return chosen, used

@@ -42,7 +42,7 @@ from anti_sprawl.tokens import count_tokens
 from anti_sprawl.trust import wrap_data
 
 ROOT = Path(__file__).resolve().parent.parent
-NODE_BUDGET = 40_000  # a typical node's per-call cap; its lean first prompt aims at 16k
+NODE_BUDGET = 40_000  # a typical node's per-call cap; its lean first prompt aims at 12k
 WINDOW = 200_000  # a large model context window, where a real crawler would have to stop
 MAX_FILES = 50_000
 MAX_READ = 1_000_000  # the firewall's default read cap

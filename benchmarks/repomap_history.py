@@ -7,8 +7,10 @@ and method: the share of commits whose changed files are all in the top 10 (``al
 mean share of changed files in the top 10 (``recall@10``), the median rank of the best-ranked
 changed file, and the share of changed files whose definitions a 6k map shows (``defs@6k``);
 for the map builders, the median seconds of a 4k map, cold. ``--ablation`` adds our map with
-each of its density signals off (``-symbols``, ``-no_docstrings``, ``-compact_tree``; see
-``repomap.map.MapSignals``) and with all of them off (``-all``: the map before issue 27).
+each of its signals off (``-symbols``, ``-no_docstrings``, ``-compact_tree``, ``-prior``,
+``-text_words``; see ``repomap.map.MapSignals``) and with all of them off (``-all``: the map
+before issue 27, but for the rules that are not switches: a directory word shared by its
+files, no prior for stubs, no outline over a quarter of the room).
 
 Methods, same trees, same message, same run: ours (``planner.repomap.build_repo_map``); a
 lexical baseline (BM25 of the message's words over each file's path and identifiers, split on

@@ -32,7 +32,7 @@ def module(name: str, n_funcs: int) -> str:
     return "\n".join(out) + "\n"
 
 
-def make_repo(root: Path) -> Path:
+def make_repo(root: Path, progress_funcs: int = 60) -> Path:
     """A package whose ``progress.py`` imports fourteen sibling modules, rich-style."""
     pkg = root / "pkg"
     pkg.mkdir(parents=True)
@@ -40,7 +40,7 @@ def make_repo(root: Path) -> Path:
     for name in names:
         (pkg / f"{name}.py").write_text(module(name, 25))
     imports = "".join(f"from pkg.{n} import {n}_op_0\n" for n in names)
-    (pkg / "progress.py").write_text(imports + module("progress", 60))
+    (pkg / "progress.py").write_text(imports + module("progress", progress_funcs))
     (pkg / "core.py").write_text(big_module())
     return root
 
@@ -72,9 +72,9 @@ def first_call_tokens(p: AssembledPrompt) -> int:
     return count_tokens(request_text(request))
 
 
-def test_lean_target_is_the_smaller_of_16k_and_40_percent_of_the_cap() -> None:
+def test_lean_target_is_the_smaller_of_12k_and_40_percent_of_the_cap() -> None:
     assert lean_target(24_000) == 9_600
-    assert lean_target(40_000) == LEAN_CEILING == lean_target(2_000_000)
+    assert lean_target(40_000) == LEAN_CEILING == 12_000 == lean_target(2_000_000)
     assert lean_target(100_000, ceiling=8_000) == 8_000
 
 
@@ -108,11 +108,11 @@ def test_every_read_scope_module_gets_at_least_its_outline(tmp_path: Path) -> No
     assert all(rich[path] >= lean[path] for path in rich)
     assert rich != lean
     assert max(lean.values()) < 2
-    assert min(rich.values()) >= 1
+    assert sum(rich.values()) > sum(lean.values())  # at 12k, some reach their signatures
 
 
 def test_a_read_module_the_goal_names_goes_in_whole_when_small(tmp_path: Path) -> None:
-    root = make_repo(tmp_path)
+    root = make_repo(tmp_path, progress_funcs=10)  # room left under the 12k target
     (root / "pkg" / "mod03.py").write_text(module("mod03", 3))
     p = assemble(root, node("pkg/progress.py", 40_000, goal="Call mod03_op_1 from progress_op_3."))
     chosen = {c.path: (c.form, c.reason) for c in p.choices}
@@ -140,7 +140,7 @@ def test_a_3000_line_write_file_is_outline_plus_regions_and_starts_under_24k(
     target = lines.index("    def step_7_3(self, record: dict, limit: int = 3) -> list:") + 1
     assert f"{target}\t    def step_7_3(self, record: dict, limit: int = 3) -> list:" in text
     assert any(a <= target <= b for a, b in core.regions)
-    # A bigger cap buys more of the file, never the whole: the target caps it at 16k.
+    # A bigger cap buys more of the file, never the whole: the target caps it at 12k.
     roomy = assemble(root, node("pkg/core.py", 2_000_000, goal=goal))
     [big] = [c for c in roomy.choices if c.path == "pkg/core.py"]
     assert big.form == "region"

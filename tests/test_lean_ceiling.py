@@ -46,7 +46,7 @@ def first_prompt(tmp_path: Path, *extra: str) -> tuple[int, str]:
 def test_a_lower_ceiling_makes_a_leaner_first_prompt(tmp_path: Path) -> None:
     default_tokens, default_form = first_prompt(tmp_path / "default")
     lean_tokens, lean_form = first_prompt(tmp_path / "lean", "--lean-ceiling", "1000")
-    # the 900-function file's outline fits the default ceiling (16k, 40% of the 40k cap); at
+    # the 900-function file's outline fits the default ceiling (12k; 40% of the 40k cap is 16k); at
     # a 1k ceiling not even the outline fits, and the first prompt shrinks to the essentials
     assert (default_form, lean_form) == ("outline", "dropped")
     assert lean_tokens < default_tokens / 4

@@ -6,12 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from anti_sprawl.planner.repomap.map import MapSignals, build_repo_map
-from anti_sprawl.planner.repomap.ranking import defining_files
+from anti_sprawl.planner.repomap.ranking import defining_files, relevance, requirement_terms
 from anti_sprawl.tokens import count_tokens
 
 from .test_repomap import MANY, ORDERS, make_repo
 
-OFF = MapSignals(symbols=False, no_docstrings=False, compact_tree=False, prior=False)
+OFF = MapSignals(*(False for _ in MapSignals._fields))
 
 
 def test_files_defining_a_named_code_identifier_rank_first(tmp_path: Path) -> None:
@@ -65,3 +65,47 @@ def test_a_requirement_that_says_little_ranks_defining_modules_over_other_files(
     ranked = [f for f, _ in build_repo_map(root, "update", token_budget=1_000).ranked]
     assert ranked.index("orders/service.py") < ranked.index("docs/index.md")
     assert ranked.index("billing/tax.py") < ranked.index("tests/test_service.py")
+
+
+def test_words_only_a_files_code_uses_rank_it(tmp_path: Path) -> None:
+    # "zstd" is no file name and no defined name: only decoders.py's code says it
+    files = {
+        **ORDERS,
+        "net/decoders.py": "import zstd_lib\n\n\nclass Decoder:\n    def run(self):\n"
+        "        return zstd_lib.decompress(self.data)\n",
+        "net/encoders.py": "class Encoder:\n    def run(self):\n        return b''\n",
+    }
+    root = make_repo(tmp_path, files, use_git=False)
+
+    def rank(signals: MapSignals) -> int:
+        ranked = build_repo_map(root, "Handle empty zstd responses", token_budget=1_000,
+                                signals=signals).ranked  # fmt: skip
+        return [f for f, _ in ranked].index("net/decoders.py")
+
+    assert rank(MapSignals()) == 0
+    assert rank(MapSignals(text_words=False)) > 0
+
+
+def test_a_directory_word_is_shared_by_the_files_under_it() -> None:
+    terms = requirement_terms("docs: fix markup")
+    code = {f"lib/m{i}.py": ["render_markup" if i == 0 else f"a{i}"] for i in range(20)}
+
+    def asset_score(n_assets: int) -> float:
+        assets = [f"docs/_static/logo{i}.svg" for i in range(n_assets)]
+        return relevance([*code, *assets], code, terms)["docs/_static/logo0.svg"]
+
+    # 30 images matching "docs" only by their directory weigh less each than one would,
+    # and each less than the module whose definitions say "markup"
+    scores = relevance([*code, *(f"docs/_static/logo{i}.svg" for i in range(30))], code, terms)
+    assert asset_score(30) < asset_score(1) / 4
+    assert scores["docs/_static/logo0.svg"] < scores["lib/m0.py"] / 4
+
+
+def test_stubs_get_no_prior_of_their_own(tmp_path: Path) -> None:
+    # a .pyi declaring many names is not where a vague change goes: its module is
+    stub = "".join(f"def f{i}(x: int) -> int: ...\n" for i in range(40))
+    code = "".join(f"def f{i}(x):\n    return x\n" for i in range(8))
+    files = {"pkg/__init__.pyi": stub, "pkg/core.py": code, "pkg/__init__.py": ""}
+    root = make_repo(tmp_path, files, use_git=False)
+    ranked = [f for f, _ in build_repo_map(root, "update", token_budget=1_000).ranked]
+    assert ranked.index("pkg/core.py") < ranked.index("pkg/__init__.pyi")

@@ -10,7 +10,9 @@ from pathlib import Path
 
 from anti_sprawl.context.assemble import AssembledPrompt, assemble_worker_prompt
 from anti_sprawl.context.manifest import FileChoice, UsedSignature
+from anti_sprawl.context.used import detail_lines, used_entries
 from anti_sprawl.fs.firewall import Firewall
+from anti_sprawl.outline.views import file_outline, render_outline
 from anti_sprawl.plan.model import Plan, TaskNode
 
 
@@ -107,3 +109,19 @@ def test_with_room_the_outline_grows_around_the_used_signatures(tmp_path: Path) 
     # the re-exporting __init__ is small: whole, with nothing of its own used
     init = choice(p, "pkg/__init__.py")
     assert (init.form, init.signatures) == ("whole", [])
+
+
+def test_a_used_class_shows_its_properties_with_their_signatures() -> None:
+    source = (
+        "import functools\n\n\nclass URL:\n    scheme: str\n\n    @property\n"
+        "    def port(self) -> int | None:\n        return None\n\n"
+        "    @functools.cached_property\n    def host(self) -> str:\n        return ''\n\n"
+        "    def join(self, other: str) -> 'URL':\n        return self\n"
+    )
+    entries = file_outline("pkg/urls.py", source)
+    shown = detail_lines(entries, {("URL", 4): {"pkg/client.py"}})
+    view = render_outline(used_entries(entries or [], shown), "names", 16, shown)
+    assert "def port(self) -> int | None" in view
+    assert "def host(self) -> str" in view
+    assert "scheme: str" in view
+    assert "join" not in view  # a method is behaviour, shown only when used

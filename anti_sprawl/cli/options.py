@@ -71,7 +71,7 @@ LeanCeilingOpt = Annotated[
     typer.Option(
         "--lean-ceiling",
         min=1_000,
-        help="Ceiling of a node's lean first prompt, in tokens (default 16,000); a node's "
+        help="Ceiling of a node's lean first prompt, in tokens (default 12,000); a node's "
         "target is the smaller of this and 40% of its token_budget.",
     ),
 ]

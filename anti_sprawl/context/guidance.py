@@ -24,7 +24,7 @@ from pathlib import Path, PurePosixPath
 from pydantic import BaseModel
 
 from ..fs.safe_fs import open_beneath, openat2_available, read_capped
-from ..tokens import count_tokens
+from ..tokens import count_tokens, fill_budget
 from ..trust import wrap_data
 from .assemble import AssembledPrompt
 from .manifest import make_item
@@ -121,15 +121,7 @@ def _read(root: Path, rel: str) -> str | None:
 def _cut(text: str, budget: int) -> tuple[str, bool]:
     if count_tokens(text) <= budget:
         return text, False
-    lines = text.splitlines(keepends=True)
-    kept: list[str] = []
-    used = 0
-    for line in lines:
-        cost = count_tokens(line)
-        if used + cost > budget:
-            break
-        kept.append(line)
-        used += cost
+    kept, _ = fill_budget(text.splitlines(keepends=True), count_tokens, budget)
     return "".join(kept) + "\n[... cut to fit the guidance share of this prompt]\n", True
 
 

@@ -1,7 +1,7 @@
 """The lean first prompt: the form each scoped file takes, within a target that never grows
 just because the node's cap is larger.
 
-The target is ``lean_target``: the smaller of 16k tokens and 40% of the node's per-call cap
+The target is ``lean_target``: the smaller of 12k tokens and 40% of the node's per-call cap
 (``token_budget``), leaving the rest for the conversation. Claims on it, in order:
 
 1. *fixed*: rules, tool schemas, brief, upstream results; never shrunk.
@@ -53,7 +53,9 @@ __all__ = [
     "reserve_for",
 ]
 
-LEAN_CEILING = 16_000
+LEAN_CEILING = (
+    12_000  # was 16k: the rest went on outlines the change did not use (docs/context-measures.md)
+)
 LEAN_SHARE = 0.4
 RESULT_ROOM = 1_500  # one tool result at the observation limit (6,000 characters)
 READ_SHARE = 0.5  # of the room after fixed parts, kept for read-scope outlines
@@ -72,7 +74,7 @@ def reserve_for(cap: int) -> int:
 
 
 def lean_target(token_budget: int, ceiling: int | None = None) -> int:
-    """The first prompt's target: min(``ceiling`` (16k), 40% of the per-call cap)."""
+    """The first prompt's target: min(``ceiling`` (12k), 40% of the per-call cap)."""
     return max(1, min(ceiling or LEAN_CEILING, int(token_budget * LEAN_SHARE)))
 
 

@@ -12,6 +12,7 @@ manifest records each one with its reason (``used_by:<file>``).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from itertools import pairwise
 
 from ..outline.pyfacts import python_imports
 from ..outline.python import OutlineLine
@@ -59,8 +60,8 @@ def imported_by(writes: Mapping[str, str], reads: Mapping[str, str]) -> set[str]
 
 
 def detail_lines(entries: Sequence[OutlineLine] | None, used: Used) -> frozenset[int]:
-    """Outline lines to show in full: each used definition; for a class, its fields and
-    ``__init__``; for a method, its class's header."""
+    """Outline lines to show in full: each used definition; for a class, its fields, its
+    properties and ``__init__``; for a method, its class's header."""
     if not entries or not used:
         return frozenset()
     lines = {line for _, line in used}
@@ -73,8 +74,19 @@ def detail_lines(entries: Sequence[OutlineLine] | None, used: Used) -> frozenset
             members = [e for e in entries if c.line < e.line <= c.end and e.depth == c.depth + 1]
             fields = [e.line for e in members if e.kind == "name"][:MAX_FIELDS]
             lines.update(fields)
+            # properties are a class's data as much as its fields (``url.port``)
+            props = [
+                e.line
+                for before, e in pairwise(members)
+                if e.kind == "def" and before.kind == "decorator" and _is_property(before.text)
+            ]
+            lines.update(props[:MAX_FIELDS])
             lines.update(e.line for e in members if e.kind == "def" and e.name == "__init__")
     return frozenset(lines)
+
+
+def _is_property(decorator: str) -> bool:
+    return decorator.strip().lstrip("@").rsplit(".", 1)[-1] in ("property", "cached_property")
 
 
 def used_entries(entries: Iterable[OutlineLine], lines: frozenset[int]) -> list[OutlineLine]:

@@ -58,7 +58,7 @@ Reader = Callable[[str], str | None]
 """Text of a repo-relative file, or None when it cannot be read (secret, binary, missing)."""
 
 MIN_DEFAULT_TOKENS = 24_000
-MAX_DEFAULT_TOKENS = 40_000  # at 40k the lean first prompt reaches its 16k ceiling
+MAX_DEFAULT_TOKENS = 40_000  # past 30k the lean first prompt is at its 12k ceiling
 MAX_ESSENTIAL_TOKENS = 200_000  # a model's context window: no default goes past it
 MIN_DEFAULT_TOOL_CALLS = 8
 MAX_DEFAULT_TOOL_CALLS = 60

@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from ..outline.references import References
+from ..tokens import fill_budget
 from .repomap.ranking import personalized_pagerank
 
 __all__ = ["DEPTH", "MAX_GRAPH_FILES", "goal_identifiers", "ranked_references"]
@@ -82,12 +83,4 @@ def ranked_references(
     candidates = sorted(
         (p for p in graph if p not in set(write_files)), key=lambda p: (-scores[p], p)
     )
-    chosen: list[str] = []
-    used = 0
-    for path in candidates:
-        price = cost(path)
-        if used + price > share:
-            continue
-        chosen.append(path)
-        used += price
-    return chosen
+    return fill_budget(candidates, cost, share, skip=True)[0]

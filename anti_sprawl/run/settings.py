@@ -52,7 +52,7 @@ class RunSettings:
     sandbox: SandboxPolicy = field(default_factory=SandboxPolicy)
     test_timeout: float = 600.0
     # Ceiling of the lean first prompt; a node's target is min(this, 40% of its token_budget).
-    context_budget: int | None = None  # default: lean.LEAN_CEILING (16k)
+    context_budget: int | None = None  # default: lean.LEAN_CEILING (12k)
     context_window: int = 200_000
     # Output cap of one model response (``--max-output-tokens``); None: the default of each
     # node's model (providers/limits.py), small for unknown models behind a local server.

@@ -26,6 +26,7 @@ from .ranking import (
     build_import_graph,
     defining_files,
     explicit_files,
+    identifier_words,
     module_index,
     personalized_pagerank,
     relevance,
@@ -73,17 +74,21 @@ class MapSignals(NamedTuple):
     lines but the module's first (``no_docstrings``); a tree at most ``COMPACT_TREE_SHARE`` of
     the budget, so definitions get the rest (``compact_tree``); a prior for source modules
     that define much (``prior``: ``PRIOR_SHARE`` of the restart mass, by the log of their
-    definitions, tests left out), so a requirement that says little ranks code over docs."""
+    definitions, tests and ``.pyi`` stubs left out: a stub declares another module's names), so a requirement that says little ranks code over docs;
+    words the requirement shares with the identifiers a file uses, at a quarter weight
+    (``text_words``)."""
 
     symbols: bool = True
     no_docstrings: bool = True
     compact_tree: bool = True
     prior: bool = True
+    text_words: bool = True
 
 
 class _Scan(NamedTuple):
     imports: dict[str, list[str]]
     symbols: dict[str, list[str]]
+    words: dict[str, frozenset[str]]  # words of the identifiers each source file uses
 
 
 def build_repo_map(
@@ -154,7 +159,9 @@ def _rank(
     named = explicit_files(terms.mentions, files, index)
     if signals.symbols:
         named += [f for f in defining_files(requirement, scan.symbols) if f not in set(named)]
-    personalization = relevance(files, scan.symbols, terms)
+    personalization = relevance(
+        files, scan.symbols, terms, scan.words if signals.text_words else None
+    )
     # Files the user names hold at least half of the restart mass, however many files the
     # words match, so their import neighbours rank next.
     mass = max(sum(personalization.values()), 1.0)
@@ -172,7 +179,7 @@ def _add_prior(personalization: dict[str, float], symbols: dict[str, list[str]])
     weights = {
         f: math.log1p(len(names))
         for f, names in symbols.items()
-        if names and not _TEST_PATH.search(f)
+        if names and not _TEST_PATH.search(f) and not f.endswith(".pyi")
     }
     total = sum(weights.values())
     if total <= 0:
@@ -186,6 +193,7 @@ def _scan(reader: RepoReader, files: list[str]) -> _Scan:
     """Imports of Python files and defined names of all source files, within ``SCAN_BYTES``."""
     imports: dict[str, list[str]] = {}
     symbols: dict[str, list[str]] = {}
+    words: dict[str, frozenset[str]] = {}
     budget = SCAN_BYTES
     for path in files:
         if budget <= 0:
@@ -197,10 +205,11 @@ def _scan(reader: RepoReader, files: list[str]) -> _Scan:
         if text is None:
             continue
         budget -= len(text)
+        words[path] = identifier_words(text)
         if is_python:
             facts = scan_python_fast(text, path)
             imports[path] = facts.imports
             symbols[path] = facts.symbols[:_MAX_SYMBOLS]
         else:
             symbols[path] = _DEFINED_NAME.findall(text)[:_MAX_SYMBOLS]
-    return _Scan(imports, symbols)
+    return _Scan(imports, symbols, words)

@@ -34,6 +34,7 @@ __all__ = [
     "build_import_graph",
     "defining_files",
     "explicit_files",
+    "identifier_words",
     "module_index",
     "personalized_pagerank",
     "relevance",
@@ -170,36 +171,62 @@ def explicit_files(
 
 
 def relevance(
-    files: Sequence[str], symbols: Mapping[str, Sequence[str]], terms: RequirementTerms
+    files: Sequence[str],
+    symbols: Mapping[str, Sequence[str]],
+    terms: RequirementTerms,
+    text_words: Mapping[str, frozenset[str]] | None = None,
 ) -> dict[str, float]:
-    """Score of each file against the requirement; rare words weigh more (inverse frequency)."""
+    """Score of each file against the requirement; rare words weigh more (inverse frequency).
+
+    A word in the file's name weighs most, then one in the names it defines, then one of its
+    directory: that one is shared by the directory's files, so each gets the word's weight
+    over the square root of how many share it (``docs`` in a requirement must not lift every
+    image under ``docs/`` over the code). ``text_words`` (the words of each file's
+    identifiers, ``identifier_words``) add a quarter weight for words only its code uses."""
     if not terms.words and not terms.identifiers and not terms.mentions:
         return {}
     path_words: dict[str, tuple[set[str], set[str]]] = {}
     symbol_words: dict[str, set[str]] = {}
+    used_words: dict[str, set[str]] = {}
     df: dict[str, int] = defaultdict(int)
+    dir_df: dict[str, int] = defaultdict(int)
+    text_df: dict[str, int] = defaultdict(int)
     for f in files:
         directory, _, name = f.rpartition("/")
         stem = set(_words(name.rpartition(".")[0] or name)) & terms.words
         dirs = set(_words(directory)) & terms.words
         syms = {w for s in symbols.get(f, ()) for w in _words(s)} & terms.words
-        path_words[f], symbol_words[f] = (stem, dirs), syms
+        used = set((text_words or {}).get(f, frozenset()) & terms.words) - stem - dirs - syms
+        path_words[f], symbol_words[f], used_words[f] = (stem, dirs), syms, used
         for word in stem | dirs | syms:
             df[word] += 1
+        for word in dirs - stem:
+            dir_df[word] += 1
+        for word in used | syms:
+            text_df[word] += 1
     # BM25's idf: a word found in nearly every file weighs nearly nothing
-    idf = {w: math.log(1 + (len(files) - n + 0.5) / (n + 0.5)) for w, n in df.items()}
+    n_files = len(files)
+    idf = {w: math.log(1 + (n_files - n + 0.5) / (n + 0.5)) for w, n in df.items()}
+    text_idf = {w: math.log(1 + (n_files - n + 0.5) / (n + 0.5)) for w, n in text_df.items()}
     directories = [m if m.endswith("/") else m + "/" for m in terms.mentions if "." not in m]
     scores: dict[str, float] = {}
     for f in files:
         stem, dirs = path_words[f]
-        score = sum(2 * idf[w] for w in stem) + sum(idf[w] for w in dirs - stem)
+        score = sum(2 * idf[w] for w in stem)
+        score += sum(idf[w] / math.sqrt(dir_df[w]) for w in dirs - stem)
         score += sum(0.5 * idf[w] for w in symbol_words[f] - stem - dirs)
+        score += sum(0.25 * text_idf[w] for w in used_words[f])
         score += 3.0 * sum(1 for s in symbols.get(f, ()) if s.lower() in terms.identifiers)
         if any(f.startswith(d) or ("/" + d) in ("/" + f) for d in directories):
             score += 3.0
         if score > 0:
             scores[f] = score
     return scores
+
+
+def identifier_words(text: str) -> frozenset[str]:
+    """The words (``split_words``) of every identifier in ``text``, each once."""
+    return frozenset(w for ident in set(_IDENT.findall(text)) for w in _words(ident))
 
 
 def personalized_pagerank(

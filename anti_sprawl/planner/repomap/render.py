@@ -1,8 +1,9 @@
 """Render a repository map as text that fits a token budget exactly.
 
 Layout: a one-line header, a compact file tree (one line per directory), then outlines of the
-highest-ranked files. The tree takes at most ``TREE_SHARE`` of the budget when there is code
-to outline: it collapses each directory to its best-ranked files, then drops the lowest-ranked
+highest-ranked files, none over a quarter of their room (so a 6k map shows the definitions of
+more files than a few big ones). The tree takes at most ``TREE_SHARE`` of the budget when
+there is code to outline: it collapses each directory to its best-ranked files, then drops the lowest-ranked
 directories behind a "... N more files" line. Outlines fill the rest, best first, and what they
 leave unused goes back to the tree. Every piece is costed with ``count_tokens``; the final
 string is counted again and trimmed until it fits.
@@ -17,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from ...outline.python import outline_file, outline_lines
-from ...tokens import count_tokens
+from ...tokens import count_tokens, fill_budget
 
 __all__ = ["COMPACT_TREE_SHARE", "TREE_SHARE", "RenderedMap", "dense_outline", "render_map"]
 
@@ -166,7 +167,7 @@ def _dir_line(d: _Dir, level: int | None) -> tuple[str, list[str]]:
 def _outlines(
     order: Sequence[str], outline_of: Callable[[str], str | None], room: int
 ) -> tuple[list[str], list[str]]:
-    cap = max(room // 2, _MIN_PARTIAL)  # no single file may crowd out all the others
+    cap = max(room // 4, _MIN_PARTIAL)  # no single file may crowd out all the others
     sections: list[str] = []
     included: list[str] = []
     used = 0
@@ -194,14 +195,7 @@ def _cut(section: str, limit: int) -> tuple[str, int] | None:
     """The section's first lines within ``limit``; None unless its title and a line fit."""
     ending = "... (outline cut to fit the budget)\n"
     room = limit - count_tokens(ending)
-    kept: list[str] = []
-    used = 0
-    for line in section.splitlines(keepends=True):
-        cost = count_tokens(line)
-        if used + cost > room:
-            break
-        kept.append(line)
-        used += cost
+    kept, _ = fill_budget(section.splitlines(keepends=True), count_tokens, room)
     if len(kept) < 2:
         return None
     text = "".join(kept) + ending
