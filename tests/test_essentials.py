@@ -192,6 +192,8 @@ def test_the_shared_start_view_gives_every_node_the_prompt_its_own_firewall_give
     from anti_sprawl.context.essentials import _first_call, _snapshot
     from anti_sprawl.context.start_view import StartView
     from anti_sprawl.fs.firewall import Firewall
+    from anti_sprawl.providers.base import ModelRequest, UserMessage, request_text
+    from anti_sprawl.tokens import count_tokens
 
     repo = big_repo(tmp_path)
     (repo / "pkg" / "blob.bin").write_bytes(b"\x00\x01binary\x00" * 50)  # refused: unreadable
@@ -216,9 +218,17 @@ def test_the_shared_start_view_gives_every_node_the_prompt_its_own_firewall_give
             assert shared.dropped == own.dropped
             assert shared.essentials == own.essentials
             assert shared.manifest_items == own.manifest_items
-            split = _first_call(shared.system, shared.tools, shared.first_user_message, heads)
-            whole = _first_call(shared.system, shared.tools, shared.first_user_message)
-            assert split == whole
+            split = _first_call(shared, heads)
+            whole = count_tokens(
+                request_text(
+                    ModelRequest(
+                        system=shared.system,
+                        tools=shared.tools,
+                        messages=[UserMessage(content=shared.first_user_message)],
+                    )
+                )
+            )
+            assert split == whole == _first_call(shared)
         assert heads, "the head count was cached (the split applied)"
     reads = {c.path: c.reason for c in own.choices}
     assert any(path == "pkg/blob.bin" and reason == "unreadable" for path, reason in reads.items())

@@ -31,7 +31,7 @@ from ..plan.model import Plan, TaskNode
 from ..plan.validate import Problem, Report
 from ..providers.base import ModelRequest, UserMessage, request_text
 from ..tokens import count_tokens
-from .assemble import assemble_worker_prompt
+from .assemble import AssembledPrompt, assemble_worker_prompt
 from .manifest import FileChoice
 from .start_view import StartView
 
@@ -139,27 +139,55 @@ def _export(repo: Path, root: Path, wanted: list[tuple[str, str]]) -> None:
         target.write_bytes(data)
 
 
-def _first_call(
-    system: object, tools: object, message: str, heads: dict[str, int] | None = None
-) -> int:
-    """Tokens of the first request. ``heads`` caches the count of what precedes the message
-    (system and tools: the same for every node) when the split cannot change the count: the
-    head ends with a newline and the message starts with a visible ASCII character, so no
-    cl100k pre-token spans the split (its pieces never join a newline to a following
-    non-space) and the count of the whole is the sum of the counts of the two parts."""
+def _first_call(prompt: AssembledPrompt, heads: dict[str, int] | None = None) -> int:
+    """Tokens of ``prompt``'s first request, exactly ``count_tokens(request_text(...))``.
+
+    With ``heads`` (a cache shared by the nodes of one plan), counted in pieces where that
+    cannot change the count: what precedes the message (system and tools, the same for every
+    node) once, and the message as the sum of its items' counts (``manifest_items``, counted
+    when they were assembled). A piece boundary is safe when the text before it ends with a
+    newline and the text after it starts with a visible ASCII character: no cl100k pre-token
+    joins a newline to a following non-space, so no token spans the boundary. Pieces with an
+    unsafe boundary between them are counted together (a section header opening with a blank
+    line joins the item before it)."""
     request = ModelRequest.model_validate(
-        {"system": system, "tools": tools, "messages": [UserMessage(content=message)]}
+        {
+            "system": prompt.system,
+            "tools": prompt.tools,
+            "messages": [UserMessage(content=prompt.first_user_message)],
+        }
     )
     text = request_text(request)
+    message = prompt.first_user_message
     head = text[: len(text) - len(message)]
-    first = message[:1]
-    if heads is None or not (head.endswith("\n") and first.isascii() and first.isprintable()):
+    pieces = [
+        (t, item.tokens)
+        for t, item, section in zip(
+            prompt.item_texts, prompt.manifest_items, prompt.item_sections, strict=True
+        )
+        if section != "stable"
+    ]
+    if heads is None or head + "".join(t for t, _ in pieces) != text:
         return count_tokens(text)
-    if first.isspace() or not text.endswith(message):
+    if not pieces or not _safe_split(head, pieces[0][0]):
         return count_tokens(text)
+    runs: list[list[tuple[str, int]]] = []  # pieces between safe boundaries
+    for piece in pieces:
+        if runs and not _safe_split(runs[-1][-1][0], piece[0]):
+            runs[-1].append(piece)
+        else:
+            runs.append([piece])
     if head not in heads:
         heads[head] = count_tokens(head)
-    return heads[head] + count_tokens(message)
+    total = heads[head]
+    for run in runs:
+        total += run[0][1] if len(run) == 1 else count_tokens("".join(t for t, _ in run))
+    return total
+
+
+def _safe_split(before: str, after: str) -> bool:
+    first = after[:1]
+    return before.endswith("\n") and first.isascii() and first.isprintable() and first != " "
 
 
 def _one(
@@ -193,8 +221,7 @@ def _one(
     return NodeFirstPrompt(
         task_id=node.task_id,
         token_budget=node.token_budget,
-        first_call=_first_call(prompt.system, prompt.tools, prompt.first_user_message, heads)
-        + allowance,
+        first_call=_first_call(prompt, heads) + allowance,
         essentials=e.tokens,
         reserve=e.reserve,
         fits=e.fits,
