@@ -202,7 +202,7 @@ def test_the_shared_start_view_gives_every_node_the_prompt_its_own_firewall_give
     head = start_commit(repo, None)
     assert head is not None
     scopes = [Scope([*t.read_scope, *t.write_scope]) for t in plan.tasks]
-    heads: dict[str, int] = {}
+    heads: dict[str, tuple[str, int]] = {}
     with _snapshot(repo, head, scopes) as (root, files), StartView(root, files) as view:
         assert "pkg/blob.bin" in files
         for node in plan.tasks:

@@ -139,27 +139,33 @@ def _export(repo: Path, root: Path, wanted: list[tuple[str, str]]) -> None:
         target.write_bytes(data)
 
 
-def _first_call(prompt: AssembledPrompt, heads: dict[str, int] | None = None) -> int:
+def _first_call(prompt: AssembledPrompt, heads: dict[str, tuple[str, int]] | None = None) -> int:
     """Tokens of ``prompt``'s first request, exactly ``count_tokens(request_text(...))``.
 
-    With ``heads`` (a cache shared by the nodes of one plan), counted in pieces where that
-    cannot change the count: what precedes the message (system and tools, the same for every
-    node) once, and the message as the sum of its items' counts (``manifest_items``, counted
+    With ``heads`` (a cache shared by the nodes of one plan: stable prefix -> the request text
+    before the message and its count), counted in pieces where that cannot change the count:
+    what precedes the message (system and tools, the same for every node) once, and the message as the sum of its items' counts (``manifest_items``, counted
     when they were assembled). A piece boundary is safe when the text before it ends with a
     newline and the text after it starts with a visible ASCII character: no cl100k pre-token
     joins a newline to a following non-space, so no token spans the boundary. Pieces with an
     unsafe boundary between them are counted together (a section header opening with a blank
     line joins the item before it)."""
-    request = ModelRequest.model_validate(
-        {
-            "system": prompt.system,
-            "tools": prompt.tools,
-            "messages": [UserMessage(content=prompt.first_user_message)],
-        }
-    )
-    text = request_text(request)
     message = prompt.first_user_message
-    head = text[: len(text) - len(message)]
+    if heads is not None and prompt.stable_prefix in heads:
+        # request_text joins system, tools and message with newlines: the same system and
+        # tools (the stable prefix says which) give the same head before the message.
+        head, head_tokens = heads[prompt.stable_prefix]
+        text = head + message
+    else:
+        request = ModelRequest.model_validate(
+            {
+                "system": prompt.system,
+                "tools": prompt.tools,
+                "messages": [UserMessage(content=message)],
+            }
+        )
+        text = request_text(request)
+        head, head_tokens = text[: len(text) - len(message)], -1
     pieces = [
         (t, item.tokens)
         for t, item, section in zip(
@@ -167,7 +173,7 @@ def _first_call(prompt: AssembledPrompt, heads: dict[str, int] | None = None) ->
         )
         if section != "stable"
     ]
-    if heads is None or head + "".join(t for t, _ in pieces) != text:
+    if heads is None or not text.endswith(message) or "".join(t for t, _ in pieces) != message:
         return count_tokens(text)
     if not pieces or not _safe_split(head, pieces[0][0]):
         return count_tokens(text)
@@ -177,9 +183,10 @@ def _first_call(prompt: AssembledPrompt, heads: dict[str, int] | None = None) ->
             runs[-1].append(piece)
         else:
             runs.append([piece])
-    if head not in heads:
-        heads[head] = count_tokens(head)
-    total = heads[head]
+    if head_tokens < 0:
+        head_tokens = count_tokens(head)
+        heads[prompt.stable_prefix] = (head, head_tokens)
+    total = head_tokens
     for run in runs:
         total += run[0][1] if len(run) == 1 else count_tokens("".join(t for t, _ in run))
     return total
@@ -195,7 +202,7 @@ def _one(
     node: TaskNode,
     root: Path,
     view: StartView | None = None,
-    heads: dict[str, int] | None = None,
+    heads: dict[str, tuple[str, int]] | None = None,
 ) -> NodeFirstPrompt:
     allowance = UPSTREAM_ALLOWANCE * len(node.dependencies)
     if view is not None:
@@ -279,7 +286,7 @@ def first_prompts(plan: Plan, repo: Path, commit: str | None) -> list[NodeFirstP
         entries = (*t.read_scope, *t.write_scope)
         if entries not in scopes:
             scopes[entries] = Scope(entries)
-    heads: dict[str, int] = {}
+    heads: dict[str, tuple[str, int]] = {}
     with (
         _snapshot(repo, commit, list(scopes.values())) as (root, files),
         StartView(root, files) as view,
