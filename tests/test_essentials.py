@@ -181,3 +181,54 @@ def test_a_node_on_a_25k_token_module_completes_under_a_24k_cap(tmp_path: Path) 
     [core] = [c for c in docs[0]["choices"] if c["path"] == "pkg/core.py"]
     assert core["form"] == "region"
     assert core["whole_tokens"] > 24_000
+
+
+def test_the_shared_start_view_gives_every_node_the_prompt_its_own_firewall_gives(
+    tmp_path: Path,
+) -> None:
+    """Issue 29 item 3: one view of the commit for all nodes, the same prompts as one firewall
+    per node (files, forms, refusals, essentials), and the split first-call count exact."""
+    from anti_sprawl.context.assemble import assemble_worker_prompt
+    from anti_sprawl.context.essentials import _first_call, _snapshot
+    from anti_sprawl.context.start_view import StartView
+    from anti_sprawl.fs.firewall import Firewall
+    from anti_sprawl.providers.base import ModelRequest, UserMessage, request_text
+    from anti_sprawl.tokens import count_tokens
+
+    repo = big_repo(tmp_path)
+    (repo / "pkg" / "blob.bin").write_bytes(b"\x00\x01binary\x00" * 50)  # refused: unreadable
+    commit_all(repo, "a binary")
+    plan = Plan.model_validate(plan_data())
+    head = start_commit(repo, None)
+    assert head is not None
+    scopes = [Scope([*t.read_scope, *t.write_scope]) for t in plan.tasks]
+    heads: dict[str, tuple[str, int]] = {}
+    with _snapshot(repo, head, scopes) as (root, files), StartView(root, files) as view:
+        assert "pkg/blob.bin" in files
+        for node in plan.tasks:
+            shared = assemble_worker_prompt(
+                plan=plan, node=node, upstream=(), view=view, check_fit=False
+            )
+            with Firewall(root, node.read_scope, node.write_scope, durable=False) as fw:
+                own = assemble_worker_prompt(
+                    plan=plan, node=node, upstream=(), firewall=fw, check_fit=False
+                )
+            assert shared.first_user_message == own.first_user_message
+            assert shared.choices == own.choices
+            assert shared.dropped == own.dropped
+            assert shared.essentials == own.essentials
+            assert shared.manifest_items == own.manifest_items
+            split = _first_call(shared, heads)
+            whole = count_tokens(
+                request_text(
+                    ModelRequest(
+                        system=shared.system,
+                        tools=shared.tools,
+                        messages=[UserMessage(content=shared.first_user_message)],
+                    )
+                )
+            )
+            assert split == whole == _first_call(shared)
+        assert heads, "the head count was cached (the split applied)"
+    reads = {c.path: c.reason for c in own.choices}
+    assert any(path == "pkg/blob.bin" and reason == "unreadable" for path, reason in reads.items())

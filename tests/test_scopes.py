@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from anti_sprawl.fs.file_index import FileIndex
 from anti_sprawl.fs.scopes import Scope, entry_problem, literal_prefix, may_overlap, normalize_entry
 
 
@@ -113,3 +114,20 @@ def test_overlap_is_sound_against_the_matcher(a: str, b: str, path: str) -> None
     """If one concrete path is matched by both entries, may_overlap must say so."""
     if Scope([a]).matches(path) and Scope([b]).matches(path):
         assert may_overlap(a, b)
+
+
+def test_a_file_index_matches_exactly_what_testing_every_file_gives() -> None:
+    """fs/file_index.py tests only the files under an entry's literal prefix: the same answer
+    as every file against the scope, for files, directories, globs and near-miss names."""
+    files = [
+        "a/b.py", "a/b.py/x", "a/bc.py", "a-b/c", "a/b/c/d.txt", "README.md", "docs/x.md",
+        "src/pkg/__init__.py", "src/pkg/m.py", "src/pkgs/n.py", "x[1].py", "deep/a/b/c.md",
+    ]  # fmt: skip
+    index = FileIndex(files)
+    for entries in (
+        ["a/b.py"], ["a/"], ["a"], ["src/**/*.py"], ["**/*.md"], ["*.md"], ["a/b*"],
+        ["src/pkg/"], ["src/pkg"], ["docs/x.md", "a/b/"], ["x[1].py"], ["deep/**"], ["nothing/"],
+    ):  # fmt: skip
+        scope = Scope(entries)
+        assert index.matching(scope) == sorted(f for f in files if scope.matches(f)), entries
+    assert len(index.matching(Scope(["**/*.md"]))) == 3  # the check above is not vacuous

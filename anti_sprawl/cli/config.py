@@ -15,6 +15,7 @@ user's to trust with them): a key-like name is an error.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -83,10 +84,51 @@ def project_root(argv: Sequence[str], cwd: Path) -> Path | None:
             return Path(argv[i + 1])
         if arg.startswith("--repo="):
             return Path(arg.removeprefix("--repo="))
+    found = _plain_git_root(cwd)
+    if found is not _ASK_GIT:
+        return found if isinstance(found, Path) else None
     top = subprocess.run(
         ["git", "rev-parse", "--show-toplevel"], cwd=cwd, capture_output=True, check=False
     )
     return Path(top.stdout.decode().strip()) if top.returncode == 0 else None
+
+
+_ASK_GIT = object()  # the walk below cannot tell what git would: run it
+_DISCOVERY_ENV = (
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_CEILING_DIRECTORIES",
+    "GIT_DISCOVERY_ACROSS_FILESYSTEM",
+)
+
+
+def _plain_git_root(cwd: Path) -> Path | object | None:
+    """cwd's git root found the way git finds it, without starting git (every command reads
+    config at start-up, and a process there cost a tenth of ``--help``: issue 29, item 4):
+    the nearest directory holding a ``.git`` directory with a ``HEAD``, or a ``.git`` file
+    naming its ``gitdir:``, owned by this user; None when no directory up to ``/`` has one.
+    ``_ASK_GIT`` for anything else (git's discovery variables set, a start inside ``.git``,
+    another user's or an odd ``.git``): then git itself answers, as before."""
+    if any(name in os.environ for name in _DISCOVERY_ENV):
+        return _ASK_GIT
+    try:
+        here = cwd.resolve()
+        for d in (here, *here.parents):
+            if d.name == ".git":
+                return _ASK_GIT
+            dot = d / ".git"
+            if not os.path.lexists(dot):
+                continue
+            if dot.stat().st_uid != os.getuid() or d.stat().st_uid != os.getuid():
+                return _ASK_GIT  # git's safe.directory rules decide
+            if dot.is_dir() and (dot / "HEAD").is_file():
+                return d
+            if dot.is_file() and dot.read_bytes()[:8] == b"gitdir: ":
+                return d
+            return _ASK_GIT
+    except OSError:
+        return _ASK_GIT
+    return None
 
 
 def _read(path: Path, table: str | None) -> dict[str, Any]:

@@ -12,8 +12,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
@@ -83,6 +81,9 @@ def _reach(provider: Any, base_url: str | None) -> Check:
         headers = {"authorization": f"Bearer {key}"} if key else {}
         models = f"{url.rstrip('/')}/models"
     where = f"{provider.name} at {url}"
+    import urllib.error  # here, not at the top: --help never needs http (tests/test_cli_startup.py)
+    import urllib.request
+
     try:
         with urllib.request.urlopen(
             urllib.request.Request(models, headers=headers), timeout=_REACH_TIMEOUT

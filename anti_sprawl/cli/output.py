@@ -17,13 +17,14 @@ import json
 import os
 import sys
 from collections.abc import Callable
-from typing import IO, Any, ParamSpec, TypeVar
+from typing import IO, TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import typer
-from rich.console import Console
 
 from ..errors import InternalError, Interrupted, at_boundary
-from ..views.terminal import inert_console
+
+if TYPE_CHECKING:  # rich loads when a command prints, not for --help (tests/test_cli_startup.py)
+    from rich.console import Console
 
 __all__ = ["guard_output", "handle_errors", "print_json", "redact", "stderr", "stdout"]
 
@@ -33,11 +34,15 @@ R = TypeVar("R")
 
 def stdout() -> Console:
     """The console for people: every text on it is inert (views/terminal.py)."""
+    from ..views.terminal import inert_console
+
     return inert_console()
 
 
 def stderr() -> Console:
     """Progress and error lines, inert like ``stdout``."""
+    from ..views.terminal import inert_console
+
     return inert_console(stderr=True, soft_wrap=True)
 
 

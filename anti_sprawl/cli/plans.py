@@ -11,7 +11,6 @@ from typing import Annotated, Any
 import typer
 
 from ..errors import UsageError
-from ..views.terminal import inert, inert_console
 from .environment import NoBaselineOpt
 from .options import (
     BaseUrlOpt,
@@ -84,6 +83,7 @@ def plan_cmd(
     as_json: JsonOpt = False,
 ) -> None:
     """Plan a requirement: a read-only planner model proposes a validated DAG of scoped tasks."""
+    from ..views.terminal import inert_console
     from .plan import parse_models, run_plan_command
 
     allowed = parse_models(models)
@@ -197,6 +197,7 @@ def show(
     from ..plan.model import load_plan_data
     from ..plan.validate import validate as run_validation
     from ..views import plan as report
+    from ..views.terminal import inert
 
     result = run_validation(load_plan_data(plan_file))
     if result.plan is None or any(p.code in ("cycle", "unknown_dependency") for p in result.errors):

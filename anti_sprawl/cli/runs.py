@@ -13,7 +13,6 @@ from typing import Annotated, Any
 
 import typer
 
-from ..views.terminal import inert_console
 from .environment import NoBaselineOpt, check_test_commands
 from .options import (
     BaseUrlOpt,
@@ -112,6 +111,7 @@ def _run_and_report(
     from ..run.settings import RunHooks
     from ..views.pr_body import write_pr_body
     from ..views.run import Progress, render_verdict
+    from ..views.terminal import inert_console
 
     console = stdout() if not as_json else inert_console(stderr=True)
     progress = Progress(console)

@@ -69,6 +69,7 @@ from .sections import (
     render_memory,
     render_upstream,
 )
+from .start_view import StartView
 from .used import imported_by, uses_by_file
 
 __all__ = [
@@ -130,7 +131,8 @@ def assemble_worker_prompt(
     plan: Plan,
     node: TaskNode,
     upstream: Sequence[UpstreamSummary],
-    firewall: Firewall,
+    firewall: Firewall | None = None,
+    view: StartView | None = None,
     context_budget: int | None = None,
     memory: Sequence[MemoryFact] = (),
     now: datetime | None = None,
@@ -148,6 +150,9 @@ def assemble_worker_prompt(
     only ``node``'s dependencies (ValueError otherwise); ``upstream_allowance`` counts tokens
     for results not known yet (a plan checked before it runs). ``eager_reads`` is for the
     evaluation's scoping ablation only: read-scope files whole wherever they fit.
+
+    Files are read through ``firewall``, or from ``view``: the start commit shared by every
+    node of a plan's pre-flight (context/start_view.py), with the same result.
     """
     strangers = [u.task_id for u in upstream if u.task_id not in node.dependencies]
     if strangers:
@@ -167,12 +172,21 @@ def assemble_worker_prompt(
 
     dropped: list[DroppedItem] = []
     choices: list[FileChoice] = []
-    write_texts, read_texts = read_scoped_files(firewall, node, dropped, choices)
-    writes = [Scoped(p, t, write=True) for p, t in sorted(write_texts.items())]
-    used = uses_by_file(write_texts, read_texts)  # the signatures the change will use
-    imported = imported_by(write_texts, read_texts)
+    if view is not None:
+        write_texts, read_texts = view.read_scoped(node, dropped, choices)
+        facts = view.facts
+        used = uses_by_file(write_texts, read_texts, facts.refs)  # what the change will use
+        imported = imported_by(write_texts, read_texts, view.imports)
+    elif firewall is not None:
+        write_texts, read_texts = read_scoped_files(firewall, node, dropped, choices)
+        facts = None
+        used = uses_by_file(write_texts, read_texts)  # the signatures the change will use
+        imported = imported_by(write_texts, read_texts)
+    else:
+        raise ValueError("assemble_worker_prompt needs a firewall or a view to read files")
+    writes = [Scoped(p, t, write=True, facts=facts) for p, t in sorted(write_texts.items())]
     reads = [
-        Scoped(p, t, write=False, used=used.get(p, {}), imported=p in imported)
+        Scoped(p, t, write=False, used=used.get(p, {}), imported=p in imported, facts=facts)
         for p, t in sorted(read_texts.items())
     ]
     goal = "\n".join([node.goal, *(f"{u.summary}\n{u.interfaces}" for u in upstream)])

@@ -13,7 +13,7 @@ Upstream results do not exist yet: each dependency counts ``UPSTREAM_ALLOWANCE``
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -22,6 +22,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..errors import RunError
+from ..fs.file_index import FileIndex
 from ..fs.firewall import Firewall
 from ..fs.repofiles import is_secret_path
 from ..fs.scopes import Scope
@@ -31,8 +32,9 @@ from ..plan.validate import Problem, Report
 from ..providers.base import ModelRequest, UserMessage, request_text
 from ..tables import print_table
 from ..tokens import count_tokens
-from .assemble import assemble_worker_prompt
+from .assemble import AssembledPrompt, assemble_worker_prompt
 from .manifest import FileChoice
+from .start_view import StartView
 
 __all__ = [
     "UPSTREAM_ALLOWANCE",
@@ -73,64 +75,161 @@ def scope_snapshot(repo: Path, commit: str | None, scope: Scope) -> Iterator[Pat
     if commit is None:
         yield repo
         return
-    listing = run_git(["ls-tree", "-r", "-z", "-l", "--full-tree", commit], repo).stdout
+    with _snapshot(repo, commit, [scope]) as (root, _):
+        yield root
+
+
+@contextmanager
+def _snapshot(repo: Path, commit: str, scopes: Sequence[Scope]) -> Iterator[tuple[Path, list[str]]]:
+    """``commit``'s files that any of ``scopes`` matches, exported to a temporary directory
+    (one ``ls-tree`` and one ``cat-file --batch``), and their paths. The matching goes through a
+    ``FileIndex``: a plan's thousand scopes are not each tested against every file."""
+    eligible = _exportable(
+        run_git(["ls-tree", "-r", "-z", "-l", "--full-tree", commit], repo).stdout
+    )
+    index = FileIndex(path for _, path, _ in eligible)
+    matched: set[str] = set()
+    for scope in scopes:
+        matched.update(index.matching(scope))
     wanted: list[tuple[str, str]] = []
     total = 0
-    for record in filter(None, listing.split(b"\0")):
-        meta, _, raw = record.partition(b"\t")
-        mode, kind, sha, size = meta.decode().split()
-        path = raw.decode("utf-8", "surrogateescape")
-        parts = path.split("/")
-        if kind != "blob" or mode not in ("100644", "100755") or size == "-":
-            continue  # symlinks, submodules
-        if any(p in ("", ".", "..") for p in parts) or is_secret_path(path):
+    for sha, path, size in eligible:
+        if path not in matched:
             continue
-        if int(size) > MAX_EXPORT_BYTES or not scope.matches(path):
-            continue
-        total += int(size)
+        total += size
         if total > MAX_EXPORT_TOTAL:
             break
         wanted.append((sha, path))
     with tempfile.TemporaryDirectory(prefix="anti-sprawl-snapshot-") as tmp:
         root = Path(tmp)
-        if wanted:
-            batch = "".join(f"{sha}\n" for sha, _ in wanted).encode()
-            out = run_git(["cat-file", "--batch"], repo, input_bytes=batch).stdout
-            pos = 0
-            for _, path in wanted:
-                header_end = out.index(b"\n", pos)
-                length = int(out[pos:header_end].split()[2])
-                data = out[header_end + 1 : header_end + 1 + length]
-                pos = header_end + 1 + length + 1
-                target = root / path
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(data)
-        yield root
+        _export(repo, root, wanted)
+        yield root, [path for _, path in wanted]
 
 
-def _first_call(system: object, tools: object, message: str) -> int:
-    request = ModelRequest.model_validate(
-        {"system": system, "tools": tools, "messages": [UserMessage(content=message)]}
-    )
-    return count_tokens(request_text(request))
+def _exportable(listing: bytes) -> list[tuple[str, str, int]]:
+    """(blob, path, size) of each regular file of an ``ls-tree -r -z -l`` listing that may be
+    exported: no symlinks or submodules, no secret names, none over the read cap."""
+    out: list[tuple[str, str, int]] = []
+    for record in filter(None, listing.split(b"\0")):
+        meta, _, raw = record.partition(b"\t")
+        mode, kind, sha, size = meta.decode().split()
+        path = raw.decode("utf-8", "surrogateescape")
+        if kind != "blob" or mode not in ("100644", "100755") or size == "-":
+            continue  # symlinks, submodules
+        if any(p in ("", ".", "..") for p in path.split("/")) or is_secret_path(path):
+            continue
+        if int(size) <= MAX_EXPORT_BYTES:
+            out.append((sha, path, int(size)))
+    return out
 
 
-def _one(plan: Plan, node: TaskNode, root: Path) -> NodeFirstPrompt:
-    with Firewall(root, node.read_scope, node.write_scope, durable=False) as fw:
+def _export(repo: Path, root: Path, wanted: list[tuple[str, str]]) -> None:
+    """Write each (blob, path) of ``wanted`` under ``root``, read in one ``cat-file --batch``."""
+    if not wanted:
+        return
+    batch = "".join(f"{sha}\n" for sha, _ in wanted).encode()
+    out = run_git(["cat-file", "--batch"], repo, input_bytes=batch).stdout
+    pos = 0
+    for _, path in wanted:
+        header_end = out.index(b"\n", pos)
+        length = int(out[pos:header_end].split()[2])
+        data = out[header_end + 1 : header_end + 1 + length]
+        pos = header_end + 1 + length + 1
+        target = root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+
+
+def _first_call(prompt: AssembledPrompt, heads: dict[str, tuple[str, int]] | None = None) -> int:
+    """Tokens of ``prompt``'s first request, exactly ``count_tokens(request_text(...))``.
+
+    With ``heads`` (a cache shared by the nodes of one plan: stable prefix -> the request text
+    before the message and its count), counted in pieces where that cannot change the count:
+    what precedes the message (system and tools, the same for every node) once, and the message as the sum of its items' counts (``manifest_items``, counted
+    when they were assembled). A piece boundary is safe when the text before it ends with a
+    newline and the text after it starts with a visible ASCII character: no cl100k pre-token
+    joins a newline to a following non-space, so no token spans the boundary. Pieces with an
+    unsafe boundary between them are counted together (a section header opening with a blank
+    line joins the item before it)."""
+    message = prompt.first_user_message
+    if heads is not None and prompt.stable_prefix in heads:
+        # request_text joins system, tools and message with newlines: the same system and
+        # tools (the stable prefix says which) give the same head before the message.
+        head, head_tokens = heads[prompt.stable_prefix]
+        text = head + message
+    else:
+        request = ModelRequest.model_validate(
+            {
+                "system": prompt.system,
+                "tools": prompt.tools,
+                "messages": [UserMessage(content=message)],
+            }
+        )
+        text = request_text(request)
+        head, head_tokens = text[: len(text) - len(message)], -1
+    pieces = [
+        (t, item.tokens)
+        for t, item, section in zip(
+            prompt.item_texts, prompt.manifest_items, prompt.item_sections, strict=True
+        )
+        if section != "stable"
+    ]
+    if heads is None or not text.endswith(message) or "".join(t for t, _ in pieces) != message:
+        return count_tokens(text)
+    if not pieces or not _safe_split(head, pieces[0][0]):
+        return count_tokens(text)
+    runs: list[list[tuple[str, int]]] = []  # pieces between safe boundaries
+    for piece in pieces:
+        if runs and not _safe_split(runs[-1][-1][0], piece[0]):
+            runs[-1].append(piece)
+        else:
+            runs.append([piece])
+    if head_tokens < 0:
+        head_tokens = count_tokens(head)
+        heads[prompt.stable_prefix] = (head, head_tokens)
+    total = head_tokens
+    for run in runs:
+        total += run[0][1] if len(run) == 1 else count_tokens("".join(t for t, _ in run))
+    return total
+
+
+def _safe_split(before: str, after: str) -> bool:
+    first = after[:1]
+    return before.endswith("\n") and first.isascii() and first.isprintable() and first != " "
+
+
+def _one(
+    plan: Plan,
+    node: TaskNode,
+    root: Path,
+    view: StartView | None = None,
+    heads: dict[str, tuple[str, int]] | None = None,
+) -> NodeFirstPrompt:
+    allowance = UPSTREAM_ALLOWANCE * len(node.dependencies)
+    if view is not None:
         prompt = assemble_worker_prompt(
             plan=plan,
             node=node,
             upstream=(),
-            firewall=fw,
-            upstream_allowance=UPSTREAM_ALLOWANCE * len(node.dependencies),
+            view=view,
+            upstream_allowance=allowance,
             check_fit=False,
         )
+    else:
+        with Firewall(root, node.read_scope, node.write_scope, durable=False) as fw:
+            prompt = assemble_worker_prompt(
+                plan=plan,
+                node=node,
+                upstream=(),
+                firewall=fw,
+                upstream_allowance=allowance,
+                check_fit=False,
+            )
     e = prompt.essentials
     return NodeFirstPrompt(
         task_id=node.task_id,
         token_budget=node.token_budget,
-        first_call=_first_call(prompt.system, prompt.tools, prompt.first_user_message)
-        + UPSTREAM_ALLOWANCE * len(node.dependencies),
+        first_call=_first_call(prompt, heads) + allowance,
         essentials=e.tokens,
         reserve=e.reserve,
         fits=e.fits,
@@ -177,10 +276,23 @@ def render_first_prompts(fits: list[NodeFirstPrompt], console: Console, commit: 
 
 
 def first_prompts(plan: Plan, repo: Path, commit: str | None) -> list[NodeFirstPrompt]:
-    """Every node's lean first prompt at ``commit`` (None: the directory as it is)."""
-    everything = Scope([e for t in plan.tasks for e in (*t.read_scope, *t.write_scope)])
-    with scope_snapshot(repo, commit, everything) as root:
-        return [_one(plan, node, root) for node in plan.tasks]
+    """Every node's lean first prompt at ``commit`` (None: the directory as it is, each node
+    through its own firewall). At a commit every node reads one shared ``StartView``."""
+    if commit is None:
+        everything = Scope([e for t in plan.tasks for e in (*t.read_scope, *t.write_scope)])
+        with scope_snapshot(repo, None, everything) as root:
+            return [_one(plan, node, root) for node in plan.tasks]
+    scopes: dict[tuple[str, ...], Scope] = {}
+    for t in plan.tasks:
+        entries = (*t.read_scope, *t.write_scope)
+        if entries not in scopes:
+            scopes[entries] = Scope(entries)
+    heads: dict[str, tuple[str, int]] = {}
+    with (
+        _snapshot(repo, commit, list(scopes.values())) as (root, files),
+        StartView(root, files) as view,
+    ):
+        return [_one(plan, node, root, view, heads) for node in plan.tasks]
 
 
 def add_problems(report: Report, fits: list[NodeFirstPrompt]) -> Report:

@@ -37,6 +37,7 @@ from ..outline.python import OutlineLine
 from ..outline.regions import Terms, source_lines
 from ..outline.views import Level, file_outline, region_view, render_outline
 from ..trust import wrap_data
+from .file_facts import FileFacts
 from .manifest import ChoiceReason, DroppedItem, FileChoice, FileForm
 from .read_scoped import Part, Section, drop, part
 from .used import Used, detail_lines, signatures, used_entries
@@ -92,14 +93,20 @@ class Scoped:
     used: Used = field(default_factory=dict)  # definitions here the write files use
     imported: bool = False  # a write file imports this one
     detailed: frozenset[int] = field(init=False)  # outline lines shown in full at any level
+    facts: FileFacts | None = None  # shared per-file results (a plan's pre-flight), or none
     _outlines: dict[Level, Part] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         section: Section = "files" if self.write else "stubs"
-        block = wrap_data("file", self.path, self.text)
-        self.whole = part(section, f"file:{self.path}", "file", self.path, "untrusted", block)
-        self.entries = file_outline(self.path, self.text)
-        self.n_lines = len(source_lines(self.text))
+        if self.facts is not None:
+            self.whole = self.facts.whole(section, self.path, self.text)
+            self.entries = self.facts.entries(self.path, self.text)
+            self.n_lines = self.facts.n_lines(self.path, self.text)
+        else:
+            block = wrap_data("file", self.path, self.text)
+            self.whole = part(section, f"file:{self.path}", "file", self.path, "untrusted", block)
+            self.entries = file_outline(self.path, self.text)
+            self.n_lines = len(source_lines(self.text))
         self.detailed = detail_lines(self.entries, self.used)
 
     @property
@@ -109,6 +116,10 @@ class Scoped:
     def outline(self, level: Level) -> Part | None:
         if self.entries is None:
             return None
+        if level not in self._outlines and self.facts is not None:
+            self._outlines[level] = self.facts.outline(
+                self.path, self.text, level, self.entries, self.detailed
+            )
         if level not in self._outlines:
             text = render_outline(self.entries, level, self.n_lines, self.detailed)
             block = wrap_data("stub", self.path, text)
@@ -121,6 +132,8 @@ class Scoped:
         """Only the signatures the write files use (``context.used``), or None."""
         if self.entries is None or not self.detailed:
             return None
+        if self.facts is not None:
+            return self.facts.outline(self.path, self.text, "used", self.entries, self.detailed)
         entries = used_entries(self.entries, self.detailed)
         text = render_outline(entries, "names", self.n_lines, self.detailed)
         block = wrap_data("stub", self.path, text)

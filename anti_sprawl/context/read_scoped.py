@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import deque
+from functools import lru_cache
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -65,6 +66,7 @@ def part(
     return Part(section=section, item=make_item(item_id, kind, source, trust, text), text=text)
 
 
+@lru_cache(maxsize=len(SECTION_HEADERS))  # a frozen Part per section: counted once
 def header(section: Section) -> Part:
     """The trusted heading that opens ``section`` in the first user message."""
     text = SECTION_HEADERS[section]

@@ -11,10 +11,11 @@ manifest records each one with its reason (``used_by:<file>``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import pairwise
 
 from ..outline.pyfacts import python_imports
+from ..outline.pyrefs import ModuleRefs
 from ..outline.python import OutlineLine
 from ..outline.references import References, module_index
 from .manifest import UsedSignature
@@ -35,10 +36,15 @@ Used = dict[tuple[str, int], set[str]]
 """(qualified name, line) of a definition -> the write-scope files that use it."""
 
 
-def uses_by_file(writes: Mapping[str, str], reads: Mapping[str, str]) -> dict[str, Used]:
-    """Per read-scope file, the definitions in it that the write files use."""
+def uses_by_file(
+    writes: Mapping[str, str],
+    reads: Mapping[str, str],
+    facts: dict[str, ModuleRefs | None] | None = None,
+) -> dict[str, Used]:
+    """Per read-scope file, the definitions in it that the write files use (``facts``: a
+    per-path cache shared over the same texts, ``References``)."""
     texts = {**reads, **writes}
-    refs = References(sorted(texts), texts.get)
+    refs = References(sorted(texts), texts.get, facts=facts)
     out: dict[str, Used] = {}
     for path in sorted(writes):
         for use in refs.uses(path):
@@ -48,13 +54,18 @@ def uses_by_file(writes: Mapping[str, str], reads: Mapping[str, str]) -> dict[st
     return out
 
 
-def imported_by(writes: Mapping[str, str], reads: Mapping[str, str]) -> set[str]:
-    """Read-scope files a write file imports directly: where new uses most often come from."""
+def imported_by(
+    writes: Mapping[str, str],
+    reads: Mapping[str, str],
+    imports: Callable[[str, str], list[str]] = lambda path, text: python_imports(text, path),
+) -> set[str]:
+    """Read-scope files a write file imports directly: where new uses most often come from
+    (``imports``: a file's imported names, ``python_imports`` unless a cache serves them)."""
     index = module_index(reads)
     found: set[str] = set()
     for path, text in writes.items():
         if path.endswith(".py"):
-            for name in python_imports(text, path):
+            for name in imports(path, text):
                 found.update(index.get(name, ()))
     return found
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from functools import lru_cache
 from typing import NamedTuple
 
 from .pyrefs import Binding, ModuleRefs, module_refs
@@ -79,25 +80,40 @@ def module_index(files: Iterable[str]) -> dict[str, list[str]]:
     return dict(index)
 
 
+@lru_cache(maxsize=4096)
+def _module_refs(text: str, path: str) -> ModuleRefs | None:
+    """``module_refs``, once per (text, path) in this process: ``validate --repo`` resolves the
+    same files for its reference warnings and again for every node's first prompt (issue 29,
+    item 3). The facts are only ever read, so one object serves every ``References``."""
+    return module_refs(text, path)
+
+
 class References:
     """Resolves the names files use, reading each file at most once (``read`` may return None
-    for a file that cannot be read: its names then lead nowhere)."""
+    for a file that cannot be read: its names then lead nowhere).
+
+    ``facts``: a cache of each path's facts to share with other ``References`` over the same
+    texts (every node's first prompt at one commit: context/file_facts.py); each one still
+    sees only its own ``files``."""
 
     def __init__(
         self,
         files: Sequence[str],
         read: Callable[[str], str | None],
         index: Mapping[str, Sequence[str]] | None = None,
+        facts: dict[str, ModuleRefs | None] | None = None,
     ) -> None:
         self._files = set(files)
         self._read = read
         self._index = index if index is not None else module_index(files)
-        self._facts: dict[str, ModuleRefs | None] = {}
+        self._facts: dict[str, ModuleRefs | None] = {} if facts is None else facts
 
     def facts(self, path: str) -> ModuleRefs | None:
+        if path not in self._files or not path.endswith(".py"):
+            return None
         if path not in self._facts:
-            text = self._read(path) if path in self._files and path.endswith(".py") else None
-            self._facts[path] = module_refs(text, path) if text is not None else None
+            text = self._read(path)
+            self._facts[path] = _module_refs(text, path) if text is not None else None
         return self._facts[path]
 
     def module(self, dotted: str) -> _Module | None:

@@ -7,6 +7,10 @@ written by a task the DAG leaves unordered against it (the worker may see it bef
 that change, like a stale read, but found through the code rather than the read scope), and
 ``read_coverage``, used definitions in files outside the task's scopes (the worker cannot
 read them; ``plan --expand-read-scopes`` adds them).
+
+Which files each task writes, and who writes each file, come from one ``FileIndex`` of the
+listing (by prefix, not every file against every task): at 1,000 nodes the all-pairs loops
+were two million scope tests (issue 29, item 3).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+from ..fs.file_index import FileIndex
 from ..fs.scopes import Scope
 from ..outline.references import References
 from .graph import Ordering
@@ -32,34 +37,38 @@ def reference_warnings(
     """``stale_reference`` and ``read_coverage`` warnings for ``plan`` on ``repo``'s files."""
     refs = References(files, lambda p: _read(repo, p))
     ordering = Ordering(edges)
-    writers = [(t.task_id, Scope(t.write_scope)) for t in plan.tasks]
+    index = FileIndex(files)
+    written = {t.task_id: index.matching(Scope(t.write_scope)) for t in plan.tasks}
+    writers: dict[str, list[str]] = {}  # file -> the tasks writing it, in plan order
+    for task in plan.tasks:
+        for path in written[task.task_id]:
+            writers.setdefault(path, []).append(task.task_id)
+    order = {path: i for i, path in enumerate(files)}
     out: list[Problem] = []
     for task in plan.tasks:
-        out.extend(_task_warnings(task, refs, files, writers, ordering))
+        mine = sorted(
+            (p for p in written[task.task_id] if p.endswith(".py")), key=order.__getitem__
+        )
+        out.extend(_task_warnings(task, refs, mine, writers, ordering))
     return out
 
 
 def _task_warnings(
     task: TaskNode,
     refs: References,
-    files: list[str],
-    writers: list[tuple[str, Scope]],
+    mine: list[str],
+    writers: dict[str, list[str]],
     ordering: Ordering,
 ) -> Iterator[Problem]:
-    write = Scope(task.write_scope)
+    """``task``'s warnings; ``mine``: the Python files it writes, in listing order."""
     own = Scope([*task.read_scope, *task.write_scope])
     defining: dict[str, None] = {}
-    for path in files:
-        if path.endswith(".py") and write.matches(path):
-            defining.update(dict.fromkeys(u.definition.path for u in refs.uses(path)))
+    for path in mine:
+        defining.update(dict.fromkeys(u.definition.path for u in refs.uses(path)))
     stale: set[str] = set()
     for d in defining:
-        for other, scope in writers:
-            if (
-                other != task.task_id
-                and scope.matches(d)
-                and not ordering.ordered(task.task_id, other)
-            ):
+        for other in writers.get(d, ()):
+            if other != task.task_id and not ordering.ordered(task.task_id, other):
                 stale.add(d)
                 msg = (
                     f"task '{task.task_id}' uses names defined in {d}, which task '{other}' "

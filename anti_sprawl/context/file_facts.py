@@ -1,0 +1,80 @@
+"""What a file's text yields for a prompt, computed once per file rather than once per node.
+
+A plan's pre-flight assembles every node's first prompt from the same start commit
+(context/start_view.py): at 1,000 nodes the same module was parsed for its outline and its
+references, and its whole and outlined forms tokenized, once for every node that reads it
+(issue 29, item 3). These results depend only on the file's path and text, so one
+``FileFacts`` shared by those assemblies computes each once; the parts it hands out are frozen
+(``read_scoped.Part``), so sharing them cannot leak one node's choices into another's.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from ..outline.pyrefs import ModuleRefs
+from ..outline.python import OutlineLine
+from ..outline.regions import source_lines
+from ..outline.views import Level, file_outline, render_outline
+from ..trust import wrap_data
+from .read_scoped import Part, Section, part
+from .used import used_entries
+
+__all__ = ["FileFacts"]
+
+_Key = tuple[str, str]  # (path, text)
+
+
+class FileFacts:
+    """Outline entries, line counts, whole and outlined parts per (path, text), and the
+    ``outline.references`` facts per path (``refs``: texts fixed per path, as in one commit)."""
+
+    def __init__(self) -> None:
+        self.refs: dict[str, ModuleRefs | None] = {}
+        self._entries: dict[_Key, list[OutlineLine] | None] = {}
+        self._lines: dict[_Key, int] = {}
+        self._whole: dict[tuple[Section, str, str], Part] = {}
+        self._outlines: dict[tuple[str, str, str, frozenset[int]], Part] = {}
+
+    def entries(self, path: str, text: str) -> list[OutlineLine] | None:
+        key = (path, text)
+        if key not in self._entries:
+            self._entries[key] = file_outline(path, text)
+        return self._entries[key]
+
+    def n_lines(self, path: str, text: str) -> int:
+        key = (path, text)
+        if key not in self._lines:
+            self._lines[key] = len(source_lines(text))
+        return self._lines[key]
+
+    def whole(self, section: Section, path: str, text: str) -> Part:
+        key = (section, path, text)
+        if key not in self._whole:
+            block = wrap_data("file", path, text)
+            self._whole[key] = part(section, f"file:{path}", "file", path, "untrusted", block)
+        return self._whole[key]
+
+    def outline(
+        self,
+        path: str,
+        text: str,
+        level: Level | Literal["used"],
+        entries: list[OutlineLine],
+        detailed: frozenset[int],
+    ) -> Part:
+        """The outline part at ``level`` (``"used"``: only the ``detailed`` entries, the
+        form ``lean.Scoped.used_view`` shows)."""
+        key = (path, text, level, detailed)
+        if key not in self._outlines:
+            n_lines = self.n_lines(path, text)
+            if level == "used":
+                shown = used_entries(entries, detailed)
+                rendered = render_outline(shown, "names", n_lines, detailed)
+                item_id = f"used:{path}"
+            else:
+                rendered = render_outline(entries, level, n_lines, detailed)
+                item_id = f"stub:{path}"
+            block = wrap_data("stub", path, rendered)
+            self._outlines[key] = part("stubs", item_id, "stub", path, "untrusted", block)
+        return self._outlines[key]
