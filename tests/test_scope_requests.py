@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import json
 import os
+import pty
+import select
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -92,14 +95,14 @@ def changed_by(repo: Path, task: str) -> set[str]:
 # --- granted -------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("where", ["local", "dask-inprocess"])
+@pytest.mark.parametrize("where", ["local", "dask-inprocess", "dask-processes"])
 def test_a_read_and_a_write_are_granted_landed_and_on_the_record(
     tmp_path: Path, where: str, request: pytest.FixtureRequest
 ) -> None:
     repo = make_repo(tmp_path)
     extra: list[str] = []
     if where != "local":
-        cluster = request.getfixturevalue("dask_inprocess")
+        cluster = request.getfixturevalue(where.replace("-", "_"))
         extra = ["--executor", "dask", "--dask-scheduler", cluster.scheduler_address]
     turns = [
         ask(["pkg/util.py"]),
@@ -145,6 +148,10 @@ def test_a_read_and_a_write_are_granted_landed_and_on_the_record(
         "task 'a': read pkg/util.py",
         "task 'a': write pkg/util.py",
     ]
+    # the revised plan is one resume accepts: a's scopes are the ones its commit was built with
+    again = cli("resume", state["run_id"], "--repo", str(repo), "--plan", str(revised), "--json")
+    assert again.exit_code == 0, again.output
+    assert json.loads(again.stdout)["status"] == "succeeded"
 
 
 # --- refused -------------------------------------------------------------------------------
@@ -306,3 +313,47 @@ def test_requested_paths_that_could_widen_a_scope_are_never_grantable(raw: str) 
 
 def test_a_plain_path_is_canonical() -> None:
     assert requested_path("./pkg//util.py") == ("pkg/util.py", None)
+
+
+def test_ask_on_a_terminal_puts_each_request_to_the_user(tmp_path: Path) -> None:
+    """``ask`` with a terminal: the user says yes to the write and no to the read."""
+    repo = make_repo(tmp_path)
+    turns = [
+        ask(["pkg/util.py"], "write"),
+        ask(["README.md"]),
+        {"tool": "write_file", "args": {"path": "pkg/util.py", "content": UTIL}},
+        *finish_after_write(),
+    ]
+    plan_path, script_path = fx.write_inputs(tmp_path, fx.plan(), fx.script(a=turns))
+    argv = [sys.executable, "-m", "anti_sprawl", "execute", str(plan_path), "--repo", str(repo)]
+    argv += ["--script", str(script_path), "--jobs", "1", "--scope-requests", "ask"]
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:/usr/bin:/bin", COLUMNS="120")
+    main, child = pty.openpty()
+    proc = subprocess.Popen(argv, stdin=child, stdout=child, stderr=child, env=env)
+    os.close(child)
+    seen, answers = b"", [b"y\n", b"n\n"]
+    while True:
+        ready, _, _ = select.select([main], [], [], 120)
+        if not ready:
+            proc.kill()
+            pytest.fail(f"no output for 120 s: {seen[-2000:]!r}")
+        try:
+            chunk = os.read(main, 4096)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        seen += chunk
+        if seen.count(b"Grant it?") > 2 - len(answers):
+            os.write(main, answers.pop(0))
+    os.close(main)
+    assert proc.wait(timeout=120) == 0, seen[-3000:]
+    (journal,) = (repo / ".anti-sprawl" / "runs").glob("*/run.json")
+    state = json.loads(journal.read_text())
+    got = decisions(state, "a")
+    assert got["write pkg/util.py"]["granted"]
+    assert got["write pkg/util.py"]["why"].startswith("asked and granted")
+    assert not got["read README.md"]["granted"]
+    assert got["read README.md"]["why"] == "the user refused it"
+    assert b"task 'a' asks to write 'pkg/util.py' (needed). Grant it?" in seen
+    assert changed_by(repo, "a") == {"pkg/a.py", "pkg/util.py"}

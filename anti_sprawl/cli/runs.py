@@ -131,7 +131,7 @@ def _run_and_report(
         on_live=progress.step,
         on_finish=pr_body,
         crash=_crash_hook,
-        ask_scope=asker(settings.scope_requests),
+        ask_scope=asker(settings.scope_requests, progress.paused),
     )
     opts = ExecuteOptions(
         provider=provider,

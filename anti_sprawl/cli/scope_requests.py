@@ -9,9 +9,11 @@ stderr. What the model wrote (the path, its reason) is shown without terminal co
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated
 
@@ -63,15 +65,18 @@ def resolve(choice: ScopeRequestsChoice | str, *, terminal: bool | None = None) 
     return mode
 
 
-def asker(mode: str) -> Callable[[str, ScopeGrant], bool] | None:
-    """The prompt for ``ask`` (None for the other modes): one question at a time."""
+def asker(
+    mode: str, paused: Callable[[], AbstractContextManager[None]] | None = None
+) -> Callable[[str, ScopeGrant], bool] | None:
+    """The prompt for ``ask`` (None for the other modes): one question at a time, with the
+    live view ``paused`` while it is asked."""
     if mode != "ask":
         return None
     lock = threading.Lock()
 
     def ask(task_id: str, request: ScopeGrant) -> bool:
         path, reason = inert(request.path), inert(request.reason)
-        with lock:
+        with lock, paused() if paused is not None else contextlib.nullcontext():
             return typer.confirm(
                 f"task {task_id!r} asks to {request.mode} {path!r} ({reason}). Grant it?",
                 default=False,

@@ -46,6 +46,7 @@ from .preflight import (
 from .replan import check_revision
 from .result import TaskResult
 from .scheduler import run_dag
+from .scope_grants import revised_plan
 from .settings import CRASH_POINTS, RunHooks, RunSettings
 
 __all__ = [
@@ -313,7 +314,9 @@ def _revise(
     state: RunState, plan: Plan, succeeded: list[str], source: str, redactor: Redactor
 ) -> None:
     """Put ``plan`` in the journal in place of the run's plan, if the edit is allowed."""
-    revision = check_revision(state.plan, plan, succeeded, source)
+    grants = {t: r.scope_grants for t, r in state.tasks.items()}
+    granted, _ = revised_plan(state.plan, grants)  # run/scope_grants.py: the plan it grew to
+    revision = check_revision(state.plan, plan, succeeded, source, granted)
     state.revisions.append(revision)
     state.plan = redactor.model(plan)
     plan = state.plan
