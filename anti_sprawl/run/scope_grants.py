@@ -219,6 +219,11 @@ class ScopePolicy:
             return "no terminal to ask on (--scope-requests ask): refused"
         return "" if self.ask(self.node.task_id, request) else "the user refused it"
 
+    def _missing(self) -> str:
+        if self.ws.sparse is not None:
+            return "not checked out in this sparse worktree (--sparse)"
+        return "no such file at this task's base"
+
     def _path_problem(self, path: str, mode: ScopeMode) -> str:
         """Why ``path`` is no file the repository map could list (a write may be new)."""
         if _ignored(self.ws, path):
@@ -230,7 +235,7 @@ class ScopePolicy:
                 st = os.lstat(root.joinpath(*parts[:i]))
             except FileNotFoundError:
                 if mode == "read":
-                    return "no such file at this task's base"
+                    return self._missing()
                 break
             except OSError as exc:
                 return f"cannot be checked: {exc.strerror}"
