@@ -26,9 +26,9 @@ from typer.testing import CliRunner
 
 from anti_sprawl.cli.app import app
 from anti_sprawl.cli.scope_requests import ScopeRequestsChoice
-from anti_sprawl.fs.scope_grant import requested_path
+from anti_sprawl.fs.scope_grant import ScopeGrant, requested_path
 from anti_sprawl.run.ablations import Ablations
-from anti_sprawl.run.scope_grants import SCOPE_REQUESTS
+from anti_sprawl.run.scope_grants import SCOPE_REQUESTS, Neighbour, confirmed, granted_writes
 
 from . import e2e_fixture as fx
 
@@ -357,3 +357,42 @@ def test_ask_on_a_terminal_puts_each_request_to_the_user(tmp_path: Path) -> None
     assert got["read README.md"]["why"] == "the user refused it"
     assert b"task 'a' asks to write 'pkg/util.py' (needed). Grant it?" in seen
     assert changed_by(repo, "a") == {"pkg/a.py", "pkg/util.py"}
+
+
+def test_a_remote_workers_claimed_grants_are_judged_again_by_the_run() -> None:
+    """What the central process keeps of a Dask worker's ``scope_grants`` before its re-audit:
+    a claimed write that overlaps an unordered node, names a secret, an internal file or a
+    glob, or exceeds the limit becomes a refusal; the rest stays granted."""
+    b = Neighbour("b", read=("docs/",), write=("pkg/b.py",))
+
+    def claim(path: str, mode: str = "write") -> ScopeGrant:
+        return ScopeGrant(mode=mode, path=path, granted=True, why="granted")  # type: ignore[arg-type]
+
+    claims = [
+        claim("pkg/util.py"),
+        claim("pkg/b.py"),
+        claim("docs/x.md"),
+        claim(".env"),
+        claim(".git/config"),
+        claim("pkg/*"),
+        claim("./pkg/u2.py"),
+        claim("README.md", "read"),
+        claim("pkg/u3.py"),
+        claim("pkg/u4.py"),
+        claim("pkg/u5.py"),
+    ]
+    judged = {(g.mode, g.path): g for g in confirmed([b], claims)}
+    kept = sorted(p for (m, p), g in judged.items() if g.granted and m == "write")
+    assert kept == ["pkg/u3.py", "pkg/util.py"]  # with the read, three grants
+    assert "task 'b' writes 'pkg/b.py'" in judged[("write", "pkg/b.py")].why
+    assert "task 'b' reads 'docs/'" in judged[("write", "docs/x.md")].why
+    assert "secret" in judged[("write", ".env")].why
+    assert "limit of 3" in judged[("write", "pkg/u4.py")].why
+    assert "limit of 3" in judged[("write", "pkg/u5.py")].why
+    assert not judged[("write", "./pkg/u2.py")].granted  # not the canonical path it claims
+    assert judged[("read", "README.md")].granted
+    assert granted_writes(judged.values()) == kept_in_order(claims, kept)
+
+
+def kept_in_order(claims: list[ScopeGrant], kept: list[str]) -> list[str]:
+    return [g.path for g in claims if g.path in kept]
