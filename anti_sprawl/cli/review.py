@@ -89,7 +89,7 @@ def status(
 def _revised_plan(state: Any, as_json: bool) -> None:
     """``status RUN --plan``: the plan the run ended with (run/scope_grants.py)."""
     from ..plan.model import dump_plan
-    from ..run.scope_grants import revised_header, revised_plan
+    from ..run.revised_plan import revised_header, revised_plan
     from ..views.scope_grants import scope_lines
 
     grants = {t: r.scope_grants for t, r in state.tasks.items()}

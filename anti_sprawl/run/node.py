@@ -43,7 +43,8 @@ from .journal import Journal
 from .node_job import NodeEnv, NodeJob, NodeOutcome, NodePaths
 from .node_work import record_failure, run_node_job
 from .result import TaskResult, now, upstream_summary
-from .scope_grants import GrantLedger, Neighbour, unordered_with, write_revised_plan
+from .revised_plan import write_revised_plan
+from .scope_grants import GrantLedger, Neighbour, unordered_with
 from .settings import RunHooks, RunSettings
 
 __all__ = ["ExecuteOptions", "NodeRunner"]

@@ -45,8 +45,8 @@ from .preflight import (
 )
 from .replan import check_revision
 from .result import TaskResult
+from .revised_plan import revised_plan
 from .scheduler import run_dag
-from .scope_grants import revised_plan
 from .settings import CRASH_POINTS, RunHooks, RunSettings
 
 __all__ = [
@@ -315,7 +315,7 @@ def _revise(
 ) -> None:
     """Put ``plan`` in the journal in place of the run's plan, if the edit is allowed."""
     grants = {t: r.scope_grants for t, r in state.tasks.items()}
-    granted, _ = revised_plan(state.plan, grants)  # run/scope_grants.py: the plan it grew to
+    granted, _ = revised_plan(state.plan, grants)  # run/revised_plan.py: the plan it grew to
     revision = check_revision(state.plan, plan, succeeded, source, granted)
     state.revisions.append(revision)
     state.plan = redactor.model(plan)

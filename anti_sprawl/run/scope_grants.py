@@ -29,7 +29,6 @@ import stat
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal
 
 import pathspec
@@ -41,7 +40,7 @@ from ..fs.scope_grant import ScopeGrant, ScopeMode, requested_path
 from ..fs.scopes import entry_problem, may_overlap
 from ..git.workspace import Workspace
 from ..plan.graph import Ordering, dependency_edges
-from ..plan.model import Plan, TaskNode, save_plan
+from ..plan.model import Plan, TaskNode
 
 __all__ = [
     "MAX_GRANTS",
@@ -52,10 +51,7 @@ __all__ = [
     "ScopeRequests",
     "confirmed",
     "granted_writes",
-    "revised_header",
-    "revised_plan",
     "unordered_with",
-    "write_revised_plan",
 ]
 
 ScopeRequests = Literal["auto", "ask", "never"]
@@ -308,35 +304,3 @@ def confirmed(
                 kept += 1
         out.append(g)
     return out
-
-
-GrantsByTask = Mapping[str, Sequence[ScopeGrant]]
-
-
-def revised_plan(plan: Plan, grants: GrantsByTask) -> tuple[Plan, list[str]]:
-    """The plan with each node's granted paths added to its scopes, and one line per addition
-    (what the run added: ``status --plan`` and the revised plan file show it)."""
-    tasks, added = [], []
-    for t in plan.tasks:
-        extra = [g for g in grants.get(t.task_id, ()) if g.granted]
-        reads = [g.path for g in extra if g.mode == "read" and g.path not in t.read_scope]
-        writes = [g.path for g in extra if g.mode == "write" and g.path not in t.write_scope]
-        added += [f"task '{t.task_id}': read {p}" for p in reads]
-        added += [f"task '{t.task_id}': write {p}" for p in writes]
-        update = {"read_scope": [*t.read_scope, *reads], "write_scope": [*t.write_scope, *writes]}
-        tasks.append(t.model_copy(update=update) if reads or writes else t)
-    return plan.model_copy(update={"tasks": tasks}), added
-
-
-def revised_header(run_id: str, added: Sequence[str]) -> str:
-    """The comment lines of a revised plan: whose it is and what the run added."""
-    lines = [f"The plan of run {run_id} with the scopes its nodes were granted added:"]
-    return "\n".join([*lines, *(f"  added {line}" for line in added)])
-
-
-def write_revised_plan(path: Path, plan: Plan, run_id: str, grants: GrantsByTask) -> list[str]:
-    """Write the revised plan beside the run's journal; the lines of what was added."""
-    revised, added = revised_plan(plan, grants)
-    if added:
-        save_plan(revised, path, revised_header(run_id, added))
-    return added
