@@ -434,6 +434,7 @@ def test_bad_cases_are_usage_errors(tmp_path: Path) -> None:
         "-scoping",
         "-firewall",
         "-clean-slate",
+        "-scope-requests",
     ]
     with pytest.raises(UsageError, match="live --provider"):
         run_eval_command(CASES, model="gpt-x", console=Console(file=StringIO()))

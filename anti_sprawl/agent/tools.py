@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -21,6 +21,7 @@ __all__ = [
     "MoveFileArgs",
     "PathArgs",
     "ReadFileArgs",
+    "RequestScopeArgs",
     "RunTestsArgs",
     "WriteFileArgs",
     "tool_args_model",
@@ -105,6 +106,23 @@ class RunTestsArgs(_Args):
         return args
 
 
+MAX_SCOPE_PATHS = 8
+
+
+class RequestScopeArgs(_Args):
+    """Ask the run for files outside the node's scopes (run/scope_grants.py decides)."""
+
+    paths: list[str] = Field(
+        min_length=1,
+        max_length=MAX_SCOPE_PATHS,
+        description="Repo-relative files (no globs, no directories) you need and lack.",
+    )
+    mode: Literal["read", "write"] = Field(description="read, or write (create or change).")
+    reason: str = Field(
+        min_length=1, max_length=500, description="One line: why the task needs them."
+    )
+
+
 class FinishArgs(_Args):
     """What a worker hands downstream when it is done: checked against this schema."""
 
@@ -148,6 +166,11 @@ _SPECS: dict[str, tuple[str, type[_Args]]] = {
         "Run this task's test command (read-only, no network, time-limited), optionally "
         "with extra arguments such as one test file or test id.",
         RunTestsArgs,
+    ),
+    "request_scope": (
+        "Ask for files outside your scopes (a read, or a write); the run grants or refuses "
+        "each with one line saying why. Refused: finish with what you have.",
+        RequestScopeArgs,
     ),
     FINISH_TOOL: ("Finish the task with a summary for the tasks that depend on it.", FinishArgs),
 }

@@ -24,6 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from ..fs.firewall import Firewall, Violation
+from ..fs.scope_grant import ScopeGrant
 from ..ids import FINISH_TOOL
 from ..lifecycle import WorkerFailure
 from ..providers.base import (
@@ -45,7 +46,7 @@ from .digest import Compactor
 from .dispatch import Ending, ToolOutcome
 from .handlers import read_handlers, tool_table, write_handlers
 from .loop import TRANSCRIPT, Loop, Transcript
-from .tools import FinishArgs
+from .tools import FinishArgs, RequestScopeArgs
 
 __all__ = [
     "CALL_SLACK",
@@ -156,6 +157,9 @@ class WorkerContext:
     attempt: int = 1  # the node's attempt: later ones keep their own transcript and call ids
     # The paths the worktree changes now (a finish naming others is refused); None: unchecked.
     changed_files: Callable[[], list[str]] | None = None
+    # ``request_scope``: the run's decision on each path (run/scope_grants.py), which also
+    # widens the firewall for what it grants; None: scope requests are off (every one refused).
+    request_scope: Callable[[RequestScopeArgs], list[ScopeGrant]] | None = None
 
 
 def run_worker(ctx: WorkerContext) -> WorkerResult:
@@ -177,6 +181,7 @@ class _Worker:
             **read_handlers(ctx.firewall, limits.observation_chars),
             **write_handlers(ctx.firewall),
             "run_tests": self._run_tests,
+            "request_scope": self._request_scope,
             FINISH_TOOL: self._finish,
         }
         self.loop = Loop(
@@ -301,6 +306,25 @@ class _Worker:
         head = f"tests {verdict} (exit code {run.exit_code}{limit}): {' '.join(run.command)}"
         status = "ok" if run.passed else "failed"
         return ToolOutcome(f"{head}\n{run.tail}", status=status, summary=head)
+
+    def _request_scope(self, args: Any) -> ToolOutcome:
+        """One line per path: granted, or why not; the worker may then finish with what it has."""
+        assert isinstance(args, RequestScopeArgs)
+        if self.ctx.request_scope is None:
+            return ToolOutcome(
+                "scope requests are off for this run; finish with what you have",
+                status="error",
+                wrap=False,
+            )
+        decided = self.ctx.request_scope(args)
+        lines = [
+            f"{'granted' if d.granted else 'refused'}: {d.mode} {d.path!r}: {d.why}"
+            for d in decided
+        ]
+        granted = sum(d.granted for d in decided)
+        status = "ok" if granted else "error"
+        summary = f"{granted} of {len(decided)} {args.mode} request(s) granted"
+        return ToolOutcome("\n".join(lines), status=status, summary=summary, wrap=False)
 
     def _finish(self, args: Any) -> ToolOutcome:
         """Finish, unless it names files the worktree does not change (a claim we can check).

@@ -27,6 +27,7 @@ from ..providers.prices import format_usd
 from ..redact import Redactor, env_secrets
 from ..run.journal import RunState
 from .options import ExecutorChoice, SandboxChoice
+from .scope_requests import ScopeRequestsChoice
 
 __all__ = ["endpoint_notes", "record", "reuse", "session_caps"]
 
@@ -39,7 +40,11 @@ NOT_RECORDED = frozenset(
 NOT_REUSED = frozenset({"max_tokens", "max_cost"})
 _PATHS = frozenset({"script", "prices"})
 _PATH_LISTS = frozenset({"sandbox_allow"})
-_ENUMS: Mapping[str, type[Enum]] = {"sandbox": SandboxChoice, "executor": ExecutorChoice}
+_ENUMS: Mapping[str, type[Enum]] = {
+    "sandbox": SandboxChoice,
+    "executor": ExecutorChoice,
+    "scope_requests": ScopeRequestsChoice,
+}
 _ENDPOINT = ("provider", "base_url", "model")
 _ENDPOINT_FLAGS = frozenset({"provider", "base_url", "script"})
 

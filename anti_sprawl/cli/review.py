@@ -7,11 +7,12 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from ..errors import UsageError
+from ..views.terminal import inert
 from .options import (
     BaseUrlOpt,
     DaskSchedulerOpt,
@@ -36,6 +37,14 @@ __all__ = ["cancel", "clean", "eval_cmd", "inspect", "pr_cmd", "status"]
 def status(
     run_id: Annotated[str | None, typer.Argument(metavar="RUN_ID")] = None,
     repo: RepoReq = None,
+    plan: Annotated[
+        bool,
+        typer.Option(
+            "--plan",
+            help="Print the run's revised plan: its plan with the scopes it granted added, "
+            "and what was added (needs RUN_ID).",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """List runs, or show one run's nodes."""
@@ -46,6 +55,8 @@ def status(
 
     repo = check_repo(repo_here(repo))
     if run_id is None:
+        if plan:
+            raise UsageError("status --plan needs a RUN_ID")
         runs = [as_seen(repo, s) for s in list_runs(repo)]
         if as_json:
             print_json(
@@ -66,10 +77,31 @@ def status(
             render_runs(runs, stdout())
         return
     state = as_seen(repo, Journal.load(repo, run_id).state)
+    if plan:
+        _revised_plan(state, as_json)
+        return
     if as_json:
         sys.stdout.write(state.model_dump_json(indent=2) + "\n")
     else:
         render_verdict(state, stdout())
+
+
+def _revised_plan(state: Any, as_json: bool) -> None:
+    """``status RUN --plan``: the plan the run ended with (run/scope_grants.py)."""
+    from ..plan.model import dump_plan
+    from ..run.revised_plan import revised_header, revised_plan
+    from ..views.scope_grants import scope_lines
+
+    grants = {t: r.scope_grants for t, r in state.tasks.items()}
+    revised, added = revised_plan(state.plan, grants)
+    if as_json:
+        data = {"plan": revised.model_dump(mode="json", exclude_none=True), "added": added}
+        print_json({**data, "requests": scope_lines(state)})
+        return
+    header = revised_header(state.run_id, added) if added else "The run granted no scope."
+    for line in [*header.splitlines(), *(f"  {r}" for r in scope_lines(state))]:
+        sys.stdout.write(f"# {inert(line)}\n")
+    sys.stdout.write(dump_plan(revised))
 
 
 @handle_errors
@@ -228,7 +260,9 @@ def eval_cmd(
     cases_dir: Annotated[Path, typer.Argument(metavar="DIR", help="Folder of evaluation cases.")],
     ablate: Annotated[
         list[str] | None,
-        typer.Option("--ablate", help="firewall | clean-slate | scoping | all (repeatable)."),
+        typer.Option(
+            "--ablate", help="firewall | clean-slate | scoping | scope-requests | all (repeatable)."
+        ),
     ] = None,
     case: Annotated[
         list[str] | None, typer.Option("--case", help="Only these cases (repeatable).")

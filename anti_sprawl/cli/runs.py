@@ -47,6 +47,7 @@ from .options import (
     warn_unpriced,
 )
 from .output import handle_errors, print_json, stderr, stdout
+from .scope_requests import ScopeRequestsChoice, ScopeRequestsOpt
 
 __all__ = ["execute", "resume", "set_crash_hook"]
 
@@ -112,6 +113,7 @@ def _run_and_report(
     from ..views.pr_body import write_pr_body
     from ..views.run import Progress, render_verdict
     from ..views.terminal import inert_console
+    from .scope_requests import asker
 
     console = stdout() if not as_json else inert_console(stderr=True)
     progress = Progress(console)
@@ -129,6 +131,7 @@ def _run_and_report(
         on_live=progress.step,
         on_finish=pr_body,
         crash=_crash_hook,
+        ask_scope=asker(settings.scope_requests, progress.paused),
     )
     opts = ExecuteOptions(
         provider=provider,
@@ -194,6 +197,7 @@ def execute(
         ),
     ] = False,
     no_baseline: NoBaselineOpt = False,
+    scope_requests: ScopeRequestsOpt = ScopeRequestsChoice.auto,
     as_json: JsonOpt = False,
 ) -> None:
     """Run a plan: one worktree, firewall and commit per node; leaves a branch and a PR body."""
@@ -202,6 +206,7 @@ def execute(
     from ..run.runner import execute as run_execute
     from .executor import executor_for
     from .launch import record
+    from .scope_requests import resolve
 
     repo = repo_here(repo)
     plan = plan_for(plan_file, repo, allow_setup_network)
@@ -226,6 +231,7 @@ def execute(
         max_cost=max_cost,
         max_output_tokens=max_output_tokens,
         context_budget=lean_ceiling,
+        scope_requests=resolve(scope_requests),
     )
     launch = record(given, provider=chosen.name, base_url=getattr(chosen, "base_url", None))
     settings = dataclasses.replace(settings, launch=launch)
@@ -332,6 +338,7 @@ def resume(
     allow_setup_network: SetupNetworkOpt = False,
     executor: ExecutorOpt = ExecutorChoice.local,
     dask_scheduler: DaskSchedulerOpt = None,
+    scope_requests: ScopeRequestsOpt = ScopeRequestsChoice.auto,
     as_json: JsonOpt = False,
 ) -> None:
     """Continue an interrupted run with the options it was started with (flags override);
@@ -367,6 +374,7 @@ def _resume(args: dict[str, Any], options: dict[str, Any]) -> None:
     from ..run.runner import resume as run_resume
     from .executor import executor_for, journal_plan
     from .launch import record
+    from .scope_requests import resolve
 
     repo, run_id, plan_file = args["repo"], args["run_id"], args["plan_file"]
     plan = plan_for(plan_file, repo, args["allow_setup_network"]) if plan_file is not None else None
@@ -392,6 +400,7 @@ def _resume(args: dict[str, Any], options: dict[str, Any]) -> None:
         max_cost=args["max_cost"],
         max_output_tokens=args["max_output_tokens"],
         context_budget=args["lean_ceiling"],
+        scope_requests=resolve(args["scope_requests"]),
     )
     if plan is not None:
         served_window(plan, chosen, args["base_url"])

@@ -23,6 +23,7 @@ from rich.text import Text
 from ..agent.digest import DIGEST_HEADER
 from ..errors import UsageError
 from ..fs.files import atomic_write_text
+from ..fs.scope_grant import ScopeGrant
 from ..ids import TaskId
 from ..providers.base import AssistantMessage, Message, ToolSpec, UserMessage, turn_text
 from ..tables import print_table
@@ -153,6 +154,10 @@ class ContextManifest(BaseModel):
     dropped: list[DroppedItem] = Field(default_factory=list)
     choices: list[FileChoice] = Field(
         default_factory=list, description="How each scoped file went into the first prompt."
+    )
+    scope_grants: list[ScopeGrant] = Field(
+        default_factory=list,
+        description="The attempt's scope requests before this call, granted or refused.",
     )
     total_tokens: int = Field(ge=0, description="Sum of the items' tokens.")
     stable_prefix_bytes: int = Field(ge=0)

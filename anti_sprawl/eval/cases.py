@@ -69,6 +69,11 @@ class Checks(BaseModel):
     expect_attempts: dict[str, int] = Field(
         default_factory=dict, description="task_id -> the attempts it must have made."
     )
+    expect_scope: dict[str, dict[str, bool]] = Field(
+        default_factory=dict,
+        description="task_id -> {'<mode> <path>': granted?}: scope requests it must have made "
+        "and what became of each (the journal's scope_grants).",
+    )
     min_violations: int | None = Field(default=None, ge=0)
     max_input_tokens: int | None = Field(default=None, gt=0)
     max_total_tokens: int | None = Field(default=None, gt=0)
@@ -249,6 +254,7 @@ def _check_inputs(case: Case) -> None:
     if case.resume is not None:
         case.load_plan(case.resume)
     named = set(case.checks.must_not_reach) | set(case.checks.expect_attempts)
+    named |= set(case.checks.expect_scope)
     if isinstance(case.checks.expect_status, dict):
         named |= set(case.checks.expect_status)
     if unknown := sorted(named - ids):

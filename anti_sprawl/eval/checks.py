@@ -26,6 +26,7 @@ from ..plan.model import Plan, command_argv
 from ..providers.base import AssistantMessage, ToolResultMessage, UserMessage, request_text
 from ..run.failure_note import FAILURE_NOTE_HEADER
 from ..run.journal import RunState
+from ..run.scope_grants import granted_writes
 from ..sandbox.command_template import bind_command
 from ..sandbox.sandbox import SandboxPolicy, run_command
 from .cases import Case
@@ -68,11 +69,16 @@ class Evidence:
 
 
 def out_of_scope(changed: Sequence[str], plan: Plan | None, state: RunState | None) -> list[str]:
-    """Changed paths that no succeeded task was allowed to write."""
+    """Changed paths that no succeeded task was allowed to write (its plan's write scope and
+    the writes the run granted it: run/scope_grants.py)."""
     scopes = []
     if plan is not None and state is not None:
-        done = {tid for tid, r in state.tasks.items() if r.status == "succeeded"}
-        scopes = [Scope(t.write_scope) for t in plan.tasks if t.task_id in done]
+        done = {tid: r for tid, r in state.tasks.items() if r.status == "succeeded"}
+        scopes = [
+            Scope([*t.write_scope, *granted_writes(done[t.task_id].scope_grants)])
+            for t in plan.tasks
+            if t.task_id in done
+        ]
     return [p for p in changed if not any(s.matches(p) for s in scopes)]
 
 
@@ -226,6 +232,21 @@ def _attempts_check(ev: Evidence) -> CheckOutcome | None:
     return CheckOutcome(name="attempts", passed=not wrong, detail="; ".join(wrong))
 
 
+def _scope_check(ev: Evidence) -> CheckOutcome | None:
+    """The scope requests each named task made, granted or refused, as the journal has them."""
+    want = ev.case.checks.expect_scope
+    if not want or ev.state is None:
+        return None
+    wrong = []
+    for tid, requests in want.items():
+        record = ev.state.tasks.get(tid)
+        got = {f"{g.mode} {g.path}": g.granted for g in (record.scope_grants if record else [])}
+        for request, granted in requests.items():
+            if got.get(request) is not granted:
+                wrong.append(f"{tid}: {request}: {got.get(request)} (want {granted})")
+    return CheckOutcome(name="scope_requests", passed=not wrong, detail="; ".join(wrong))
+
+
 def _observations(calls: Sequence[RecordedCall]) -> list[str]:
     """The file tools' outputs (reads, listings, searches) in ``calls``' conversations."""
     names: dict[str, str] = {}
@@ -294,6 +315,7 @@ def score(ev: Evidence, out: list[str], leaks: list[Leak], cross: list[Leak]) ->
         results.append(CheckOutcome(name="must_not_reach", passed=not cross, detail=f"{found}"))
     results.append(_exists_check(ev))
     results.append(_attempts_check(ev))
+    results.append(_scope_check(ev))
     results.append(clean_retries(ev.calls))
     violations = sum(t.violations for t in ev.tasks)
     if checks.min_violations is not None:

@@ -4,7 +4,9 @@ Reads are allowed in ``read_scope ∪ write_scope``, writes only in ``write_scop
 ``.git/`` and ``.anti-sprawl/`` never. Decisions are made on what the kernel opened, not on
 the string asked for (``confinement``); writes go through ``scoped_write``. Scopes come only
 from the constructor: no tool argument can move the boundary (docs/security.md P5, F39). Every
-refusal raises ``FirewallError`` and is appended to ``violations``.
+refusal raises ``FirewallError`` and is appended to ``violations``. The one exception is
+``grant``: the run's scope-request policy (run/scope_grants.py) may add a plain file path it
+has checked and recorded; nothing a model sends reaches it unchecked (docs/security.md SR-1).
 
 One class over 300 lines: every file operation a worker has, each a few lines over
 ``confinement`` and ``scoped_write``; splitting the class would split the boundary it is.
@@ -115,6 +117,18 @@ class Firewall:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def grant(self, mode: str, path: str) -> None:
+        """Add one file to the read (``mode`` "read") or the write scope: called only by the
+        run's scope-request policy after its checks (run/scope_grants.py), never by a tool."""
+        with self._lock:
+            try:
+                if mode == "write":
+                    self.write_scope = self.write_scope.union([path])
+                self.read_scope = self.read_scope.union([path])
+            except ValueError as exc:
+                raise RunError(f"firewall: {exc}") from exc
+            self._c.read_scope, self._c.write_scope = self.read_scope, self.write_scope
 
     def check_read(self, path: str) -> str:
         """The canonical repo-relative path ``read_text`` would serve (content unchecked)."""

@@ -42,6 +42,9 @@ __all__ = [
 TRAILER_RUN = "Anti-Sprawl-Run"
 TRAILER_TASK = "Anti-Sprawl-Task"
 TRAILER_TOKENS = "Anti-Sprawl-Tokens"
+# One line per granted or refused scope request: ``<mode> <path>`` (run/scope_grants.py).
+TRAILER_SCOPE_GRANTED = "Anti-Sprawl-Scope-Granted"
+TRAILER_SCOPE_REFUSED = "Anti-Sprawl-Scope-Refused"
 LAND_RETRY_DELAYS = (0.5, 1.0, 2.0)  # seconds before each new try of a landing
 _BRANCH_OK = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,200}$")
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import posixpath
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import RunError
@@ -32,7 +32,7 @@ from ..redact import Redactor
 from .cmd import GitError, run_git
 from .secret_scan import commit_secrets
 from .transport import BUNDLE_REF, parse_header, write_bundle
-from .workspace import compose_message
+from .workspace import Trailers, compose_message
 
 __all__ = ["QUARANTINE_PREFIX", "ResultRefused", "clear_quarantine", "rebuild", "receive"]
 
@@ -145,7 +145,7 @@ def rebuild(
     commit: str,
     base: str,
     message: str,
-    trailers: Mapping[str, str],
+    trailers: Trailers,
     *,
     run_id: str,
     task_id: str,

@@ -93,6 +93,11 @@ class RunPaths:
     def pr_body(self) -> Path:
         return self.root / "PR.md"
 
+    @property
+    def revised_plan(self) -> Path:
+        """The run's plan with the scopes it granted added (run/scope_grants.py)."""
+        return self.root / "plan.revised.yaml"
+
 
 @dataclass(frozen=True)
 class StateLayout:

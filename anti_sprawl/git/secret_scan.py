@@ -14,12 +14,12 @@ symlink's target is its blob (docs/security.md P19). The finding names the path 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from ..redact import Finding, Redactor
 from .cmd import run_git
-from .workspace import Workspace, compose_message
+from .workspace import Trailers, Workspace, compose_message
 
 __all__ = ["commit_secrets", "message_secret", "staged_secrets"]
 
@@ -144,7 +144,7 @@ def _first_added(
 
 
 def message_secret(
-    redactor: Redactor, message: str, trailers: Mapping[str, str], author: tuple[str, str] | None
+    redactor: Redactor, message: str, trailers: Trailers, author: tuple[str, str] | None
 ) -> str:
     """The kind of a secret in a commit's metadata (its message with trailers, its author),
     else ``""``: a task id or run id is planned text too, and trailers are not redacted."""

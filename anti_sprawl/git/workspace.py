@@ -36,6 +36,7 @@ __all__ = [
     "BRANCH_PREFIX",
     "DiffStat",
     "FileStat",
+    "Trailers",
     "Workspace",
     "commit",
     "compose_message",
@@ -297,23 +298,29 @@ def ensure_excluded(repo: Path) -> None:
     atomic_write_text(exclude, text + EXCLUDE_LINE + "\n")
 
 
-def compose_message(message: str, trailers: Mapping[str, str]) -> str:
-    """The commit message: ``message``, a blank line, then one ``Key: value`` line per trailer."""
+Trailers = Mapping[str, str | tuple[str, ...]]
+"""Trailer key -> its value, or its values (one ``Key: value`` line each, in order)."""
+
+
+def compose_message(message: str, trailers: Trailers) -> str:
+    """The commit message: ``message``, a blank line, then one ``Key: value`` line per trailer
+    value."""
     body = message.strip()
     if not body:
         raise RunError("empty commit message")
     lines = []
-    for key, value in trailers.items():
-        if not _TRAILER_KEY.match(key) or "\n" in value or "\r" in value or not value.strip():
-            raise RunError(f"bad commit trailer {key!r}: {value!r}")
-        lines.append(f"{key}: {value.strip()}")
+    for key, values in trailers.items():
+        for value in (values,) if isinstance(values, str) else values:
+            if not _TRAILER_KEY.match(key) or "\n" in value or "\r" in value or not value.strip():
+                raise RunError(f"bad commit trailer {key!r}: {value!r}")
+            lines.append(f"{key}: {value.strip()}")
     return body + ("\n\n" + "\n".join(lines) if lines else "") + "\n"
 
 
 def commit(
     ws: Workspace,
     message: str,
-    trailers: Mapping[str, str],
+    trailers: Trailers,
     *,
     identity: tuple[str, str] = DEFAULT_IDENTITY,
     author: tuple[str, str] | None = None,

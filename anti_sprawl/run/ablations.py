@@ -9,6 +9,8 @@ never for real work). The node asks this policy instead of testing names itself:
   polluted context a shared chat history would give it).
 - ``scoping``: the read scope is the whole repository, packed to the context window, and the
   first prompt reads eagerly instead of leanly.
+- ``scope-requests``: every ``request_scope`` is refused, whatever ``--scope-requests`` says
+  (the plan's scopes are all a node gets, as before scope requests: run/scope_grants.py).
 """
 
 from __future__ import annotations
@@ -19,10 +21,11 @@ from typing import Literal, get_args
 
 from ..errors import UsageError
 from ..plan.model import TaskNode
+from .scope_grants import ScopeRequests
 
 __all__ = ["ABLATIONS", "AblationName", "Ablations", "NodeScopes"]
 
-AblationName = Literal["firewall", "clean-slate", "scoping"]
+AblationName = Literal["firewall", "clean-slate", "scoping", "scope-requests"]
 ABLATIONS: tuple[AblationName, ...] = get_args(AblationName)
 _EVERYTHING = ["**"]
 
@@ -64,6 +67,10 @@ class Ablations:
     @property
     def scoping(self) -> bool:
         return "scoping" in self.names
+
+    def scope_requests(self, chosen: ScopeRequests) -> ScopeRequests:
+        """The run's ``--scope-requests``, or ``never`` with the scope-requests ablation."""
+        return "never" if "scope-requests" in self.names else chosen
 
     def scopes(self, node: TaskNode) -> NodeScopes:
         """The scopes the node's firewall enforces."""

@@ -10,8 +10,17 @@ says which attempt of how many landed (the views' words, run/node.py's counter).
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Sequence
 
-from ..git.branch import TRAILER_RUN, TRAILER_TASK, TRAILER_TOKENS
+from ..fs.scope_grant import ScopeGrant
+from ..git.branch import (
+    TRAILER_RUN,
+    TRAILER_SCOPE_GRANTED,
+    TRAILER_SCOPE_REFUSED,
+    TRAILER_TASK,
+    TRAILER_TOKENS,
+)
+from ..git.workspace import Trailers
 from ..providers.base import Usage
 from ..redact import Redactor
 from .node_job import NodeJob
@@ -40,17 +49,28 @@ def commit_text(
     redactor: Redactor,
     *,
     changed: str | None = None,
-) -> tuple[str, dict[str, str]]:
+    grants: Sequence[ScopeGrant] = (),
+) -> tuple[str, Trailers]:
     """(message, trailers) of the commit of ``job``'s attempt; with ``changed`` (git's diff
     --stat), the body says what changed first and presents the summary as the worker's claim."""
     node, record = job.node, job.record
     total = record.total_tokens.total + attempt_tokens.total  # earlier attempts, then this one
     counted = f"attempt {record.counted + 1} of {record.max_attempts}"
-    trailers = {
+    trailers: dict[str, str | tuple[str, ...]] = {
         TRAILER_RUN: job.run_id,
         TRAILER_TASK: node.task_id,
         TRAILER_TOKENS: f"{total} over every attempt ({counted}; cap {node.token_budget} per call)",
     }
+    # One line per scope request (run/scope_grants.py): ``<mode> <path>``, the path as the
+    # record keeps it (printable, plain; a refused odd one is shown escaped).
+    for key, granted in ((TRAILER_SCOPE_GRANTED, True), (TRAILER_SCOPE_REFUSED, False)):
+        lines = tuple(
+            dict.fromkeys(
+                f"{g.mode} {redactor(g.path)}" for g in grants if g.granted is granted and g.path
+            )
+        )
+        if lines:
+            trailers[key] = lines
     body = wrap_body(redactor(summary))
     if changed is not None:
         body = (

@@ -52,6 +52,7 @@ from .remote_node import RemoteCallSink, RemoteJob, RemoteOutcome, dask_task, lo
 from .remote_result import rebuild_commit, refused, store_files, taken_record
 from .remote_settings import DaskSettings, ProviderSpec
 from .scheduler_loss import scheduler_gone, scheduler_lost
+from .scope_grants import confirmed, granted_writes
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -313,6 +314,8 @@ class DaskExecutor:
                 # As when a local call is refused: nothing more starts, the run ends interrupted.
                 reason, why = _cap_reached(budget)
                 budget.exhaust(reason, f"{why}; node {job.task_id}'s share ran out")
+        # The worker's grants as this process judges them (run/scope_grants.py).
+        record.scope_grants = confirmed(job.neighbours, record.scope_grants)
         done = dataclasses.replace(got, record=record, commit=None, manifests=manifests, logs=logs)
         if got.verdict != "succeeded":
             return dataclasses.replace(done, verdict="failed")
@@ -325,7 +328,10 @@ class DaskExecutor:
                 run_id=job.run_id,
                 task_id=job.task_id,
                 base=job.base,
-                write_scope=job.settings.ablations.audit_scope(job.node),
+                write_scope=[
+                    *job.settings.ablations.audit_scope(job.node),
+                    *granted_writes(record.scope_grants),
+                ],
                 redactor=env.redactor,
             )
             commit = rebuild_commit(job, sha, record, env.redactor)

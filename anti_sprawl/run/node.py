@@ -32,6 +32,7 @@ from ..git.branch import BranchCheckedOut, LandingConflict, RunBranch
 from ..git.cmd import user_identity
 from ..git.layout import StateLayout
 from ..lifecycle import NodeVerdict
+from ..plan.graph import Ordering, dependency_edges
 from ..plan.model import TaskNode
 from ..providers.base import Provider, Usage
 from ..redact import Redactor
@@ -42,6 +43,8 @@ from .journal import Journal
 from .node_job import NodeEnv, NodeJob, NodeOutcome, NodePaths
 from .node_work import record_failure, run_node_job
 from .result import TaskResult, now, upstream_summary
+from .revised_plan import write_revised_plan
+from .scope_grants import GrantLedger, Neighbour, unordered_with
 from .settings import RunHooks, RunSettings
 
 __all__ = ["ExecuteOptions", "NodeRunner"]
@@ -110,7 +113,10 @@ class NodeRunner:
             run_budget=self.run_budget,
             crash=opts.hooks.crash,
             on_live=opts.hooks.on_live,
+            grants=GrantLedger(),
+            ask_scope=opts.hooks.ask_scope,
         )
+        self._ordering: Ordering | None = None  # built once, for the first job that needs it
 
     def _charged(self, spent: Usage) -> None:
         """After every model call: the run's totals are on disk before the next one."""
@@ -239,6 +245,10 @@ class NodeRunner:
         if interrupted:  # not the node's failure: it is left for resume, its attempt unused
             result.interrupt(f"interrupted: {result.message}")
         self._emit(result)
+        if result.scope_grants:
+            state = self.journal.state
+            grants = {t: r.scope_grants for t, r in state.tasks.items()}
+            write_revised_plan(self.journal.paths.revised_plan, self.plan, state.run_id, grants)
         return outcome.verdict, base
 
     def _job(
@@ -262,7 +272,16 @@ class NodeRunner:
             history=self._foreign_transcripts(node.task_id),
             # Call indexes go on across attempts, so a retry never overwrites a manifest.
             first_call=sum(a.calls for a in record.attempt_log),
+            neighbours=self._neighbours(node.task_id),
         )
+
+    def _neighbours(self, task_id: str) -> tuple[Neighbour, ...]:
+        """The nodes unordered with ``task_id``, their scopes and grants recorded so far."""
+        if self._ordering is None:
+            self._ordering = Ordering(dependency_edges(self.plan))
+        tasks = self.journal.state.tasks
+        grants = {t: r.scope_grants for t, r in tasks.items() if r.scope_grants}
+        return unordered_with(self.plan, task_id, grants, self._ordering)
 
     def _foreign_transcripts(self, task_id: str) -> str:
         """The clean-slate ablation only: the polluted context a shared chat history would give

@@ -34,6 +34,7 @@ from ..agent.budget import RunBudget
 from ..agent.worker import WorkerResult
 from ..context.memory import MemoryFact
 from ..context.sections import UpstreamSummary
+from ..fs.scope_grant import ScopeGrant
 from ..lifecycle import NodeVerdict
 from ..plan.model import Plan, TaskNode
 from ..providers.base import Provider
@@ -42,6 +43,7 @@ from ..redact import Redactor
 from ..tokens import TokenCounter
 from .failure_note import FailureNote
 from .result import TaskResult
+from .scope_grants import GrantLedger, Neighbour
 from .settings import LiveStep, RunSettings
 
 __all__ = ["NodeEnv", "NodeJob", "NodeOutcome", "NodePaths"]
@@ -75,6 +77,9 @@ class NodeJob:
     note: FailureNote | None = None  # why the attempt before failed (a retry)
     history: str = ""  # the clean-slate ablation only: earlier nodes' transcripts
     first_call: int = 0  # calls of earlier attempts: manifest numbers go on from here
+    # The nodes the DAG leaves unordered with this one, with their scopes and recorded grants:
+    # what a write request is judged against wherever the job runs (run/scope_grants.py).
+    neighbours: tuple[Neighbour, ...] = ()
 
     @property
     def node(self) -> TaskNode:
@@ -117,3 +122,7 @@ class NodeEnv:
     crash: Callable[[str, str], None] | None = None
     # Live progress of a running attempt (local nodes only): the CLI's live view.
     on_live: Callable[[LiveStep], None] | None = None
+    # The grants of this process's running nodes (run/scope_grants.py), shared by them all.
+    grants: GrantLedger | None = None
+    # ``--scope-requests ask``: asks the user on the run's terminal (None: no terminal here).
+    ask_scope: Callable[[str, ScopeGrant], bool] | None = None

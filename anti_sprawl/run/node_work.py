@@ -41,6 +41,7 @@ from .failure_note import with_failure_note
 from .node_commands import TestRunner, run_setup_command
 from .node_job import NodeEnv, NodeJob, NodeOutcome
 from .result import TaskResult, reduce
+from .scope_grants import ScopePolicy, granted_writes
 from .settings import LiveStep
 
 __all__ = ["record_failure", "run_node_job"]
@@ -64,6 +65,8 @@ class _Attempt:
         self.tests: TestRunner | None = None
         self.commit: str | None = None
         self.live = LiveStep(task_id=job.task_id, step="starting")
+        self.scope: ScopePolicy | None = None
+        self.record.scope_grants = []  # this attempt's requests (a retry asks again)
 
     def crash(self, point: str) -> None:
         if self.env.crash is not None:
@@ -76,6 +79,8 @@ class _Attempt:
         except Exception as exc:
             record_failure(record, exc, self.artifacts)
             verdict = "failed"
+        if self.scope is not None:  # granted or refused, the record keeps every request
+            record.scope_grants = list(self.scope.log)
         return NodeOutcome(
             verdict=verdict,
             record=record,
@@ -110,7 +115,17 @@ class _Attempt:
             if prepared is None:
                 return "failed"
             setup_violations, prompt, tests = prepared
+            self.scope = ScopePolicy(
+                mode=ablations.scope_requests(job.settings.scope_requests),
+                node=node,
+                neighbours=job.neighbours,
+                ws=ws,
+                firewall=firewall,
+                ledger=self.env.grants,
+                ask=self.env.ask_scope,
+            )
             result = self._work(ws, firewall, prompt, tests)
+            self.record.scope_grants = list(self.scope.log)
             verified = self._verify(ws, result, setup_violations, tests)
             if verified is None:
                 return "failed"
@@ -193,6 +208,7 @@ class _Attempt:
             price=job.price,
             attempt=job.attempt,
             changed_files=lambda: [change.path for change in changes(ws)],
+            request_scope=self.scope,
         )
         result = self.worker = run_worker(ctx)
         return result
@@ -221,6 +237,8 @@ class _Attempt:
             manifest = manifest_for_request(
                 prompt, request, n=job.first_call + n, attempt=job.attempt
             )
+            if self.scope is not None and self.scope.log:
+                manifest = manifest.model_copy(update={"scope_grants": list(self.scope.log)})
             path = save_manifest(job.paths.manifests, self.env.redactor.model(manifest))
             self.manifests.append(path)
             for item in manifest.items:
@@ -242,7 +260,9 @@ class _Attempt:
         run to record, or None when the attempt failed (the record says why)."""
         job, record = self.job, self.record
         self.crash("before_audit")
-        checked = audit(ws, job.settings.ablations.audit_scope(job.node))
+        # The plan's write scope plus exactly the writes granted in this attempt.
+        granted = granted_writes(self.record.scope_grants)
+        checked = audit(ws, [*job.settings.ablations.audit_scope(job.node), *granted])
         self.changed = [c.path for c in checked.kept]
         violations = [*setup_violations, *checked.violations]
         if result.status == "succeeded" and not self.changed and job.node.expect_changes:
@@ -286,7 +306,12 @@ class _Attempt:
         # The summary is the model's text, shown as the worker's claim after what git itself
         # says changed (run/commit_text.py).
         message, trailers = commit_text(
-            job, summary, result.usage, self.env.redactor, changed=staged_stat(ws)
+            job,
+            summary,
+            result.usage,
+            self.env.redactor,
+            changed=staged_stat(ws),
+            grants=self.record.scope_grants,
         )
         if kind := message_secret(self.env.redactor, message, trailers, job.author):
             reduce(self.record, result, ws, job.base, None, violations, final)

@@ -130,7 +130,9 @@ def rebuild_commit(job: NodeJob, sha: str, record: TaskResult, redactor: Redacto
     trailers, the user as author, as a local node's); ``record`` gets its diff."""
     node, repo = job.node, job.paths.repo
     summary = record.summary.summary if record.summary else ""
-    message, trailers = commit_text(job, summary, record.tokens, redactor)
+    message, trailers = commit_text(
+        job, summary, record.tokens, redactor, grants=record.scope_grants
+    )
     if kind := message_secret(redactor, message, trailers, job.author):
         raise ResultRefused(f"the commit's metadata holds what looks like a {kind}")
     new = rebuild(

@@ -42,8 +42,14 @@ def _fixed(node: TaskNode) -> dict[str, frozenset[str]]:
     }
 
 
-def check_revision(old: Plan, new: Plan, succeeded: Collection[str], source: str) -> PlanRevision:
-    """The revision ``new`` makes to ``old``; UsageError naming the node when it is refused."""
+def check_revision(
+    old: Plan, new: Plan, succeeded: Collection[str], source: str, granted: Plan | None = None
+) -> PlanRevision:
+    """The revision ``new`` makes to ``old``; UsageError naming the node when it is refused.
+
+    ``granted`` is the run's revised plan (``old`` with the scopes its nodes were granted:
+    run/scope_grants.py): a succeeded node may keep either its planned or its granted scopes.
+    """
     if new.plan_id != old.plan_id:
         raise UsageError(
             f"{source} is plan {new.plan_id!r}, but the run is of plan {old.plan_id!r}"
@@ -56,6 +62,8 @@ def check_revision(old: Plan, new: Plan, succeeded: Collection[str], source: str
             )
         before, after = _fixed(old.task(task_id)), _fixed(new.task(task_id))
         differ = [name for name in before if before[name] != after[name]]
+        if differ and granted is not None and _fixed(granted.task(task_id)) == after:
+            differ = []  # the scopes the branch was built with, grants included
         if differ:
             raise UsageError(
                 f"task {task_id!r} already succeeded on the run branch; its "

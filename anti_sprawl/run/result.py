@@ -17,6 +17,7 @@ from ..agent.worker import TestOutcome, WorkerResult
 from ..context.sections import UpstreamSummary
 from ..errors import InternalError
 from ..fs.firewall import Violation
+from ..fs.scope_grant import ScopeGrant
 from ..git.workspace import DiffStat, Workspace, diff, diffstat
 from ..lifecycle import FailReason, NodeStatus
 from ..providers.base import Usage
@@ -93,6 +94,8 @@ class TaskResult(BaseModel):
     # Model responses cut at the output limit (their tool calls were lost and reported).
     truncated_responses: int = 0
     violations: list[Violation] = Field(default_factory=list)
+    # The last attempt's scope requests, granted or refused (run/scope_grants.py).
+    scope_grants: list[ScopeGrant] = Field(default_factory=list)
     tests: TestOutcome | None = None
     setup: TestOutcome | None = None  # the plan's setup_command in this node's worktree
     skipped_because: str | None = None

@@ -45,6 +45,7 @@ from .preflight import (
 )
 from .replan import check_revision
 from .result import TaskResult
+from .revised_plan import revised_plan
 from .scheduler import run_dag
 from .settings import CRASH_POINTS, RunHooks, RunSettings
 
@@ -313,7 +314,9 @@ def _revise(
     state: RunState, plan: Plan, succeeded: list[str], source: str, redactor: Redactor
 ) -> None:
     """Put ``plan`` in the journal in place of the run's plan, if the edit is allowed."""
-    revision = check_revision(state.plan, plan, succeeded, source)
+    grants = {t: r.scope_grants for t, r in state.tasks.items()}
+    granted, _ = revised_plan(state.plan, grants)  # run/revised_plan.py: the plan it grew to
+    revision = check_revision(state.plan, plan, succeeded, source, granted)
     state.revisions.append(revision)
     state.plan = redactor.model(plan)
     plan = state.plan

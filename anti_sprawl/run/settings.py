@@ -19,10 +19,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..fs.scope_grant import ScopeGrant
 from ..providers.limits import default_output_limit
 from ..providers.prices import PriceTable
 from ..sandbox.policy import SandboxPolicy
 from .ablations import Ablations
+from .scope_grants import ScopeRequests
 
 if TYPE_CHECKING:
     from ..git.layout import RunPaths
@@ -84,6 +86,9 @@ class RunSettings:
     # The command's options as plain JSON (cli/launch.py), kept in the journal so ``resume
     # RUN`` goes on with the same provider, server, sandbox and limits; never a key.
     launch: Mapping[str, Any] = field(default_factory=dict)
+    # ``--scope-requests``: auto | ask | never (run/scope_grants.py); ``ask`` without a
+    # terminal is resolved to ``never`` by the CLI before the run starts.
+    scope_requests: ScopeRequests = "auto"
 
     def output_limit(self, provider: str, model: str) -> int:
         """The output cap of one response of ``model`` (served by ``provider``): the flag, else
@@ -105,6 +110,8 @@ class RunHooks:
     on_finish: Callable[[RunState, RunPaths], None] | None = None
     # ``crash(point, task_id)`` at each of ``CRASH_POINTS``: set only by the test launcher.
     crash: Callable[[str, str], None] | None = None
+    # ``--scope-requests ask`` on a terminal: (task id, request) -> the user's yes.
+    ask_scope: Callable[[str, ScopeGrant], bool] | None = None
 
 
 @dataclass(frozen=True)

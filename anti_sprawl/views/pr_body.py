@@ -4,7 +4,7 @@ the whole body passed through the run's redactor, like the commits.
 
 Layout: a title from the requirement; the requirement; a partial-run note (the PR then opens as
 a draft); "How it was tested" (each node's test command, its result and pass counts); a compact
-nodes table; each node's summary, marked as the worker's claim, with its interfaces and blocked
+nodes table; the scope requests, if any (views/scope_grants.py); each node's summary, marked as the worker's claim, with its interfaces and blocked
 writes; then a ``<details>`` block with tokens, dollars, cache shares, attempts, the sandbox and
 the DAG.
 """
@@ -23,6 +23,7 @@ from ..run.result import TaskResult
 from .markdown import block, code, fence_for, text
 from .plan import plan_mermaid
 from .run import status_of, totals_line, verdict_words
+from .scope_grants import scope_section
 
 __all__ = ["TITLE_MAX", "pr_body", "pr_title", "write_pr_body"]
 
@@ -198,6 +199,7 @@ def pr_body(state: RunState, redactor: Redactor) -> str:
     lines += _partial(state)
     lines += _how_tested(state)
     lines += _nodes(state)
+    lines += scope_section(state)
     lines += _summaries(state)
     lines += _bookkeeping(state)
     return redactor("\n".join(lines) + "\n")

@@ -3,8 +3,10 @@ built from the same words, is views/pr_body.py)."""
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
+from collections.abc import Iterator
 
 from rich.console import Console
 from rich.live import Live
@@ -296,6 +298,18 @@ class Progress:
                     f" [{_tokens_cell(record)} tokens{cost}, {record.tool_calls} tool calls{model}]"
                 )
             print_lines(self.console, wrapped(line, self.console.width))
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """The live table stopped while the user answers a question (``--scope-requests ask``)."""
+        with self._lock:
+            if self._live is not None:
+                self._live.stop()
+            try:
+                yield
+            finally:
+                if self._live is not None:
+                    self._live.start()
 
     def stop(self) -> None:
         if self._live is not None:
