@@ -18,7 +18,17 @@ PACKAGE = Path(anti_sprawl.__file__).parent
 # Lazy imports keep `anti-sprawl --help` fast: the CLI, the top of the graph, may defer them.
 LAZY_IMPORTS_ALLOWED = {
     f"anti_sprawl.cli.{m}"
-    for m in ("app", "doctor", "environment", "options", "output", "plans", "review", "runs")
+    for m in (
+        "app",
+        "doctor",
+        "environment",
+        "options",
+        "output",
+        "plans",
+        "report",
+        "review",
+        "runs",
+    )
 }
 # Names of files and directories under `.anti-sprawl/`, and the lock: only the layout says them.
 LAYOUT_NAMES = {"run.json", "events.jsonl", "PR.md", "manifests", "artifacts", "memory.yaml"}
