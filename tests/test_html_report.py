@@ -25,6 +25,12 @@ import pytest
 from typer.testing import CliRunner
 
 from anti_sprawl.cli.app import app
+from anti_sprawl.context.manifest import load_manifests
+from anti_sprawl.context.requests import load_request
+from anti_sprawl.git.layout import StateLayout
+from anti_sprawl.plan.model import Plan
+from anti_sprawl.providers.scripted import Script, ScriptedProvider
+from anti_sprawl.run.runner import ExecuteOptions, RunSettings, execute
 
 from . import e2e_fixture as fx
 from .chromium import Page, find_chromium, png_pixels, screenshot
@@ -223,3 +229,46 @@ def test_usage_errors_are_one_line(run: dict[str, Any], tmp_path: Path) -> None:
         assert said in done.stderr
         assert len(done.stderr.strip().splitlines()) == 1
         assert "Traceback" not in done.output
+
+
+def test_each_kept_request_is_the_one_the_provider_got(tmp_path: Path) -> None:
+    """What "the exact request" shows is what the provider was handed, call by call; the
+    parts a conversation repeats are stored once."""
+    repo = fx.make_repo(tmp_path)
+    provider = ScriptedProvider(Script.from_data(fx.script()))
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"}
+    plan = Plan.model_validate(fx.plan())
+    result = execute(plan, repo, ExecuteOptions(provider, RunSettings(command_env=env)))
+    assert result.status == "succeeded"
+    paths = StateLayout(repo).run(result.run_id)
+    got = {r.call_id: r.model_dump(mode="json") for r in provider.requests if r.task_id == "a"}
+    manifests = load_manifests(paths.manifests, "a")
+    assert len(manifests) == len(got) > 2
+    for m in manifests:
+        kept = load_request(paths.artifacts, "a", m.n)
+        assert kept is not None
+        sent = got[m.call_id]
+        assert kept == {k: sent[k] for k in kept}
+        assert set(sent) - set(kept) == {"task_id"}
+    parts = list((paths.artifacts / "a").glob("part-*.json"))
+    messages = sum(len(r["messages"]) for r in got.values())
+    assert len(parts) < messages  # call n+1 repeats call n's messages: stored once
+    assert load_request(paths.artifacts, "a", 999) is None
+
+
+def test_open_hands_the_file_to_the_browser_only_when_asked(
+    run: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    said = tmp_path / "browser-args"
+    fake = tmp_path / "fake-browser"
+    fake.write_text(f'#!/bin/sh\necho "$@" >> {said}\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("BROWSER", str(fake))  # webbrowser runs $BROWSER first
+    out = tmp_path / "r.html"
+    args = ["report", run["run_id"], "--repo", str(run["repo"]), "-o", str(out)]
+    assert runner.invoke(app, args).exit_code == 0
+    assert not said.exists()
+    done = runner.invoke(app, [*args, "--open", "--json"])
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout) == {"run_id": run["run_id"], "report": str(out)}
+    assert said.read_text().split() == [out.resolve().as_uri()]

@@ -118,8 +118,9 @@ def dag_svg(
         for node in layer
     ]
     marker = (
-        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="7" '
-        'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L10,5 L0,10 z" '
+        '<defs><marker id="arrow" viewBox="0 0 10 10" refX="10" refY="5" markerWidth="8" '
+        'markerHeight="8" markerUnits="userSpaceOnUse" orient="auto-start-reverse">'
+        '<path d="M0,0 L10,5 L0,10 z" '
         'fill="#555"/></marker></defs>'
     )
     return (

@@ -122,6 +122,8 @@ def _chart(calls: list[CallUse], cap: int) -> str:
             f'<rect class="bar" x="{x}" y="{CHART_H - h}" width="{w}" height="{h}">'
             f"<title>{html.escape(tip)}</title></rect>"
         )
+        if step >= 44:  # room for the figure above the bar
+            bars.append(f'<text x="{x + 2}" y="{CHART_H - h - 3}">{c.total:,}</text>')
     cap_y = CHART_H - round(cap / top * (CHART_H - 14))
     return (
         f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{CHART_W}" '
