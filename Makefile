@@ -14,7 +14,8 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP) sandbox-tools
 
-# bubblewrap is the OS sandbox for test commands; install it when we can (root on Debian).
+# bubblewrap is the OS sandbox for test commands, chromium renders the HTML report in tests;
+# install them when we can (root on Debian).
 sandbox-tools:
 	@command -v bwrap >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
@@ -22,6 +23,14 @@ sandbox-tools:
 	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq bubblewrap) >/dev/null; \
 	  else \
 	    echo "warning: bubblewrap (bwrap) is not installed; sandboxed commands will be refused"; \
+	  fi; }
+	@# headless Chromium renders the HTML run report in tests/test_html_report.py
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing chromium (for the HTML report's browser tests)"; \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium) >/dev/null; \
+	  else \
+	    echo "warning: chromium is not installed; the HTML report's browser tests will be skipped"; \
 	  fi; }
 
 lint: $(STAMP)

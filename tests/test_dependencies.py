@@ -26,6 +26,7 @@ LAZY_IMPORTS_ALLOWED = {
         "output",
         "plans",
         "quick",
+        "report",
         "review",
         "runs",
     )

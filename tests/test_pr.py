@@ -22,7 +22,7 @@ from . import e2e_fixture as fx
 runner = CliRunner()
 BRANCH = "anti-sprawl/demo"
 TITLE = "Add modules a, b and c"
-JSON_KEYS = {"run_id", "branch", "remote", "pushed", "pr_body", "opened", "command"}
+JSON_KEYS = {"run_id", "branch", "remote", "pushed", "pr_body", "report", "opened", "command"}
 
 
 pytestmark = pytest.mark.usefixtures("python_on_path")

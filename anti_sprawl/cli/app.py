@@ -19,7 +19,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from . import doctor, plans, review, runs
+from . import doctor, plans, report, review, runs
 from .output import guard_output
 
 __all__ = ["app", "main"]
@@ -114,6 +114,7 @@ _COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
     ("cancel", review.cancel),
     ("clean", review.clean),
     ("pr", review.pr_cmd),
+    ("report", report.report),
     ("eval", review.eval_cmd),
     ("init", doctor.init),
     ("doctor", doctor.doctor),

@@ -25,6 +25,7 @@ from ..git.cmd import run_git
 from ..hints import command
 from ..redact import Redactor, env_secrets
 from ..run.journal import Journal, RepoLock, RunState
+from ..views.html_report import write_report
 from ..views.pr_body import pr_body, pr_title
 
 __all__ = [
@@ -61,6 +62,7 @@ class PrOutcome(BaseModel):
     remote: str
     pushed: bool
     pr_body: str
+    report: str = Field(default="", description="The HTML run report written beside PR.md.")
     opened: bool
     command: list[str] = Field(description="The gh command that opened the PR, or opens it.")
     tip: str = Field(default="", exclude=True)
@@ -208,6 +210,14 @@ def _run_gh(gh: str, argv: list[str], repo: Path, env: Mapping[str, str]) -> str
     return out[-1] if out else None
 
 
+def _shown_path(path: Path, repo: Path) -> str:
+    """``path`` as the PR body names it: relative to the repository (no home directory)."""
+    try:
+        return path.relative_to(repo).as_posix()
+    except ValueError:
+        return str(path)
+
+
 def publish(repo: Path, run_id: str, opts: PrOptions) -> PrOutcome:
     """Rewrite PR.md, push the run branch to ``opts.remote`` and, with ``open``, open the PR."""
     repo = _repo_root(repo)
@@ -225,7 +235,8 @@ def publish(repo: Path, run_id: str, opts: PrOptions) -> PrOutcome:
     body_path = journal.paths.pr_body
     # Everything pr writes or sends passes the redactor, as the commits did.
     redactor = Redactor(env_secrets(opts.env))
-    atomic_write_text(body_path, pr_body(state, redactor))
+    report = write_report(state, journal.paths, repo, redactor, journal.paths.report)
+    atomic_write_text(body_path, pr_body(state, redactor, _shown_path(report, repo)))
     push_branch(repo, opts.remote, state.branch, opts.env)
     base = opts.base_branch or state.base_branch or base_branch_of(repo, state.base, state.branch)
     title = redactor(pr_title(state.plan.requirement, state.plan_id))
@@ -237,6 +248,7 @@ def publish(repo: Path, run_id: str, opts: PrOptions) -> PrOutcome:
         remote=opts.remote,
         pushed=True,
         pr_body=str(body_path),
+        report=str(report),
         opened=False,
         command=argv,
         tip=tip.stdout.decode().strip(),
@@ -256,6 +268,8 @@ def render_outcome(outcome: PrOutcome, console: Console) -> None:
     say = console.print
     say(f"pushed {outcome.branch} ({outcome.tip[:12]}) to {outcome.remote}", markup=False)
     say(f"PR body: {outcome.pr_body}", markup=False, soft_wrap=True)  # one piece to copy
+    if outcome.report:
+        say(f"run report: {outcome.report}", markup=False, soft_wrap=True)
     if outcome.opened:
         say(f"opened pull request: {outcome.url or '(gh printed no URL)'}", markup=False)
         return

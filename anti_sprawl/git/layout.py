@@ -18,6 +18,7 @@ for a path instead of joining names itself::
     .anti-sprawl/runs/<run_id>/manifests/      one ContextManifest per model call
     .anti-sprawl/runs/<run_id>/artifacts/      transcripts, full tool outputs, test logs
     .anti-sprawl/runs/<run_id>/PR.md           the pull-request body
+    .anti-sprawl/runs/<run_id>/report.html     the HTML run report (``report``, ``pr``)
     .anti-sprawl/worktrees/                    per-node worktrees (temporary)
     .anti-sprawl/plans/<plan_id>.yaml          plans written by ``plan`` without ``-o``
     .anti-sprawl/planner/<stamp>/manifests/    the planner's context manifests
@@ -97,6 +98,11 @@ class RunPaths:
     def revised_plan(self) -> Path:
         """The run's plan with the scopes it granted added (run/scope_grants.py)."""
         return self.root / "plan.revised.yaml"
+
+    @property
+    def report(self) -> Path:
+        """The self-contained HTML report (views/html_report.py)."""
+        return self.root / "report.html"
 
 
 @dataclass(frozen=True)

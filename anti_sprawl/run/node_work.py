@@ -26,6 +26,7 @@ from ..context.assemble import AssembledPrompt, assemble_worker_prompt, manifest
 from ..context.guidance import guidance_budget, guidance_paths, read_guidance, with_guidance
 from ..context.lean import lean_target
 from ..context.manifest import save_manifest
+from ..context.requests import save_request
 from ..errors import RunError, StorageError, at_boundary
 from ..fs.firewall import DEFAULT_DENY, Firewall
 from ..fs.path_rules import Violation
@@ -240,6 +241,10 @@ class _Attempt:
             if self.scope is not None and self.scope.log:
                 manifest = manifest.model_copy(update={"scope_grants": list(self.scope.log)})
             path = save_manifest(job.paths.manifests, self.env.redactor.model(manifest))
+            # the exact request, for the HTML report's "exact request" (context/requests.py)
+            save_request(
+                job.paths.artifacts, manifest.task_id, manifest.n, request, self.env.redactor
+            )
             self.manifests.append(path)
             for item in manifest.items:
                 if item.hidden_chars:

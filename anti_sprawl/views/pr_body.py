@@ -190,8 +190,9 @@ def _bookkeeping(state: RunState) -> list[str]:
     return lines
 
 
-def pr_body(state: RunState, redactor: Redactor) -> str:
-    """The PR body of ``state``, redacted whole (headings, labels, the DAG included)."""
+def pr_body(state: RunState, redactor: Redactor, report: str | None = None) -> str:
+    """The PR body of ``state``, redacted whole (headings, labels, the DAG included);
+    ``report``: where the HTML run report is (views/html_report.py), said before the details."""
     title = pr_title(state.plan.requirement, state.plan_id)
     lines = [f"# {text(title)}", ""]
     if " ".join(state.plan.requirement.split()) != title:  # more than the title says
@@ -201,6 +202,9 @@ def pr_body(state: RunState, redactor: Redactor) -> str:
     lines += _nodes(state)
     lines += scope_section(state)
     lines += _summaries(state)
+    lines += (
+        [f"Full run report (one self-contained HTML file): {code(report)}", ""] if report else []
+    )
     lines += _bookkeeping(state)
     return redactor("\n".join(lines) + "\n")
 
