@@ -12,6 +12,7 @@ from typing import Annotated
 import typer
 
 from ..errors import UsageError
+from .ci import JunitOpt, SarifOpt, write_ci_reports
 from .options import (
     BaseUrlOpt,
     DaskSchedulerOpt,
@@ -36,6 +37,8 @@ __all__ = ["cancel", "clean", "eval_cmd", "inspect", "pr_cmd", "status"]
 def status(
     run_id: Annotated[str | None, typer.Argument(metavar="RUN_ID")] = None,
     repo: RepoReq = None,
+    sarif: SarifOpt = None,
+    junit: JunitOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """List runs, or show one run's nodes."""
@@ -45,6 +48,10 @@ def status(
     from ..views.run import render_runs, render_verdict
 
     repo = check_repo(repo_here(repo))
+    if run_id is None and (sarif or junit):
+        raise UsageError(
+            "--sarif and --junit need a RUN_ID (anti-sprawl status RUN_ID --sarif FILE)"
+        )
     if run_id is None:
         runs = [as_seen(repo, s) for s in list_runs(repo)]
         if as_json:
@@ -66,6 +73,7 @@ def status(
             render_runs(runs, stdout())
         return
     state = as_seen(repo, Journal.load(repo, run_id).state)
+    write_ci_reports(state, sarif, junit)
     if as_json:
         sys.stdout.write(state.model_dump_json(indent=2) + "\n")
     else:
