@@ -19,7 +19,7 @@ PACKAGE = Path(anti_sprawl.__file__).parent
 LAZY_IMPORTS_ALLOWED = {
     f"anti_sprawl.cli.{m}"
     for m in ("app", "doctor", "environment", "options", "output", "plans", "review", "runs")
-}
+} | {f"anti_sprawl.cli.{m}" for m in ("ci", "github")}
 # Names of files and directories under `.anti-sprawl/`, and the lock: only the layout says them.
 LAYOUT_NAMES = {"run.json", "events.jsonl", "PR.md", "manifests", "artifacts", "memory.yaml"}
 LAYOUT_NAMES |= {"anti-sprawl-run.flock"}
