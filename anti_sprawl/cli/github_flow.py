@@ -47,6 +47,7 @@ __all__ = ["ActionInputs", "Command", "parse_command", "run_event", "write_outpu
 
 WRITE_PERMISSIONS = frozenset({"admin", "maintain", "write"})
 GH_TIMEOUT = 120.0
+COMMENT_LIMIT = 65_536  # GitHub's limit on a comment's body
 
 
 @dataclass
@@ -245,9 +246,15 @@ def _plan(cmd: Command, inputs: ActionInputs, env: Mapping[str, str]) -> dict[st
     body = proc.stdout.decode("utf-8", "replace")
     if proc.returncode == 2 or STICKY not in body:
         body = result_comment("planning refused", ["the plan command stopped; see the job's log"])
+    too_large = len(body) > COMMENT_LIMIT
+    if too_large:
+        why = f"the plan's comment has {len(body):,} characters; GitHub holds {COMMENT_LIMIT:,}"
+        body = result_comment("the plan is too large for a comment", [why])
     _post(env, inputs, cmd.number, body)
     if proc.returncode != 0:
         raise RunError(f"planning failed (exit {proc.returncode})")
+    if too_large:
+        raise RunError("the plan is too large for a comment; split the issue")
     return {"plan-file": str(plan_file)}
 
 

@@ -43,8 +43,8 @@ __all__ = [
 STICKY = "<!-- anti-sprawl:sticky -->"
 _HASH = re.compile(r"<!-- anti-sprawl:plan sha256=([0-9a-f]{64}) -->")
 _PAYLOAD = re.compile(r"<!-- anti-sprawl:plan-file ([A-Za-z0-9+/=]*) -->")
-# C0 controls but tab, and DEL: nothing a log line or a comment needs.
-_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+# C0 controls but tab, LF and CR (escaped instead), and DEL: nothing a log line needs.
+_CONTROLS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def _table_row(cells: list[str]) -> str:
