@@ -190,6 +190,11 @@ def test_plan_approve_with_gh_posts_the_plan_runs_it_by_hash_and_opens_a_draft(
     assert s.event("issues", label_event()).returncode == 0
     assert len(fake_gh.comments(s.state)) == 1
 
+    planned_at = fx.git(s.repo, "rev-parse", "HEAD")
+    (s.repo / "README.md").write_text("# demo, moved on\n")  # main moves after the plan
+    env = {**os.environ, **GIT_ENV}
+    subprocess.run(["git", "commit", "-qam", "later"], cwd=s.repo, env=env, check=True)
+
     approved = s.event("issue_comment", comment_event(f"/anti-sprawl approve {sha[:12]}"))
     assert approved.returncode == 1, approved.stderr  # a node failed: the job says so
     out = s.outputs()
@@ -201,10 +206,11 @@ def test_plan_approve_with_gh_posts_the_plan_runs_it_by_hash_and_opens_a_draft(
     assert s.remote_branch() == fx.git(s.repo, "rev-parse", BRANCH)
     creates = [c for c in fake_gh.calls(s.state) if c[:2] == ["pr", "create"]]
     assert len(creates) == 1
-    assert creates[0][:5] == ["pr", "create", "--head", BRANCH, "--base"]
+    assert creates[0][:6] == ["pr", "create", "--head", BRANCH, "--base", "main"]
     assert "--draft" in creates[0]
     # a succeeded under the sandbox, so no key reached its test command (ENV_CHECK)
     state = json.loads((s.repo / ".anti-sprawl" / "runs").glob("*/run.json").__next__().read_text())
+    assert state["base"] == planned_at  # the approved plan runs where it was planned
     assert state["tasks"]["a"]["status"] == "succeeded"
     assert state["tasks"]["a"]["tests"]["exit_code"] == 0
     # the summary, the annotations, the comment, the reports

@@ -30,6 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from ..errors import RunError, UsageError
 from ..fs.files import atomic_write_text
 from ..run.journal import Journal
@@ -287,6 +289,16 @@ def _approve(cmd: Command, inputs: ActionInputs, env: Mapping[str, str]) -> dict
     return execute_approved(inputs, env, plan_file, stated, cmd.number, cmd.actor)
 
 
+def _planned_base(plan_file: Path) -> str | None:
+    """The plan's ``base`` (the commit ``plan`` saw), if it records one."""
+    try:
+        data = yaml.safe_load(plan_file.read_bytes())
+    except yaml.YAMLError:
+        return None
+    base = data.get("base") if isinstance(data, dict) else None
+    return base if isinstance(base, str) and base else None
+
+
 def execute_approved(
     inputs: ActionInputs,
     env: Mapping[str, str],
@@ -302,8 +314,9 @@ def execute_approved(
     args += ["--branch", branch, "--sarif", str(sarif), "--junit", str(junit), "--json"]
     if inputs.max_usd is not None:
         args += ["--max-cost", str(inputs.max_usd)]
-    if inputs.base_branch:
-        args += ["--base", inputs.base_branch]
+    start = _planned_base(plan_file) or inputs.base_branch
+    if start:  # the commit the plan was made against: the approved plan, at its own start
+        args += ["--base", start]
     proc = _cli(inputs, [*args, *_provider_args(inputs), *inputs.extra], env)
     if proc.returncode not in (0, 1):
         raise UsageError(f"execute refused the plan (exit {proc.returncode}); see the line above")
