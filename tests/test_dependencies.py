@@ -30,7 +30,7 @@ LAZY_IMPORTS_ALLOWED = {
         "review",
         "runs",
     )
-}
+} | {f"anti_sprawl.cli.{m}" for m in ("ci", "github")}
 # Names of files and directories under `.anti-sprawl/`, and the lock: only the layout says them.
 LAYOUT_NAMES = {"run.json", "events.jsonl", "PR.md", "manifests", "artifacts", "memory.yaml"}
 LAYOUT_NAMES |= {"anti-sprawl-run.flock"}

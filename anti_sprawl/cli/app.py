@@ -19,7 +19,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from . import doctor, plans, report, review, runs
+from . import doctor, github, plans, report, review, runs
 from .output import guard_output
 
 __all__ = ["app", "main"]
@@ -121,6 +121,7 @@ _COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
 )
 for _name, _fn in _COMMANDS:
     app.command(_name, cls=_Command)(_fn)
+app.add_typer(github.app, name="github")  # the GitHub Action's steps (cli/github.py)
 
 
 def main(crash: Callable[[str, str], None] | None = None) -> None:

@@ -31,7 +31,9 @@ from ..providers.limits import default_output_limit
 from ..providers.prices import PriceTable, call_cost, format_usd
 from ..run.history import used_share
 from ..run.preflight import check_repo
+from ..views.github import plan_comment, result_comment
 from ..views.plan import render_plan_tree
+from .ci import plan_sha256
 
 __all__ = [
     "default_plan_path",
@@ -90,8 +92,11 @@ def run_plan_command(
     max_output_tokens: int | None = None,
     local_server: bool = False,
     test_command: str | None = None,
+    comment_trigger: str | None = None,
 ) -> int:
-    """Plan ``requirement`` for ``repo``, print the result, write the plan file; the exit code."""
+    """Plan ``requirement`` for ``repo``, print the result, write the plan file; the exit code.
+    With ``comment_trigger`` (and ``as_json``), stdout gets the GitHub issue comment of the
+    plan instead of the JSON document (views/github.py)."""
     text = read_requirement(requirement)
     if not repo.exists():
         raise UsageError(f"repository not found: {repo}")
@@ -130,7 +135,11 @@ def run_plan_command(
     if as_json:
         doc = _json_document(result, plan_file, cost)
         doc["next_command"] = next_command(plan_file, repo) if plan_file is not None else None
-        _print_json(doc)
+        if comment_trigger is not None:
+            sys.stdout.write(_comment(result, plan_file, cost, comment_trigger))
+            sys.stdout.flush()
+        else:
+            _print_json(doc)
     elif plan_file is not None:
         console.print(f"plan written to {escape(str(plan_file))}", soft_wrap=True)
         console.print(
@@ -225,6 +234,17 @@ def _json_document(
         "valid": result.ok,
         "errors": [p.model_dump(mode="json") for p in result.report.errors],
     }
+
+
+def _comment(
+    result: PlannerResult, plan_file: Path | None, cost: Estimate | None, trigger: str
+) -> str:
+    """``plan --format github-comment``: the plan's sticky comment, or why there is none."""
+    if result.plan is None or plan_file is None:
+        errors = [f"[{p.code}] {p.message}" for p in result.report.errors]
+        return result_comment(f"planning failed: {result.message or 'no valid plan'}", errors)
+    data = plan_file.read_bytes()
+    return plan_comment(result.plan, data, plan_sha256(data), cost, trigger)
 
 
 def _print_json(data: dict[str, Any]) -> None:

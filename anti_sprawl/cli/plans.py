@@ -32,7 +32,13 @@ from .options import (
 )
 from .output import handle_errors, print_json, stderr, stdout
 
-__all__ = ["ShowFormat", "plan_cmd", "schema", "show", "validate"]
+__all__ = ["PlanFormat", "ShowFormat", "plan_cmd", "schema", "show", "validate"]
+
+
+class PlanFormat(StrEnum):
+    text = "text"
+    json = "json"
+    github_comment = "github-comment"  # the issue comment the GitHub Action posts (action.yml)
 
 
 @handle_errors
@@ -80,11 +86,26 @@ def plan_cmd(
     request_timeout: RequestTimeoutOpt = None,
     script: ScriptOpt = None,
     prices: PricesOpt = None,
+    fmt: Annotated[
+        PlanFormat,
+        typer.Option(
+            "--format",
+            help="Output: text, json (as --json) or github-comment (the plan's issue comment: "
+            "mermaid DAG, scopes, estimate, the plan file and its sha256).",
+        ),
+    ] = PlanFormat.text,
+    trigger_phrase: Annotated[
+        str,
+        typer.Option("--trigger-phrase", help="The comment command github-comment names."),
+    ] = "/anti-sprawl",
     as_json: JsonOpt = False,
 ) -> None:
     """Plan a requirement: a read-only planner model proposes a validated DAG of scoped tasks."""
     from ..views.terminal import inert_console
     from .plan import parse_models, run_plan_command
+
+    comment = trigger_phrase if fmt is PlanFormat.github_comment else None
+    as_json = as_json or fmt is not PlanFormat.text
 
     allowed = parse_models(models)
     chosen = build_provider(provider, model, base_url, script, request_timeout)
@@ -104,6 +125,7 @@ def plan_cmd(
         max_output_tokens=output_limit(max_output_tokens, chosen, base_url),
         local_server=local_server(chosen, base_url),
         test_command=test_command,
+        comment_trigger=comment,
     )
     if code:
         raise typer.Exit(code)

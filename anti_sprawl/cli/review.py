@@ -13,6 +13,7 @@ import typer
 
 from ..errors import UsageError
 from ..views.terminal import inert
+from .ci import JunitOpt, SarifOpt, write_ci_reports
 from .options import (
     BaseUrlOpt,
     DaskSchedulerOpt,
@@ -45,6 +46,8 @@ def status(
             "and what was added (needs RUN_ID).",
         ),
     ] = False,
+    sarif: SarifOpt = None,
+    junit: JunitOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """List runs, or show one run's nodes."""
@@ -54,6 +57,10 @@ def status(
     from ..views.run import render_runs, render_verdict
 
     repo = check_repo(repo_here(repo))
+    if run_id is None and (sarif or junit):
+        raise UsageError(
+            "--sarif and --junit need a RUN_ID (anti-sprawl status RUN_ID --sarif FILE)"
+        )
     if run_id is None:
         if plan:
             raise UsageError("status --plan needs a RUN_ID")
@@ -77,6 +84,7 @@ def status(
             render_runs(runs, stdout())
         return
     state = as_seen(repo, Journal.load(repo, run_id).state)
+    write_ci_reports(state, sarif, junit)
     if plan:
         _revised_plan(state, as_json)
         return

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 
 import typer
 
+from .ci import JunitOpt, PlanSha256Opt, SarifOpt, check_plan_sha256, write_ci_reports
 from .environment import NoBaselineOpt, check_test_commands
 from .options import (
     BaseUrlOpt,
@@ -105,8 +106,10 @@ def _run_and_report(
     settings: Any,
     as_json: bool,
     run_job: Callable[..., Any] | None = None,
+    reports: tuple[Path | None, Path | None] = (None, None),
 ) -> None:
-    """Run ``start(options)`` with live progress, the PR body and the verdict (or --json)."""
+    """Run ``start(options)`` with live progress, the PR body and the verdict (or --json);
+    ``reports`` are the ``--sarif`` and ``--junit`` files (cli/ci.py)."""
     from ..redact import Redactor, env_secrets
     from ..run.node import ExecuteOptions
     from ..run.settings import RunHooks
@@ -145,6 +148,7 @@ def _run_and_report(
         state = start(opts)
     finally:
         progress.stop()
+    write_ci_reports(state, *reports)
     if as_json:
         sys.stdout.write(state.model_dump_json(indent=2) + "\n")
     else:
@@ -198,10 +202,14 @@ def execute(
     ] = False,
     no_baseline: NoBaselineOpt = False,
     scope_requests: ScopeRequestsOpt = ScopeRequestsChoice.auto,
+    plan_sha256: PlanSha256Opt = None,
+    sarif: SarifOpt = None,
+    junit: JunitOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Run a plan: one worktree, firewall and commit per node; leaves a branch and a PR body."""
     given = dict(locals())  # the options as given, recorded for resume (cli/launch.py)
+    check_plan_sha256(plan_file, plan_sha256)  # before anything reads the plan
     from ..run.preflight import resolve_base, uncommitted_changes
     from ..run.runner import execute as run_execute
     from .executor import executor_for
@@ -255,7 +263,14 @@ def execute(
     with executor_for(remote, plan, repo) as run_job:
         if start is not None:  # after the usage checks, before any model call
             settings = check_test_commands(plan, repo, settings, start, show_passing=False)
-        _run_and_report(lambda o: run_execute(plan, repo, o), chosen, settings, as_json, run_job)
+        _run_and_report(
+            lambda o: run_execute(plan, repo, o),
+            chosen,
+            settings,
+            as_json,
+            run_job,
+            (sarif, junit),
+        )
 
 
 def _dry_run(plan: Any, repo: Path, provider: Any, settings: Any, as_json: bool) -> None:
