@@ -27,6 +27,7 @@ from .options import (
     MaxOutOpt,
     MaxTokensOpt,
     ModelOpt,
+    OtelOpt,
     PricesOpt,
     ProviderOpt,
     RepoReq,
@@ -105,6 +106,7 @@ def _run_and_report(
     settings: Any,
     as_json: bool,
     run_job: Callable[..., Any] | None = None,
+    trace: Any = None,
 ) -> None:
     """Run ``start(options)`` with live progress, the PR body and the verdict (or --json)."""
     from ..redact import Redactor, env_secrets
@@ -139,9 +141,11 @@ def _run_and_report(
     if run_job is not None:  # --executor dask
         opts = dataclasses.replace(opts, run_job=run_job)
     try:
+        _start_tracing(trace)
         state = start(opts)
     finally:
         progress.stop()
+        _stop_tracing()
     if as_json:
         sys.stdout.write(state.model_dump_json(indent=2) + "\n")
     else:
@@ -151,6 +155,32 @@ def _run_and_report(
         console.print(f"run id: {state.run_id}", soft_wrap=True)
     if state.status != "succeeded":
         raise typer.Exit(1)
+
+
+def _check_tracing(flag: bool) -> Any:
+    """Whether this run traces (``--otel`` or the OTLP environment: run/otel_export.py), checked
+    before anything starts: a missing extra is a usage error with ``--otel``, a note without."""
+    from ..run.otel_export import checked, trace_config
+
+    return checked(trace_config(flag, os.environ), _note)
+
+
+def _note(text: str) -> None:
+    stderr().print(f"anti-sprawl: note: {text}", markup=False, soft_wrap=True)
+
+
+def _start_tracing(config: Any) -> None:
+    from ..redact import Redactor, env_secrets
+    from ..run.otel_export import start
+
+    if config is not None:
+        start(config, Redactor(env_secrets(os.environ)), _note)
+
+
+def _stop_tracing() -> None:
+    from ..run.otel_export import shutdown
+
+    shutdown()
 
 
 @handle_errors
@@ -194,6 +224,7 @@ def execute(
         ),
     ] = False,
     no_baseline: NoBaselineOpt = False,
+    otel: OtelOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Run a plan: one worktree, firewall and commit per node; leaves a branch and a PR body."""
@@ -239,6 +270,7 @@ def execute(
             settings = check_test_commands(plan, repo, settings, start)
         _dry_run(plan, repo, chosen, settings, as_json)
         return
+    trace = _check_tracing(otel)
     pending = uncommitted_changes(repo)
     if pending and base is None:
         stderr().print(
@@ -249,7 +281,9 @@ def execute(
     with executor_for(remote, plan, repo) as run_job:
         if start is not None:  # after the usage checks, before any model call
             settings = check_test_commands(plan, repo, settings, start, show_passing=False)
-        _run_and_report(lambda o: run_execute(plan, repo, o), chosen, settings, as_json, run_job)
+        _run_and_report(
+            lambda o: run_execute(plan, repo, o), chosen, settings, as_json, run_job, trace
+        )
 
 
 def _dry_run(plan: Any, repo: Path, provider: Any, settings: Any, as_json: bool) -> None:
@@ -330,6 +364,7 @@ def resume(
     allow_setup_network: SetupNetworkOpt = False,
     executor: ExecutorOpt = ExecutorChoice.local,
     dask_scheduler: DaskSchedulerOpt = None,
+    otel: OtelOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Continue an interrupted run with the options it was started with (flags override);
@@ -398,6 +433,7 @@ def _resume(args: dict[str, Any], options: dict[str, Any]) -> None:
     settings = dataclasses.replace(settings, launch=launch)
     source = str(plan_file) if plan_file is not None else ""
     known = plan if plan is not None or remote is None else judged
+    trace = _check_tracing(args["otel"])
     with executor_for(remote, known, repo) as run_job:
         if args.get("baseline_at") and judged is not None:  # before any model call, as execute
             settings = check_test_commands(
@@ -409,4 +445,5 @@ def _resume(args: dict[str, Any], options: dict[str, Any]) -> None:
             settings,
             args["as_json"],
             run_job,
+            trace,
         )

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import tracing
 from ..agent.artifacts import ArtifactStore
 from ..agent.budget import RunBudget
 from ..context.memory import load_memory
@@ -43,6 +44,7 @@ from .node_job import NodeEnv, NodeJob, NodeOutcome, NodePaths
 from .node_work import record_failure, run_node_job
 from .result import TaskResult, now, upstream_summary
 from .settings import RunHooks, RunSettings
+from .span_attributes import attempt_ended, attempt_started
 
 __all__ = ["ExecuteOptions", "NodeRunner"]
 
@@ -191,7 +193,10 @@ class NodeRunner:
             if not first:
                 self._crash("between_attempts", node.task_id)
             first = False
-            verdict, base = self._attempt(node, base, note)
+            started = attempt_started(node, record, self.journal.state.run_id, self.model_of(node))
+            with tracing.agent(node.task_id, started) as span:
+                verdict, base = self._attempt(node, base, note)
+                span.set(attempt_ended(self.journal.state.tasks[node.task_id]))
             done = self.journal.state.tasks[node.task_id]
             last = done.attempt_log[-1] if done.attempt_log else None  # none: a lost executor
             note = last.note if last is not None else None
