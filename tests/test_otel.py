@@ -36,13 +36,19 @@ def receiver() -> Any:
         yield r
 
 
-def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, endpoint: str, *extra: str) -> Any:
+def _run(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    endpoint: str,
+    *extra: str,
+    script: dict[str, Any] | None = None,
+) -> Any:
     repo = fx.make_repo(tmp_path)
     (repo / "pkg" / "base.py").write_text(
         f"def base() -> int:\n    return 1\n\n{FILE_TEXT}\nKEY = {SECRET!r}\n"
     )
     fx.git(repo, "commit", "-qam", "marker")
-    plan_path, script_path = fx.write_inputs(tmp_path, fx.plan(), fx.script())
+    plan_path, script_path = fx.write_inputs(tmp_path, fx.plan(), script or fx.script())
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", f"authorization=Bearer {HEADER_TOKEN}")
     monkeypatch.setenv("OTEL_SERVICE_NAME", "otel-test-service")
@@ -162,7 +168,10 @@ def test_content_is_exported_only_when_opted_in_and_redacted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, receiver: OTLPReceiver
 ) -> None:
     monkeypatch.setenv("ANTI_SPRAWL_OTEL_CONTENT", "1")
-    _, result = _run(tmp_path, monkeypatch, receiver.endpoint)
+    # The model's own tool arguments hold the secret: only the tracing redactor stands between.
+    leaky = {"tool": "read_file", "args": {"path": f"notes/{SECRET}.txt"}}
+    turns = [leaky, *fx.worker_turns("pkg/a.py", "A = 1\n")]
+    _, result = _run(tmp_path, monkeypatch, receiver.endpoint, script=fx.script(a=turns))
     assert result.exit_code == 0, result.output
     spans = receiver.spans()
     chats = _by_name(spans, "chat ")
@@ -170,10 +179,11 @@ def test_content_is_exported_only_when_opted_in_and_redacted(
     assert any("Add modules a, b and c" in s.attributes["gen_ai.input.messages"] for s in chats)
     reads = [s for s in spans if s.attributes.get("gen_ai.tool.name") == "read_file"]
     assert any(FILE_TEXT in s.attributes["gen_ai.tool.call.result"] for s in reads)
+    [asked] = [s for s in reads if "notes/" in s.attributes["gen_ai.tool.call.arguments"]]
+    assert "notes/[REDACTED:env].txt" in asked.attributes["gen_ai.tool.call.arguments"]
     sent = b"".join(receiver.raw)
     assert SECRET.encode() not in sent
     assert HEADER_TOKEN.encode() not in sent
-    assert b"[REDACTED:" in sent
 
 
 def _free_port() -> int:
