@@ -289,3 +289,27 @@ def test_a_run_without_tracing_never_imports_opentelemetry(tmp_path: Path) -> No
     assert done.returncode == 0, done.stderr
     assert loaded.read_text() == ""
     assert sorted(fx.task_trailers(repo)) == ["a", "b", "c"]
+
+
+def test_plan_traces_the_planners_calls_under_one_agent_span(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, receiver: OTLPReceiver
+) -> None:
+    repo = fx.make_repo(tmp_path)
+    script = tmp_path / "script.yaml"
+    script.write_text(json.dumps({"plan": fx.plan()}))
+    monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "100")
+    args = ["plan", "Add modules a, b and c", "--repo", str(repo), "--script", str(script)]
+    out = tmp_path / "plan.yaml"
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT", raising=False)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", f"{receiver.endpoint}/v1/traces")
+    result = runner.invoke(app, [*args, "-o", str(out), "--otel"])
+    assert result.exit_code == 0, result.output
+    spans = receiver.spans()
+    [planner] = _by_name(spans, "invoke_agent ")
+    assert planner.name == "invoke_agent planner"
+    chats = _by_name(spans, "chat ")
+    assert chats
+    assert all(c.parent_id == planner.span_id for c in chats)
+    submits = [s for s in spans if s.attributes.get("gen_ai.tool.name") == "submit_plan"]
+    assert [s.parent_id for s in submits] == [planner.span_id]
+    assert b"Add modules a, b and c" not in b"".join(receiver.raw)

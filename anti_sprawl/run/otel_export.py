@@ -40,6 +40,7 @@ __all__ = [
     "start",
     "trace_config",
     "trace_link",
+    "traced_agent",
     "worker_tracing",
 ]
 
@@ -267,6 +268,24 @@ def _quietly(fn: Callable[..., Any], *args: Any) -> None:
 
 def _stderr_note(text: str) -> None:
     sys.stderr.write(f"anti-sprawl: note: {text}\n")
+
+
+@contextlib.contextmanager
+def traced_agent(
+    config: TraceConfig,
+    redact: Callable[[str], str],
+    note: Callable[[str], None],
+    name: str,
+) -> Iterator[None]:
+    """A command that is one agent (``plan``): its model and tool calls under
+    ``invoke_agent <name>``, exported before the command ends."""
+    started = start(config, redact, note)
+    try:
+        with tracing.agent(name, {}):
+            yield
+    finally:
+        if started:
+            shutdown()
 
 
 def trace_link() -> TraceLink | None:
