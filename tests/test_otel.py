@@ -313,3 +313,27 @@ def test_plan_traces_the_planners_calls_under_one_agent_span(
     submits = [s for s in spans if s.attributes.get("gen_ai.tool.name") == "submit_plan"]
     assert [s.parent_id for s in submits] == [planner.span_id]
     assert b"Add modules a, b and c" not in b"".join(receiver.raw)
+
+
+def test_a_failed_call_and_a_blocked_write_are_on_the_spans(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, receiver: OTLPReceiver
+) -> None:
+    # Node a writes outside its scope, then its script runs out (a provider error) twice.
+    turns = [{"tool": "write_file", "args": {"path": "pkg/util.py", "content": "X = 1\n"}}]
+    _, result = _run(tmp_path, monkeypatch, receiver.endpoint, script=fx.script(a=turns))
+    assert result.exit_code == 1, result.output
+    state = json.loads(result.stdout)
+    assert state["tasks"]["a"]["reason"] == "script"
+    spans = receiver.spans()
+    agents = [s for s in _by_name(spans, "invoke_agent ") if s.name == "invoke_agent a"]
+    attempts = [a["attempt"] for a in state["tasks"]["a"]["attempt_log"]]
+    assert sorted(a.attributes["anti_sprawl.attempt"] for a in agents) == attempts
+    [first] = [a for a in agents if a.attributes["anti_sprawl.attempt"] == 1]
+    assert first.attributes["error.type"] == "script"
+    assert first.attributes["anti_sprawl.outcome"] == "failed"
+    assert first.attributes["anti_sprawl.blocked_paths"] == ["pkg/util.py"]
+    assert first.status == 2  # STATUS_CODE_ERROR
+    chats = [s for s in _by_name(spans, "chat ") if s.parent_id == first.span_id]
+    assert [c.attributes.get("error.type") for c in chats] == [None, "ScriptExhausted"]
+    assert "gen_ai.usage.input_tokens" not in chats[1].attributes
+    assert not _by_name(spans, "invoke_agent c")  # skipped: never attempted
