@@ -269,7 +269,9 @@ def chat_failed(error: BaseException) -> None:
     if handle is None:
         return
     _calls.span = None
-    handle.fail(type(error).__name__, _state.redact(str(error)) if _state else "")
+    # A server's error text may quote the request: content, so only when that is on.
+    said = _state.redact(str(error)) if _state is not None and _state.content else ""
+    handle.fail(type(error).__name__, said)
     handle.span.end()
 
 

@@ -337,3 +337,26 @@ def test_a_failed_call_and_a_blocked_write_are_on_the_spans(
     assert [c.attributes.get("error.type") for c in chats] == [None, "ScriptExhausted"]
     assert "gen_ai.usage.input_tokens" not in chats[1].attributes
     assert not _by_name(spans, "invoke_agent c")  # skipped: never attempted
+
+
+def test_resume_traces_only_the_nodes_it_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, receiver: OTLPReceiver
+) -> None:
+    short = [{"tool": "read_file", "args": {"path": "pkg/base.py"}}]  # then the script runs out
+    repo, first = _run(tmp_path, monkeypatch, "http://127.0.0.1:9", script=fx.script(a=short))
+    assert first.exit_code == 1, first.output
+    run_id = json.loads(first.stdout)["run_id"]
+    (tmp_path / "script.yaml").write_text(json.dumps(fx.script()))
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_ENDPOINT")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", f"{receiver.endpoint}/v1/traces")
+    args = ["resume", run_id, "--repo", str(repo), "--script", str(tmp_path / "script.yaml")]
+    result = runner.invoke(app, [*args, "--otel", "--json"])
+    assert result.exit_code == 0, result.output
+    spans = receiver.spans()
+    [run] = _by_name(spans, "invoke_workflow ")
+    assert run.attributes["anti_sprawl.run.id"] == run_id
+    assert run.attributes["anti_sprawl.status"] == "succeeded"
+    assert sorted(s.name for s in _by_name(spans, "invoke_agent ")) == [
+        "invoke_agent a",
+        "invoke_agent c",
+    ]
