@@ -48,7 +48,7 @@ from ..redact import is_secret_name
 from ..sandbox.command_template import uses
 from .heartbeat import Heartbeat
 from .node_job import NodeEnv, NodeJob, NodeOutcome
-from .otel_export import trace_link
+from .otel_remote import trace_link
 from .remote_node import RemoteCallSink, RemoteJob, RemoteOutcome, dask_task, lost, too_big
 from .remote_result import rebuild_commit, refused, store_files, taken_record
 from .remote_settings import DaskSettings, ProviderSpec

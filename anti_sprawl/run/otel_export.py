@@ -6,7 +6,8 @@ command got ``--otel``; ``OTEL_SDK_DISABLED=true`` turns it off. The SDK reads t
 standard environment itself (``OTEL_SERVICE_NAME``, ``OTEL_RESOURCE_ATTRIBUTES``,
 ``OTEL_EXPORTER_OTLP_HEADERS``, ``..._TIMEOUT``, ``OTEL_BSP_*``); the protocol is
 ``http/protobuf`` (the extra ships it), ``grpc`` when its exporter is installed. The spans
-themselves are made in ``tracing.py``; this module only installs a tracer there.
+themselves are made in ``tracing.py``; this module only installs a tracer there
+(``otel_remote.py`` carries it to Dask nodes).
 
 A receiver that is down never slows or breaks a run: spans leave in a background batch
 (``BatchSpanProcessor``), an export that fails is one note on stderr (never the exporter's
@@ -20,7 +21,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import sys
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -34,14 +34,13 @@ __all__ = [
     "INSTALL_HINT",
     "SHUTDOWN_SECONDS",
     "TraceConfig",
-    "TraceLink",
     "checked",
+    "current",
+    "flush",
     "shutdown",
     "start",
     "trace_config",
-    "trace_link",
     "traced_agent",
-    "worker_tracing",
 ]
 
 INSTALL_HINT = "--otel needs OpenTelemetry: pip install 'anti-sprawl[otel]'"
@@ -59,16 +58,6 @@ class TraceConfig:
     content: bool  # prompts, replies and tool input/output on spans (redacted)
     protocol: str  # OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL; http/protobuf by default
     endpoint: str  # where the spans go, without any user:password@ part
-
-
-@dataclass(frozen=True)
-class TraceLink:
-    """What a remote node needs to join the run's trace: plain data, no header, no secret."""
-
-    traceparent: str
-    content: bool
-    protocol: str
-    endpoint: str  # used when the worker's own environment names none
 
 
 def trace_config(flag: bool, env: Mapping[str, str]) -> TraceConfig:
@@ -254,6 +243,12 @@ def shutdown(timeout: float = SHUTDOWN_SECONDS) -> None:
     worker.join(timeout)
 
 
+def current() -> TraceConfig | None:
+    """The tracing this process exports with (None: off)."""
+    session = _session
+    return session.config if session is not None else None
+
+
 def flush(timeout: float = SHUTDOWN_SECONDS) -> None:
     """Send the spans ended so far (a Dask node's, before its result goes back)."""
     session = _session
@@ -264,10 +259,6 @@ def flush(timeout: float = SHUTDOWN_SECONDS) -> None:
 def _quietly(fn: Callable[..., Any], *args: Any) -> None:
     with contextlib.suppress(Exception):
         fn(*args)
-
-
-def _stderr_note(text: str) -> None:
-    sys.stderr.write(f"anti-sprawl: note: {text}\n")
 
 
 @contextlib.contextmanager
@@ -286,38 +277,3 @@ def traced_agent(
     finally:
         if started:
             shutdown()
-
-
-def trace_link() -> TraceLink | None:
-    """What a remote node of the current attempt is sent to join its trace (None: off)."""
-    session, parent = _session, tracing.traceparent()
-    if session is None or parent is None:
-        return None
-    config = session.config
-    return TraceLink(parent, config.content, config.protocol, config.endpoint)
-
-
-@contextlib.contextmanager
-def worker_tracing(
-    link: TraceLink | None, env: Mapping[str, str], redact: Callable[[str], str]
-) -> Iterator[None]:
-    """On a Dask worker: trace the block under the run's attempt span ``link`` names, with the
-    worker's exporter environment (the run's endpoint when it names none); flush at the end."""
-    if link is None:
-        yield
-        return
-    mine = trace_config(True, env)
-    own = bool(
-        env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_ENDPOINT")
-    )
-    named = env.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL") or env.get("OTEL_EXPORTER_OTLP_PROTOCOL")
-    protocol = mine.protocol if named else link.protocol
-    config = TraceConfig(True, False, link.content, protocol, mine.endpoint)
-    if not start(config, redact, _stderr_note, endpoint=None if own else link.endpoint):
-        yield
-        return
-    with tracing.joined(link.traceparent):
-        try:
-            yield
-        finally:
-            flush()

@@ -45,7 +45,7 @@ from ..tokens import TokenCounter
 from .heartbeat import Watch
 from .node_job import NodeEnv, NodeJob, NodeOutcome, NodePaths
 from .node_work import run_node_job
-from .otel_export import TraceLink, worker_tracing
+from .otel_remote import TraceLink, worker_tracing
 from .remote_settings import ProviderSpec
 
 __all__ = [
