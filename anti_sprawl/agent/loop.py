@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from .. import tracing
 from ..errors import ProviderError
 from ..providers.base import (
     AssistantMessage,
@@ -195,6 +196,7 @@ class Loop:
 
     def _charge(self, fitted: Ticket, response: ModelResponse) -> tuple[Usage, str | None]:
         charged = self.budget.charge(fitted, response)
+        tracing.chat_answered(response, charged[0])  # the span carries the tokens charged
         if self.on_charged:
             self.on_charged(self.budget.spent, self.budget.spent_cost)
         return charged
@@ -202,6 +204,9 @@ class Loop:
     def _call(self, fitted: Ticket) -> ModelResponse | Ending:
         """The provider's answer to ``fitted``, or how its error ends the conversation."""
         self.calls += 1
+        tracing.chat_started(
+            self.provider.name, fitted.request.model or self.provider.model, fitted.request
+        )
         if self.on_request:
             self.on_request(fitted.request, self.calls)
         try:
@@ -209,6 +214,7 @@ class Loop:
             return self.provider.complete(fitted.request)
         except ProviderError as exc:
             self.budget.release(fitted)
+            tracing.chat_failed(exc)
             self.log({"event": "error", "message": str(exc)})
             reason = "script" if isinstance(exc, ScriptExhausted) else "provider"
             return Ending(reason, str(exc))
@@ -259,7 +265,9 @@ class Loop:
             ending = policy.before_tool(call)
             if ending is not None:
                 return ending
-            result, outcome = dispatch(self.tools, call, self.observer)
+            with tracing.tool(call.name, call.id, call.arguments) as span:
+                result, outcome = dispatch(self.tools, call, self.observer)
+                span.result(result.content, result.is_error)
             self.log({"event": "tool", "call": call.model_dump(), "result": result.model_dump()})
             ending = policy.after_tool(call, outcome)
             if ending is None and outcome is not None:

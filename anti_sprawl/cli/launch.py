@@ -33,7 +33,7 @@ __all__ = ["endpoint_notes", "record", "reuse", "session_caps"]
 
 # Where the run is, what it runs and how the command prints: never carried over.
 NOT_RECORDED = frozenset(
-    {"ctx", "plan_file", "repo", "run_id", "as_json", "dry_run", "branch", "base"}
+    {"ctx", "plan_file", "repo", "run_id", "as_json", "dry_run", "branch", "base", "otel"}
     | {"plan_sha256", "sarif", "junit"}  # one command's checks and files (cli/ci.py)
 )
 # The run keeps its own caps (a resume may have raised them): only a flag or session_caps

@@ -155,6 +155,14 @@ DaskSchedulerOpt = Annotated[
         help="The Dask scheduler for --executor dask, e.g. tcp://10.0.0.5:8786.",
     ),
 ]
+OtelOpt = Annotated[
+    bool,
+    typer.Option(
+        "--otel",
+        help="Export OpenTelemetry traces (GenAI spans) over OTLP; on by itself when "
+        "OTEL_EXPORTER_OTLP_ENDPOINT is set. Needs anti-sprawl[otel].",
+    ),
+]
 
 
 class SandboxChoice(StrEnum):

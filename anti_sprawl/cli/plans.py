@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from enum import StrEnum
 from pathlib import Path
@@ -17,6 +18,7 @@ from .options import (
     JsonOpt,
     MaxOutOpt,
     ModelOpt,
+    OtelOpt,
     PricesOpt,
     ProviderOpt,
     RepoOpt,
@@ -98,12 +100,19 @@ def plan_cmd(
         str,
         typer.Option("--trigger-phrase", help="The comment command github-comment names."),
     ] = "/anti-sprawl",
+    otel: OtelOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Plan a requirement: a read-only planner model proposes a validated DAG of scoped tasks."""
+    from ..redact import Redactor, env_secrets
+    from ..run.otel_export import checked, trace_config, traced_agent
     from ..views.terminal import inert_console
     from .plan import parse_models, run_plan_command
 
+    def note(text: str) -> None:
+        stderr().print(f"anti-sprawl: note: {text}", markup=False, soft_wrap=True)
+
+    trace = checked(trace_config(otel, os.environ), note)
     comment = trigger_phrase if fmt is PlanFormat.github_comment else None
     as_json = as_json or fmt is not PlanFormat.text
 
@@ -111,22 +120,23 @@ def plan_cmd(
     chosen = build_provider(provider, model, base_url, script, request_timeout)
     table = price_table(prices, chosen, base_url)
     console = stdout() if not as_json else inert_console(stderr=True)
-    code = run_plan_command(
-        requirement,
-        repo_here(repo),
-        output,
-        chosen,
-        expand_read_scope=expand_read_scope,
-        max_rounds=max_rounds,
-        console=console,
-        as_json=as_json,
-        models=allowed,
-        prices=table,
-        max_output_tokens=output_limit(max_output_tokens, chosen, base_url),
-        local_server=local_server(chosen, base_url),
-        test_command=test_command,
-        comment_trigger=comment,
-    )
+    with traced_agent(trace, Redactor(env_secrets(os.environ)), note, "planner"):
+        code = run_plan_command(
+            requirement,
+            repo_here(repo),
+            output,
+            chosen,
+            expand_read_scope=expand_read_scope,
+            max_rounds=max_rounds,
+            console=console,
+            as_json=as_json,
+            models=allowed,
+            prices=table,
+            max_output_tokens=output_limit(max_output_tokens, chosen, base_url),
+            local_server=local_server(chosen, base_url),
+            test_command=test_command,
+            comment_trigger=comment,
+        )
     if code:
         raise typer.Exit(code)
 

@@ -27,6 +27,7 @@ from .options import (
     MaxOutOpt,
     MaxTokensOpt,
     ModelOpt,
+    OtelOpt,
     PricesOpt,
     ProviderOpt,
     RepoReq,
@@ -107,6 +108,7 @@ def _run_and_report(
     as_json: bool,
     run_job: Callable[..., Any] | None = None,
     reports: tuple[Path | None, Path | None] = (None, None),
+    trace: Any = None,
 ) -> None:
     """Run ``start(options)`` with live progress, the PR body and the verdict (or --json);
     ``reports`` are the ``--sarif`` and ``--junit`` files (cli/ci.py)."""
@@ -145,9 +147,11 @@ def _run_and_report(
     if run_job is not None:  # --executor dask
         opts = dataclasses.replace(opts, run_job=run_job)
     try:
+        _start_tracing(trace)
         state = start(opts)
     finally:
         progress.stop()
+        _stop_tracing()
     write_ci_reports(state, *reports)
     if as_json:
         sys.stdout.write(state.model_dump_json(indent=2) + "\n")
@@ -158,6 +162,32 @@ def _run_and_report(
         console.print(f"run id: {state.run_id}", soft_wrap=True)
     if state.status != "succeeded":
         raise typer.Exit(1)
+
+
+def _check_tracing(flag: bool) -> Any:
+    """Whether this run traces (``--otel`` or the OTLP environment: run/otel_export.py), checked
+    before anything starts: a missing extra is a usage error with ``--otel``, a note without."""
+    from ..run.otel_export import checked, trace_config
+
+    return checked(trace_config(flag, os.environ), _note)
+
+
+def _note(text: str) -> None:
+    stderr().print(f"anti-sprawl: note: {text}", markup=False, soft_wrap=True)
+
+
+def _start_tracing(config: Any) -> None:
+    from ..redact import Redactor, env_secrets
+    from ..run.otel_export import start
+
+    if config is not None:
+        start(config, Redactor(env_secrets(os.environ)), _note)
+
+
+def _stop_tracing() -> None:
+    from ..run.otel_export import shutdown
+
+    shutdown()
 
 
 @handle_errors
@@ -205,6 +235,7 @@ def execute(
     plan_sha256: PlanSha256Opt = None,
     sarif: SarifOpt = None,
     junit: JunitOpt = None,
+    otel: OtelOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Run a plan: one worktree, firewall and commit per node; leaves a branch and a PR body."""
@@ -253,6 +284,7 @@ def execute(
             settings = check_test_commands(plan, repo, settings, start)
         _dry_run(plan, repo, chosen, settings, as_json)
         return
+    trace = _check_tracing(otel)
     pending = uncommitted_changes(repo)
     if pending and base is None:
         stderr().print(
@@ -270,6 +302,7 @@ def execute(
             as_json,
             run_job,
             (sarif, junit),
+            trace=trace,
         )
 
 
@@ -354,6 +387,7 @@ def resume(
     executor: ExecutorOpt = ExecutorChoice.local,
     dask_scheduler: DaskSchedulerOpt = None,
     scope_requests: ScopeRequestsOpt = ScopeRequestsChoice.auto,
+    otel: OtelOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Continue an interrupted run with the options it was started with (flags override);
@@ -424,6 +458,7 @@ def _resume(args: dict[str, Any], options: dict[str, Any]) -> None:
     settings = dataclasses.replace(settings, launch=launch)
     source = str(plan_file) if plan_file is not None else ""
     known = plan if plan is not None or remote is None else judged
+    trace = _check_tracing(args["otel"])
     with executor_for(remote, known, repo) as run_job:
         if args.get("baseline_at") and judged is not None:  # before any model call, as execute
             settings = check_test_commands(
@@ -435,4 +470,5 @@ def _resume(args: dict[str, Any], options: dict[str, Any]) -> None:
             settings,
             args["as_json"],
             run_job,
+            trace=trace,
         )

@@ -48,6 +48,7 @@ from ..redact import is_secret_name
 from ..sandbox.command_template import uses
 from .heartbeat import Heartbeat
 from .node_job import NodeEnv, NodeJob, NodeOutcome
+from .otel_remote import trace_link
 from .remote_node import RemoteCallSink, RemoteJob, RemoteOutcome, dask_task, lost, too_big
 from .remote_result import rebuild_commit, refused, store_files, taken_record
 from .remote_settings import DaskSettings, ProviderSpec
@@ -238,6 +239,7 @@ class DaskExecutor:
             heartbeat=self.heartbeat.name,
             heartbeat_timeout=self.settings.heartbeat_timeout,
             max_result_bytes=self.settings.max_result_bytes,
+            trace=trace_link(),  # the attempt's span (W3C traceparent): the node joins it
         )
 
     def _publish(self, data: bytes) -> str:

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .. import tracing
 from ..agent.artifacts import ArtifactStore
 from ..agent.budget import RunBudget
 from ..context.memory import load_memory
@@ -46,6 +47,7 @@ from .result import TaskResult, now, upstream_summary
 from .revised_plan import write_revised_plan
 from .scope_grants import GrantLedger, Neighbour, unordered_with
 from .settings import RunHooks, RunSettings
+from .span_attributes import attempt_ended, attempt_started
 
 __all__ = ["ExecuteOptions", "NodeRunner"]
 
@@ -197,7 +199,10 @@ class NodeRunner:
             if not first:
                 self._crash("between_attempts", node.task_id)
             first = False
-            verdict, base = self._attempt(node, base, note)
+            started = attempt_started(node, record, self.journal.state.run_id, self.model_of(node))
+            with tracing.agent(node.task_id, started) as span:
+                verdict, base = self._attempt(node, base, note)
+                span.set(attempt_ended(self.journal.state.tasks[node.task_id]))
             done = self.journal.state.tasks[node.task_id]
             last = done.attempt_log[-1] if done.attempt_log else None  # none: a lost executor
             note = last.note if last is not None else None

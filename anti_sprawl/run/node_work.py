@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from .. import tracing
 from ..agent.artifacts import ArtifactStore
 from ..agent.worker import TestOutcome, WorkerContext, WorkerLimits, WorkerResult, run_worker
 from ..context.assemble import AssembledPrompt, assemble_worker_prompt, manifest_for_request
@@ -246,6 +247,7 @@ class _Attempt:
                 job.paths.artifacts, manifest.task_id, manifest.n, request, self.env.redactor
             )
             self.manifests.append(path)
+            tracing.annotate_call(tracing.manifest_attributes(path, job.paths.manifests))
             for item in manifest.items:
                 if item.hidden_chars:
                     record.hidden_chars[item.source] = item.hidden_chars

@@ -45,6 +45,7 @@ from ..tokens import TokenCounter
 from .heartbeat import Watch
 from .node_job import NodeEnv, NodeJob, NodeOutcome, NodePaths
 from .node_work import run_node_job
+from .otel_remote import TraceLink, worker_tracing
 from .remote_settings import ProviderSpec
 
 __all__ = [
@@ -112,6 +113,7 @@ class RemoteJob:
     heartbeat: str = ""  # the Dask Variable the central run beats
     heartbeat_timeout: float = 30.0
     max_result_bytes: int = 64 * 1024 * 1024
+    trace: TraceLink | None = None  # the run's attempt span: this node's spans join its trace
 
 
 @dataclass(frozen=True)
@@ -202,7 +204,8 @@ def run_remote(
                 manifests=stage.manifests,
             ),
         )
-        outcome = run_node_job(local, node_env)
+        with worker_tracing(remote.trace, env, redactor):
+            outcome = run_node_job(local, node_env)
         ran = time.monotonic()
         outcome = dataclasses.replace(
             outcome,

@@ -21,6 +21,7 @@ import dataclasses
 import shutil
 from pathlib import Path
 
+from .. import tracing
 from ..context.essentials import check_first_prompts
 from ..errors import ExecutorLost, Interrupted, RunError, StorageError
 from ..git.branch import RunBranch, check_branch_name, refuse_checked_out
@@ -48,6 +49,7 @@ from .result import TaskResult
 from .revised_plan import revised_plan
 from .scheduler import run_dag
 from .settings import CRASH_POINTS, RunHooks, RunSettings
+from .span_attributes import run_attributes
 
 __all__ = [
     "ABLATIONS",
@@ -120,6 +122,13 @@ _HELD_UNTIL_EXIT: list[RepoLock] = []
 
 
 def _drive(run: NodeRunner, lock: RepoLock, already: list[str]) -> RunState:
+    state = run.journal.state
+    with tracing.workflow(state.plan_id, run_attributes(state)) as span:
+        span.set({"anti_sprawl.status": _drive_dag(run, lock, already).status})
+    return run.journal.state
+
+
+def _drive_dag(run: NodeRunner, lock: RepoLock, already: list[str]) -> RunState:
     plan = run.plan
     deps = {t.task_id: list(t.dependencies) for t in plan.tasks}
     if run.opts.hooks.on_start:
