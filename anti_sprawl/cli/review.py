@@ -228,7 +228,9 @@ def eval_cmd(
     cases_dir: Annotated[Path, typer.Argument(metavar="DIR", help="Folder of evaluation cases.")],
     ablate: Annotated[
         list[str] | None,
-        typer.Option("--ablate", help="firewall | clean-slate | scoping | all (repeatable)."),
+        typer.Option(
+            "--ablate", help="firewall | clean-slate | scoping | integration | all (repeatable)."
+        ),
     ] = None,
     case: Annotated[
         list[str] | None, typer.Option("--case", help="Only these cases (repeatable).")

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from ..views.terminal import inert_console
-from .environment import NoBaselineOpt, check_test_commands
+from .environment import IntegrationOpt, NoBaselineOpt, check_test_commands
 from .options import (
     BaseUrlOpt,
     DaskSchedulerOpt,
@@ -194,6 +194,7 @@ def execute(
         ),
     ] = False,
     no_baseline: NoBaselineOpt = False,
+    integration: IntegrationOpt = True,
     as_json: JsonOpt = False,
 ) -> None:
     """Run a plan: one worktree, firewall and commit per node; leaves a branch and a PR body."""
@@ -226,6 +227,7 @@ def execute(
         max_cost=max_cost,
         max_output_tokens=max_output_tokens,
         context_budget=lean_ceiling,
+        integration=integration,
     )
     launch = record(given, provider=chosen.name, base_url=getattr(chosen, "base_url", None))
     settings = dataclasses.replace(settings, launch=launch)
@@ -330,6 +332,7 @@ def resume(
     allow_setup_network: SetupNetworkOpt = False,
     executor: ExecutorOpt = ExecutorChoice.local,
     dask_scheduler: DaskSchedulerOpt = None,
+    integration: IntegrationOpt = True,
     as_json: JsonOpt = False,
 ) -> None:
     """Continue an interrupted run with the options it was started with (flags override);
@@ -390,6 +393,7 @@ def _resume(args: dict[str, Any], options: dict[str, Any]) -> None:
         max_cost=args["max_cost"],
         max_output_tokens=args["max_output_tokens"],
         context_budget=args["lean_ceiling"],
+        integration=args["integration"],
     )
     if plan is not None:
         served_window(plan, chosen, args["base_url"])

@@ -18,6 +18,7 @@ for a path instead of joining names itself::
     .anti-sprawl/runs/<run_id>/manifests/      one ContextManifest per model call
     .anti-sprawl/runs/<run_id>/artifacts/      transcripts, full tool outputs, test logs
     .anti-sprawl/runs/<run_id>/PR.md           the pull-request body
+    .anti-sprawl/runs/<run_id>/integration/    the integration command's logs, per commit
     .anti-sprawl/worktrees/                    per-node worktrees (temporary)
     .anti-sprawl/plans/<plan_id>.yaml          plans written by ``plan`` without ``-o``
     .anti-sprawl/planner/<stamp>/manifests/    the planner's context manifests
@@ -92,6 +93,11 @@ class RunPaths:
     @property
     def pr_body(self) -> Path:
         return self.root / "PR.md"
+
+    @property
+    def integration(self) -> Path:
+        """Logs of the integration command on the branch and its bisection (run/integration.py)."""
+        return self.root / "integration"
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,8 @@ never for real work). The node asks this policy instead of testing names itself:
   polluted context a shared chat history would give it).
 - ``scoping``: the read scope is the whole repository, packed to the context window, and the
   first prompt reads eagerly instead of leanly.
+- ``integration``: no integration check on the branch tip (run/integration.py), so a semantic
+  conflict between unordered nodes lands unnoticed.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from ..plan.model import TaskNode
 
 __all__ = ["ABLATIONS", "AblationName", "Ablations", "NodeScopes"]
 
-AblationName = Literal["firewall", "clean-slate", "scoping"]
+AblationName = Literal["firewall", "clean-slate", "scoping", "integration"]
 ABLATIONS: tuple[AblationName, ...] = get_args(AblationName)
 _EVERYTHING = ["**"]
 
@@ -64,6 +66,11 @@ class Ablations:
     @property
     def scoping(self) -> bool:
         return "scoping" in self.names
+
+    @property
+    def integration(self) -> bool:
+        """The integration check switched off (run/integration.py)."""
+        return "integration" in self.names
 
     def scopes(self, node: TaskNode) -> NodeScopes:
         """The scopes the node's firewall enforces."""
