@@ -125,9 +125,12 @@ def _record(run: NodeRunner, outcome: IntegrationOutcome) -> None:
     run.journal.checkpoint()
 
 
+_NO_COMMAND = "the plan has no integration_command or test_command"
+
+
 def _skip_reason(run: NodeRunner, argv: list[str] | None) -> str:
     if not argv:
-        return "the plan has no integration_command or test_command"
+        return _NO_COMMAND
     if not run.settings.integration:
         return "--no-integration"
     if run.settings.ablations.integration:

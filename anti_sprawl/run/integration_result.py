@@ -45,6 +45,11 @@ class IntegrationOutcome(BaseModel):
     )
     baseline: str = Field(default="", description="The start commit's outcome, in a few words.")
 
+    @property
+    def has_command(self) -> bool:
+        """Whether there was anything to run (a plan without any test command has not)."""
+        return bool(self.command)
+
     def line(self) -> str:
         """``integration: 1,297 passed on the branch tip`` (or why not)."""
         if self.status == "skipped":
