@@ -187,11 +187,13 @@ def test_attempts_exhausted_fail_the_run_and_keep_the_last_passing_branch(
     assert integration["culprits"] == ["b"]
     assert integration["last"]["passed"]  # the branch kept passed
     assert "no attempt left" in integration["reason"]
+    assert "b broke the integrated branch (tests/test_calc.py)" in integration["reason"]
     # the branch kept: b and its descendant taken off, d re-landed after a
     assert _commits(repo) == ["a", "d"]
     assert integration["last"]["commit"] == fx.git(repo, "rev-parse", cf.BRANCH)
     assert _suite_at(repo, cf.BRANCH, tmp_path).returncode == 0
     assert "integration: failed: b broke the integrated branch" in done.stdout
+    assert "the last that passed" in done.stdout
 
 
 @pytest.mark.parametrize("point", ["mid_rebuild:b", "after_rebuild:b"])

@@ -69,6 +69,10 @@ class _Checker:
         if found.status == "cannot_start":
             self.unusable = f"{where} cannot start: {found.reason}"
             return marked, self.unusable
+        if found.status == "fails" and not found.failures:
+            # Nothing to tell a node's failure from the start's: bisection would blame the first.
+            self.unusable = f"{where} fails (exit code {found.exit_code}) and names no failing test"
+            return marked, self.unusable
         if found.status == "passes":
             counted = passed_count(found.tail)
             return marked, f"{where}: {f'{counted:,} passed' if counted is not None else 'passes'}"
@@ -157,6 +161,7 @@ def _loop(run: NodeRunner, argv: list[str]) -> None:
     state = run.journal.state
     earlier = state.integration
     culprits = list(earlier.culprits) if earlier else []
+    broke = dict(earlier.broke) if earlier else {}  # culprit -> the tests it broke
     checker: _Checker | None = None
     while not _stopped(run):
         if not culprits and any(r.status != "succeeded" for r in state.tasks.values()):
@@ -180,7 +185,7 @@ def _loop(run: NodeRunner, argv: list[str]) -> None:
                 )
                 return
         result = checker.at(tip)
-        outcome = _outcome(run, checker, result, culprits)
+        outcome = _outcome(run, checker, result, culprits, broke)
         if result.passed:
             _record(run, outcome)
             return
@@ -194,7 +199,8 @@ def _loop(run: NodeRunner, argv: list[str]) -> None:
         index = _bisect(checker, commits)
         culprit = commits[index].task_id
         culprits.append(culprit)
-        _blame(run, checker, commits, index, _outcome(run, checker, result, culprits))
+        broke[culprit] = _failing(checker.at(commits[index].sha))
+        _blame(run, checker, commits, index, _outcome(run, checker, result, culprits, broke))
 
 
 def _bisect(checker: _Checker, commits: list[NodeCommit]) -> int:
@@ -211,7 +217,11 @@ def _failing(result: IntegrationRun) -> str:
 
 
 def _outcome(
-    run: NodeRunner, checker: _Checker, result: IntegrationRun, culprits: list[str]
+    run: NodeRunner,
+    checker: _Checker,
+    result: IntegrationRun,
+    culprits: list[str],
+    broke: dict[str, str],
 ) -> IntegrationOutcome:
     """The outcome as it stands: passed only when no culprit is left failed for it."""
     state = run.journal.state
@@ -223,7 +233,10 @@ def _outcome(
     status = "passed" if result.passed and not given_up else "failed"
     reason = ""
     if given_up:
-        reason = f"{', '.join(given_up)} broke the integrated branch and has no attempt left"
+        named = "; ".join(
+            f"{c} broke the integrated branch ({broke.get(c, '?')})" for c in given_up
+        )
+        reason = f"{named}, no attempt left"
         if result.passed:
             reason += f"; the branch kept ({result.commit[:12]}) is the last that passed"
     elif not result.passed:
@@ -235,6 +248,7 @@ def _outcome(
         last=result,
         runs=checker.runs,
         culprits=list(culprits),
+        broke=dict(broke),
         baseline=checker.baseline,
     )
 

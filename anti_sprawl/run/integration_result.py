@@ -43,6 +43,9 @@ class IntegrationOutcome(BaseModel):
     culprits: list[str] = Field(
         default_factory=list, description="Nodes bisection found breaking the branch, in order."
     )
+    broke: dict[str, str] = Field(
+        default_factory=dict, description="Per culprit: the tests that failed from its commit on."
+    )
     baseline: str = Field(default="", description="The start commit's outcome, in a few words.")
 
     @property
