@@ -9,6 +9,7 @@ each rule lives in one place::
        │                  └──fail──> failed ──start──> running    (a retry)
        ├──skip──> skipped                                          (a dependency failed)
        └──interrupt── running / failed / skipped                   (the run stopped: resumable)
+                      succeeded        (its dependency was revoked: it runs again)
     succeeded ──revoke──> failed     (the integration check bisected the branch to it)
     any ──recover──> succeeded       (resume: the node's commit is on the run branch)
 
