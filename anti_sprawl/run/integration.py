@@ -25,11 +25,14 @@ A stop (Ctrl-C, a cap) is looked at between runs of the command, not during one.
 
 from __future__ import annotations
 
+import dataclasses
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import AntiSprawlError, RunError
 from ..git.replay import NodeCommit, node_commits
+from ..sandbox.user_env import user_command_env
 from .baseline import baseline_for, run_at, shown
 from .bisect import first_failing
 from .failure_note import make_note
@@ -51,6 +54,10 @@ class _Checker:
 
     def __init__(self, run: NodeRunner, argv: list[str], runs: int):
         self.run, self.argv = run, argv
+        self.settings = run.settings
+        if self.settings.command_env is None:  # nodes ran on Dask workers: the check runs here
+            here = user_command_env(os.environ, self.settings.sandbox.env_allow)
+            self.settings = dataclasses.replace(self.settings, command_env=here)
         self.runs = runs  # over every session of the run: log names never repeat
         self.results: dict[str, IntegrationRun] = {}
         self.unusable = ""  # why the check cannot judge anything
@@ -58,7 +65,7 @@ class _Checker:
 
     def _baseline(self) -> tuple[frozenset[str], str]:
         """The tests excused (failing at the start commit, or marked), and the baseline's words."""
-        state, settings = self.run.journal.state, self.run.settings
+        state, settings = self.run.journal.state, self.settings
         marked = frozenset(state.plan.known_failures)
         if settings.launch.get("no_baseline"):
             return marked, "not run (--no-baseline)"
@@ -92,7 +99,7 @@ class _Checker:
             state.plan,
             run.repo,
             commit,
-            run.settings,
+            self.settings,
             log,
             run.opts.redactor,
             f"{state.run_id}-integration-{self.runs}",
