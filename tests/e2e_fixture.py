@@ -71,9 +71,9 @@ def script(**workers: list[Any]) -> dict[str, Any]:
     return {"workers": base}
 
 
-def make_repo(root: Path) -> Path:
+def make_repo(root: Path, files: dict[str, str] | None = None) -> Path:
     repo = root / "repo"
-    for rel, text in FILES.items():
+    for rel, text in (FILES if files is None else files).items():
         (repo / rel).parent.mkdir(parents=True, exist_ok=True)
         (repo / rel).write_text(text)
     env = {**os.environ, **GIT_ENV}

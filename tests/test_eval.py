@@ -346,6 +346,19 @@ def test_clean_slate_off_leaks_context_across_tasks(ablated: SuiteResult) -> Non
     assert first[1] > first[0]
 
 
+def test_integration_off_lands_the_semantic_conflict(ablated: SuiteResult) -> None:
+    """The check caught what each node's own tests could not; without it the run says
+    succeeded on a branch whose suite fails."""
+    base, off = _variant(ablated, "baseline"), _variant(ablated, "-integration")
+    caught, missed = base["semantic-conflict"], off["semantic-conflict"]
+    assert caught.passed
+    assert {t.task_id: t.attempts for t in caught.tasks} == {"a": 1, "b": 2}
+    assert missed.run_status == "succeeded"
+    assert not missed.passed
+    failed = {c.name for c in missed.checks if not c.passed}
+    assert "tests_pass" in failed
+
+
 def test_every_variant_accounts_tokens_exactly(ablated: SuiteResult) -> None:
     for variant in ablated.variants:
         assert variant.aggregate.tokens_agree, variant.name
@@ -365,7 +378,7 @@ def test_reports_show_the_comparison(ablated: SuiteResult) -> None:
     assert "canary leaks" in text
     assert f"{ablated.scoping_input_ratio}x" in text
     md = markdown_report(ablated)
-    assert "| metric | baseline | -firewall | -clean-slate | -scoping |" in md
+    assert "| metric | baseline | -firewall | -clean-slate | -scoping | -integration |" in md
     assert "## Cases: -firewall" in md
 
 
@@ -435,6 +448,7 @@ def test_bad_cases_are_usage_errors(tmp_path: Path) -> None:
         "-firewall",
         "-clean-slate",
         "-scope-requests",
+        "-integration",
     ]
     with pytest.raises(UsageError, match="live --provider"):
         run_eval_command(CASES, model="gpt-x", console=Console(file=StringIO()))

@@ -48,7 +48,10 @@ def test_a_full_runs_body_leads_with_what_a_reviewer_needs(tmp_path: Path) -> No
     assert heads[1:3] == ["## How it was tested", "## Nodes"]
     assert body.index("## How it was tested") < body.index("<details>")
     tested = body.split("## How it was tested")[1].split("## Nodes")[0]
-    assert tested.count("**passed**") == 3
+    # the integrated branch (run/integration.py), then each of the three nodes
+    assert tested.count("**passed**") == 4
+    assert "- Integration on the final branch at" in tested
+    assert "- Baseline: " in tested
     assert "import pkg.base" in tested
     assert "| node | status | files changed | tests |" in body
     assert "not checked by anti-sprawl" in body  # summaries are the worker's claim

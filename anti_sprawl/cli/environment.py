@@ -18,7 +18,7 @@ import typer
 
 from .output import stderr
 
-__all__ = ["NoBaselineOpt", "check_test_commands", "user_settings_env"]
+__all__ = ["IntegrationOpt", "NoBaselineOpt", "check_test_commands", "user_settings_env"]
 
 NoBaselineOpt = Annotated[
     bool,
@@ -26,6 +26,17 @@ NoBaselineOpt = Annotated[
         "--no-baseline",
         help="Do not run the test commands once at the start commit before the run (they "
         "are then judged by exit code alone).",
+    ),
+]
+
+
+IntegrationOpt = Annotated[
+    bool,
+    typer.Option(
+        "--integration/--no-integration",
+        help="After the last node lands, run the plan's integration_command (default: its "
+        "test_command) on the branch tip; when it fails, bisect to the node that broke it "
+        "and retry that node (default: on; resume keeps the run's choice).",
     ),
 ]
 

@@ -269,7 +269,7 @@ def eval_cmd(
     ablate: Annotated[
         list[str] | None,
         typer.Option(
-            "--ablate", help="firewall | clean-slate | scoping | scope-requests | all (repeatable)."
+            "--ablate", help="firewall | clean-slate | scoping | scope-requests | integration | all (repeatable)."
         ),
     ] = None,
     case: Annotated[

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 import typer
 
 from .ci import JunitOpt, PlanSha256Opt, SarifOpt, check_plan_sha256, write_ci_reports
-from .environment import NoBaselineOpt, check_test_commands
+from .environment import IntegrationOpt, NoBaselineOpt, check_test_commands
 from .options import (
     BaseUrlOpt,
     DaskSchedulerOpt,
@@ -236,6 +236,7 @@ def execute(
     sarif: SarifOpt = None,
     junit: JunitOpt = None,
     otel: OtelOpt = False,
+    integration: IntegrationOpt = True,
     as_json: JsonOpt = False,
 ) -> None:
     """Run a plan: one worktree, firewall and commit per node; leaves a branch and a PR body."""
@@ -271,6 +272,7 @@ def execute(
         max_output_tokens=max_output_tokens,
         context_budget=lean_ceiling,
         scope_requests=resolve(scope_requests),
+        integration=integration,
     )
     launch = record(given, provider=chosen.name, base_url=getattr(chosen, "base_url", None))
     settings = dataclasses.replace(settings, launch=launch)
@@ -388,6 +390,7 @@ def resume(
     dask_scheduler: DaskSchedulerOpt = None,
     scope_requests: ScopeRequestsOpt = ScopeRequestsChoice.auto,
     otel: OtelOpt = False,
+    integration: IntegrationOpt = True,
     as_json: JsonOpt = False,
 ) -> None:
     """Continue an interrupted run with the options it was started with (flags override);
@@ -450,6 +453,7 @@ def _resume(args: dict[str, Any], options: dict[str, Any]) -> None:
         max_output_tokens=args["max_output_tokens"],
         context_budget=args["lean_ceiling"],
         scope_requests=resolve(args["scope_requests"]),
+        integration=args["integration"],
     )
     if plan is not None:
         served_window(plan, chosen, args["base_url"])

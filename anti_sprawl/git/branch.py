@@ -160,6 +160,25 @@ class RunBranch:
                 counts[task] = counts.get(task, 0) + 1
         return counts
 
+    def task_commits(self) -> dict[str, str]:
+        """task_id -> the branch commit carrying its trailer for this run (one ``git log``)."""
+        out: dict[str, str] = {}
+        for sha, run, task in self._trailer_log():
+            if run == self.run_id and task:
+                out.setdefault(task, sha)
+        return out
+
+    def move(self, new: str, expected: str) -> None:
+        """Point the branch at ``new`` if it is still at ``expected`` (one compare-and-swap:
+        a rebuilt branch replaces the old one whole, or not at all; run/rebuild.py)."""
+        with self._lock:
+            refuse_checked_out(
+                self.repo,
+                self.name,
+                "the run stopped before rebuilding it; check out another branch there first",
+            )
+            run_git(["update-ref", self.ref, new, expected], self.repo)
+
     def task_commit(self, task_id: str) -> str | None:
         """The branch commit carrying ``task_id``'s trailer for this run, if any."""
         for sha, run, task in self._trailer_log():

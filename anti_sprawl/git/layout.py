@@ -19,6 +19,7 @@ for a path instead of joining names itself::
     .anti-sprawl/runs/<run_id>/artifacts/      transcripts, full tool outputs, test logs
     .anti-sprawl/runs/<run_id>/PR.md           the pull-request body
     .anti-sprawl/runs/<run_id>/report.html     the HTML run report (``report``, ``pr``)
+    .anti-sprawl/runs/<run_id>/integration/    the integration command's logs, per commit
     .anti-sprawl/worktrees/                    per-node worktrees (temporary)
     .anti-sprawl/plans/<plan_id>.yaml          plans written by ``plan`` without ``-o``
     .anti-sprawl/planner/<stamp>/manifests/    the planner's context manifests
@@ -103,6 +104,11 @@ class RunPaths:
     def report(self) -> Path:
         """The self-contained HTML report (views/html_report.py)."""
         return self.root / "report.html"
+
+    @property
+    def integration(self) -> Path:
+        """Logs of the integration command on the branch and its bisection (run/integration.py)."""
+        return self.root / "integration"
 
 
 @dataclass(frozen=True)

@@ -99,6 +99,12 @@ class Plan(BaseModel):
     requirement: str = Field(min_length=1)
     base: str | None = Field(default=None, description="Commit the plan was made against.")
     test_command: TestCommand = Field(default=None, description="Default test command for nodes.")
+    integration_command: TestCommand = Field(
+        default=None,
+        description="Run once on the run branch's tip after the last node lands, against the "
+        "start commit's failures (default: the plan's test_command); when it fails, the "
+        "breaking node is found by bisection and retried (run/integration.py).",
+    )
     setup_command: TestCommand = Field(
         default=None,
         description="Run once in each node's worktree before the worker (sandboxed; it may "
@@ -141,11 +147,17 @@ class Plan(BaseModel):
             node.test_command if node.test_command is not None else self.test_command
         )
 
+    def integration_argv(self) -> list[str] | None:
+        """The integration command (its own, else the plan's test_command) as a template argv."""
+        chosen = self.integration_command
+        return command_argv(chosen if chosen is not None else self.test_command)
+
     def commands(self) -> list[tuple[str, list[str], TestCommand]]:
         """Every command of the plan: ``(where, task ids, command)`` for validation."""
         out: list[tuple[str, list[str], TestCommand]] = [
             ("the plan's test_command", [], self.test_command),
             ("the plan's setup_command", [], self.setup_command),
+            ("the plan's integration_command", [], self.integration_command),
         ]
         out += [
             (f"task '{t.task_id}' test_command", [t.task_id], t.test_command) for t in self.tasks

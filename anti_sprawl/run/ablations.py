@@ -11,6 +11,8 @@ never for real work). The node asks this policy instead of testing names itself:
   first prompt reads eagerly instead of leanly.
 - ``scope-requests``: every ``request_scope`` is refused, whatever ``--scope-requests`` says
   (the plan's scopes are all a node gets, as before scope requests: run/scope_grants.py).
+- ``integration``: no integration check on the branch tip (run/integration.py), so a semantic
+  conflict between unordered nodes lands unnoticed.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from .scope_grants import ScopeRequests
 
 __all__ = ["ABLATIONS", "AblationName", "Ablations", "NodeScopes"]
 
-AblationName = Literal["firewall", "clean-slate", "scoping", "scope-requests"]
+AblationName = Literal["firewall", "clean-slate", "scoping", "scope-requests", "integration"]
 ABLATIONS: tuple[AblationName, ...] = get_args(AblationName)
 _EVERYTHING = ["**"]
 
@@ -71,6 +73,11 @@ class Ablations:
     def scope_requests(self, chosen: ScopeRequests) -> ScopeRequests:
         """The run's ``--scope-requests``, or ``never`` with the scope-requests ablation."""
         return "never" if "scope-requests" in self.names else chosen
+
+    @property
+    def integration(self) -> bool:
+        """The integration check switched off (run/integration.py)."""
+        return "integration" in self.names
 
     def scopes(self, node: TaskNode) -> NodeScopes:
         """The scopes the node's firewall enforces."""

@@ -50,12 +50,14 @@ from .test_failures import cannot_start, failing_tests, missing_module
 __all__ = [
     "Baseline",
     "TestsCannotStart",
+    "baseline_for",
     "check_baselines",
     "command_key",
     "describe_commands",
     "known_failures",
     "plan_test_commands",
     "refuse_unstartable",
+    "run_at",
     "shown",
 ]
 
@@ -221,10 +223,11 @@ def _run_once(
     settings: RunSettings,
     log: Path,
     redact: Callable[[str], str],
+    name: str = "",
 ) -> Baseline:
     env = settings.command_env or {}
     layout = StateLayout.ensured(checkout)
-    name = f"baseline-{log.stem[:16]}"
+    name = name or f"baseline-{log.stem[:16]}"
     with Workspace.create(checkout, layout.worktrees, name, commit) as ws:
         expanded = expand(argv, {"checkout": str(checkout)})
         program = describe_program(expanded, env, ws.path)
@@ -293,19 +296,46 @@ def check_baselines(
 ) -> list[Baseline]:
     """Each distinct test command once at ``commit`` (cached per command, setup, commit and
     PATH under ``.anti-sprawl/baseline/``); nothing else is left behind."""
+    return [
+        baseline_for(argv, plan, checkout, commit, settings, redact)
+        for argv in plan_test_commands(plan)
+    ]
+
+
+def baseline_for(
+    argv: list[str],
+    plan: Plan,
+    checkout: Path,
+    commit: str,
+    settings: RunSettings,
+    redact: Callable[[str], str] = str,
+) -> Baseline:
+    """One command's outcome at ``commit``, from the cache when it ran there before."""
     env = settings.command_env or {}
-    layout = StateLayout.ensured(checkout)
-    out: list[Baseline] = []
-    for argv in plan_test_commands(plan):
-        cache = layout.baseline(_key(argv, plan, commit, env))
-        if cache.is_file():
-            with contextlib.suppress(OSError, ValueError):
-                out.append(Baseline.model_validate_json(cache.read_text(encoding="utf-8")))
-                continue
-        done = _run_once(argv, plan, checkout, commit, settings, cache.with_suffix(".log"), redact)
-        atomic_write_text(cache, done.model_dump_json(indent=2))
-        out.append(done)
-    return out
+    cache = StateLayout.ensured(checkout).baseline(_key(argv, plan, commit, env))
+    if cache.is_file():
+        with contextlib.suppress(OSError, ValueError):
+            return Baseline.model_validate_json(cache.read_text(encoding="utf-8"))
+    done = _run_once(argv, plan, checkout, commit, settings, cache.with_suffix(".log"), redact)
+    atomic_write_text(cache, done.model_dump_json(indent=2))
+    return done
+
+
+def run_at(
+    argv: list[str],
+    plan: Plan,
+    checkout: Path,
+    commit: str,
+    settings: RunSettings,
+    log: Path,
+    redact: Callable[[str], str],
+    worktree: str,
+) -> Baseline:
+    """``argv`` once at ``commit`` (never cached), exactly as a baseline runs: a fresh
+    worktree named ``worktree``, the plan's setup command, the run's sandbox; output to ``log``
+    (the integration check and its bisection, run/integration.py)."""
+    log.parent.mkdir(parents=True, exist_ok=True)
+    return _run_once(argv, plan, checkout, commit, settings, log, redact, worktree)
 
 
 def refuse_unstartable(baselines: list[Baseline]) -> None:

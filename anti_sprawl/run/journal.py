@@ -42,6 +42,7 @@ from ..git.layout import RunPaths, StateLayout
 from ..plan.graph import find_cycle
 from ..plan.model import Plan
 from ..providers.base import Usage
+from .integration_result import IntegrationOutcome
 from .journal_log import LogTail, LogWriter, compaction_due, event_line, fsync_dir, read_log
 from .replan import PlanRevision
 from .result import TaskResult, cache_share, now
@@ -96,6 +97,9 @@ class RunState(BaseModel):
     prices: str = Field(default="", description="Where the dollar figures' prices came from.")
     stopped_by: str | None = Field(default=None, description="Why the run was interrupted.")
     revisions: list[PlanRevision] = Field(default_factory=list, description="resume --plan edits.")
+    integration: IntegrationOutcome | None = Field(
+        default=None, description="The integration command on the branch tip (run/integration.py)."
+    )
     seq: int = Field(
         default=0, description="The last journal event in this snapshot (journal_log.py)."
     )

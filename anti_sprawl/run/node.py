@@ -159,6 +159,10 @@ class NodeRunner:
         if self.opts.hooks.on_event:
             self.opts.hooks.on_event(record)
 
+    def report(self, record: TaskResult) -> None:
+        """Journal and report a record changed after its attempts (run/integration.py)."""
+        self._emit(record)
+
     def skip(self, task_id: str, because: str) -> None:
         record = self.journal.state.tasks[task_id]
         record.skip(because)

@@ -164,6 +164,12 @@ class TaskResult(BaseModel):
         self._expect("land", "running")
         self.status, self.commit, self.reason, self.message = "succeeded", commit, None, ""
 
+    def revoke(self, reason: FailReason, message: str) -> None:
+        """The node's landed commit was taken off the run branch (run/integration.py: the
+        integrated branch fails from it on): failed, its attempt spent."""
+        self._expect("revoke", "succeeded")
+        self.status, self.reason, self.message, self.commit = "failed", reason, message, None
+
     def recover(self, commit: str, message: str = "") -> None:
         """``resume`` found the node's commit on the run branch although the journal missed it."""
         self.status, self.commit, self.reason = "succeeded", commit, None

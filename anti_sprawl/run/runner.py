@@ -33,6 +33,7 @@ from ..hints import command
 from ..plan.model import Plan
 from ..redact import Redactor
 from .ablations import ABLATIONS
+from .integration import integrate
 from .interrupts import Stops, stop_signals
 from .journal import Journal, RepoLock, RunState, new_run_id
 from .node import ExecuteOptions, NodeRunner
@@ -78,14 +79,15 @@ def _reconcile(journal: Journal, branch: RunBranch) -> list[str]:
     landed is succeeded (its record rebuilt if a crash lost it), any other unfinished node is
     pending again. Returns the landed nodes, which never run again."""
     state = journal.state
-    landed = branch.landed_tasks()
+    landed = branch.task_commits()
     already: list[str] = []
     for tid, record in state.tasks.items():
-        if landed.get(tid):
+        if tid in landed:
             if record.status != "succeeded":
                 saved = journal.paths.artifacts / tid / "result.json"
-                commit = branch.task_commit(tid) or ""  # landed: it has one
-                state.tasks[tid] = _recover(saved, record, commit)
+                state.tasks[tid] = _recover(saved, record, landed[tid])
+            # A rebuilt branch (run/rebuild.py) gave the node a new commit.
+            state.tasks[tid].commit = landed[tid]
             already.append(tid)
         elif record.status != "pending":
             record.interrupt(record.message)
@@ -148,6 +150,7 @@ def _drive_dag(run: NodeRunner, lock: RepoLock, already: list[str]) -> RunState:
                     land=run.land,
                     grace=run.settings.stop_grace,
                 )
+                integrate(run)  # the branch tip as a whole; bisects and retries on failure
             finally:
                 _wind_up(run, lock, stops)
     except KeyboardInterrupt:  # a second signal: the journal is written, nothing waited for

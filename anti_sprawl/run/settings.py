@@ -41,6 +41,10 @@ CRASH_POINTS = (
     "before_commit",
     "after_commit_before_journal",
     "between_attempts",
+    # run/integration.py: the culprit is journaled, the branch not yet rebuilt; then rebuilt,
+    # the re-landed nodes' new commits not yet journaled.
+    "mid_rebuild",
+    "after_rebuild",
 )
 
 
@@ -72,6 +76,9 @@ class RunSettings:
     # in the plan's known_failures; a node fails on tests only for others (run/baseline.py).
     known_failures: Mapping[str, frozenset[str]] = field(default_factory=dict)
     ablations: Ablations = field(default_factory=Ablations)
+    # The plan's integration_command on the branch tip after the last node (``--no-integration``
+    # turns it off; run/integration.py).
+    integration: bool = True
     # Check out only each node's scopes plus the repository's root-level files: much faster
     # on large repositories, for test commands that need nothing else.
     sparse: bool = False

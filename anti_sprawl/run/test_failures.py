@@ -22,12 +22,14 @@ __all__ = [
     "failing_tests",
     "missing_module",
     "only_known_failures",
+    "passed_count",
 ]
 
 PYTEST_TESTS_FAILED = 1  # pytest's exit code when tests ran and some failed
 # ``FAILED tests/t.py::test[a b] - AssertionError: ...``: the id may hold spaces, " - " ends it
 _FAILED = re.compile(r"^(?:FAILED|ERROR) (\S.*?)(?: - .*)?$", re.MULTILINE)
 _COUNTED = re.compile(r"\b\d+ (?:passed|failed)\b")
+_PASSED = re.compile(r"\b(\d+) passed\b")
 _NO_MODULE = re.compile(r"No module named '?([A-Za-z0-9_.]+)'?")
 _NOT_FOUND = re.compile(r"execvp [^\n]*: No such file or directory|command not found")
 
@@ -35,6 +37,12 @@ _NOT_FOUND = re.compile(r"execvp [^\n]*: No such file or directory|command not f
 def failing_tests(output: str) -> list[str]:
     """Test ids pytest's short summary lists as failed or errored, each once, in order."""
     return list(dict.fromkeys(_FAILED.findall(output)))
+
+
+def passed_count(output: str) -> int | None:
+    """How many tests pytest's last summary line says passed (None: it names no count)."""
+    found = _PASSED.findall(output)
+    return int(found[-1]) if found else None
 
 
 def missing_module(output: str) -> str | None:

@@ -3,7 +3,9 @@ folded away; every text from a model, a plan or a repository made inert (views/m
 the whole body passed through the run's redactor, like the commits.
 
 Layout: a title from the requirement; the requirement; a partial-run note (the PR then opens as
-a draft); "How it was tested" (each node's test command, its result and pass counts); a compact
+a draft); "How it was tested" (the integration command on the final branch with its pass
+counts and the start commit's baseline, views/integration.py; each node's test command, its
+result and pass counts); a compact
 nodes table; the scope requests, if any (views/scope_grants.py); each node's summary, marked as the worker's claim, with its interfaces and blocked
 writes; then a ``<details>`` block with tokens, dollars, cache shares, attempts, the sandbox and
 the DAG.
@@ -20,6 +22,7 @@ from ..providers.prices import format_usd
 from ..redact import Redactor
 from ..run.journal import RunState
 from ..run.result import TaskResult
+from .integration import integration_lines
 from .markdown import block, code, fence_for, text
 from .plan import plan_mermaid
 from .run import status_of, totals_line, verdict_words
@@ -79,9 +82,11 @@ def _partial(state: RunState) -> list[str]:
 
 def _how_tested(state: RunState) -> list[str]:
     lines = ["## How it was tested", ""]
+    checked = integration_lines(state.integration)  # the final branch as a whole, first
+    lines += [*checked, ""] if checked else []
     ran = [(t, state.tasks[t.task_id]) for t in state.plan.tasks if state.tasks[t.task_id].tests]
     if not ran:
-        return [*lines, "No test command ran.", ""]
+        return [*lines, "No node's test command ran.", ""]
     lines.append("Each node's tests ran in its own worktree, on the run branch as it was then:")
     lines.append("")
     for task, r in ran:

@@ -202,6 +202,8 @@ def _verdict_notes(state: RunState) -> list[tuple[str, bool]]:
     """The lines under the verdict table as (line, soft_wrap): prose wraps at the terminal's
     width; names and commands do not."""
     notes = [(totals_line(state), False)]
+    if state.integration is not None and state.integration.has_command:  # run/integration.py
+        notes.append((escape(state.integration.line()), True))
     if state.status == "interrupted" and state.stopped_by:
         # A bare resume after a stop at a cap gets the same allowance again (cli/launch.py).
         notes.append((f"interrupted: {escape(state.stopped_by)}", False))

@@ -1,0 +1,3 @@
+def helper() -> int:
+    """The shared helper both nodes are about."""
+    return 2

@@ -1,0 +1,4 @@
+from app.calc import total
+
+assert total() == 1, total()
+print("calc ok")

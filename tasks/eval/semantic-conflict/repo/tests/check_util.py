@@ -1,0 +1,4 @@
+from lib import util
+
+assert util.helper() == 2
+print("util ok")
