@@ -33,7 +33,7 @@ from ..redact import Redactor
 from .cmd import GitError, run_git
 from .secret_scan import commit_secrets
 from .transport import BUNDLE_REF, parse_header, write_bundle
-from .workspace import ChangeFacts, change_between, compose_message
+from .workspace import FACT_ARGS, ChangeFacts, change_between, compose_message, parse_facts
 
 __all__ = [
     "QUARANTINE_PREFIX",
@@ -103,7 +103,8 @@ def receive_checked(
     redactor: Redactor,
 ) -> Received:
     """Fetch ``bundle`` into the node's quarantine ref and check it (refused, or what came),
-    in four git processes: the fetch, one read of the commit, one diff, one blob batch."""
+    in three git processes: the fetch, one ``git log`` of the commit and its diff, one blob
+    batch for the secret scan."""
     header = parse_header(bundle)
     if list(header.refs) != [BUNDLE_REF]:
         raise ResultRefused(f"the result bundle must hold one ref, not {sorted(header.refs)}")
@@ -130,30 +131,27 @@ def receive_checked(
             run_git(fetch, repo)
         except GitError as exc:
             raise ResultRefused(f"the result bundle does not unpack cleanly: {exc}") from exc
-    # One read of the fetched commit: its id, its parents, its tree.
-    fmt = [
-        "log",
-        "-1",
-        "--no-walk",
-        "--no-show-signature",
-        "--format=%H%x00%P%x00%T",
-        f"{ref}^{{commit}}",
-        "--",
-    ]
-    commit, parents, tree = [*_out(repo, fmt).decode().strip().split("\0"), "", ""][:3]
+    # One read of the fetched commit: its id, its parents, its tree and (a one-parent
+    # commit's diff being against that parent) what it changes over the base.
+    fmt = ["log", "-1", "--no-walk", "--no-show-signature", "--format=%H%x00%P%x00%T"]
+    out = _out(repo, [*fmt, *FACT_ARGS, f"{ref}^{{commit}}", "--"])
+    commit, parents, tree, rest = [*out.split(b"\0", 3), b"", b"", b""][:4]
+    parent_ids = parents.decode().split()
+    read = parse_facts(rest) if parent_ids == [base] else None
     try:
         change = check(
             repo,
-            commit,
+            commit.decode(),
             base=base,
             write_scope=write_scope,
             redactor=redactor,
-            parents=parents.split(),
+            parents=parent_ids,
+            change=read,
         )
     except ResultRefused:
         clear_quarantine(repo, run_id, task_id)
         raise
-    return Received(commit, tree, change)
+    return Received(commit.decode(), tree.decode(), change)
 
 
 def check(
@@ -164,10 +162,11 @@ def check(
     write_scope: Sequence[str],
     redactor: Redactor,
     parents: list[str] | None = None,
+    change: ChangeFacts | None = None,
 ) -> ChangeFacts:
     """ResultRefused unless ``commit`` is one in-scope, secret-free commit on ``base``; what
     it changes (one ``git diff``: the record's numbers and diff come from it too).
-    ``parents`` are the commit's when the caller already read them."""
+    ``parents`` (and ``change``, what it changes over ``base``) when the caller read them."""
     if parents is None:
         parents = _out(repo, ["rev-list", "--parents", "-n", "1", commit]).decode().split()[1:]
     if parents != [base]:
@@ -175,9 +174,20 @@ def check(
             f"the result commit's parents are {[p[:12] for p in parents]}, "
             f"not the node's base {base[:12]}"
         )
-    scope, rules = Scope(write_scope), DenyRules(DEFAULT_DENY, DEFAULT_ALLOW)
-    change = change_between(repo, base, commit)
-    fields = change.raw.split(b"\0")
+    if change is None:
+        change = change_between(repo, base, commit)
+    _check_entries(repo, change.raw, Scope(write_scope))
+    leaked = commit_secrets(repo, base, commit, redactor, raw=change.raw)
+    if leaked:
+        raise ResultRefused(f"the result adds what looks like a secret ({leaked})")
+    return change
+
+
+def _check_entries(repo: Path, raw: bytes, scope: Scope) -> None:
+    """ResultRefused for the first changed path of ``raw`` (``--raw -z`` records) outside the
+    scope, internal or secret-named, a nested repository or an escaping symlink."""
+    rules = DenyRules(DEFAULT_DENY, DEFAULT_ALLOW)
+    fields = raw.split(b"\0")
     for meta, name in zip(fields[0::2], fields[1::2], strict=False):
         parts = meta.decode("ascii", "replace").lstrip(":").split()
         if len(parts) < 5:
@@ -192,10 +202,6 @@ def check(
             target = _out(repo, ["cat-file", "blob", new_sha]).decode("utf-8", "surrogateescape")
             if _escapes(path, target, scope):
                 raise ResultRefused(f"the result's symlink {path!r} points out of scope")
-    leaked = commit_secrets(repo, base, commit, redactor, raw=change.raw)
-    if leaked:
-        raise ResultRefused(f"the result adds what looks like a secret ({leaked})")
-    return change
 
 
 def _escapes(path: str, target: str, scope: Scope) -> bool:

@@ -39,6 +39,7 @@ from .cmd import DEFAULT_IDENTITY, common_dir_once, git_dir, run_git
 
 __all__ = [
     "BRANCH_PREFIX",
+    "FACT_ARGS",
     "ChangeFacts",
     "DiffStat",
     "FileStat",
@@ -410,26 +411,32 @@ class ChangeFacts:
     patch: str  # the unified diff: the record's diff
 
 
-_FACTS = ["--raw", "-z", "--numstat", "--stat=72", "--patch", "--no-renames", "--no-abbrev"]
-_FACTS += ["--no-ext-diff", "--no-textconv", "--no-color"]
+# The diff options ``parse_facts`` reads (``git log -1`` of a one-parent commit takes them too).
+FACT_ARGS = (
+    *("--raw", "-z", "--numstat", "--stat=72", "--patch", "--no-renames", "--no-abbrev"),
+    *("--no-ext-diff", "--no-textconv", "--no-color"),
+)
 
 
 def stage(ws: Workspace) -> ChangeFacts:
     """Stage everything in the (audited) worktree and read the staged change in one diff."""
     ws.git(["add", "-A"] if ws.sparse is None else ["add", "-A", "--sparse"])
-    return parse_facts(ws.git(["diff", "--cached", *_FACTS]).stdout)
+    return parse_facts(ws.git(["diff", "--cached", *FACT_ARGS]).stdout)
 
 
 def change_between(repo: Path, base: str, commit: str) -> ChangeFacts:
     """What ``commit`` changes over ``base``, in one ``git diff`` run in ``repo``."""
-    return parse_facts(run_git(["diff", *_FACTS, base, commit, "--"], repo).stdout)
+    return parse_facts(run_git(["diff", *FACT_ARGS, base, commit, "--"], repo).stdout)
 
 
 def parse_facts(out: bytes) -> ChangeFacts:
-    """git prints the formats of ``_FACTS`` in a fixed order: the ``--raw`` records, the
+    """git prints the formats of ``FACT_ARGS`` in a fixed order: the ``--raw`` records, the
     ``--numstat`` records (NUL-terminated with ``-z``), the stat text, a NUL, then the patch.
     Renames are a delete and an add throughout, as the audit and the secret scan see them."""
     pos, count = 0, 0
+    if out.startswith(b"---\n"):
+        pos = 4  # what ``git log`` prints between a commit's header and its diff
+    raw_start = pos
     while out.startswith(b":", pos):  # a raw record: its meta field, then its path
         meta_end = out.index(b"\0", pos)
         pos = out.index(b"\0", meta_end + 1) + 1
@@ -449,7 +456,7 @@ def parse_facts(out: bytes) -> ChangeFacts:
         pos = end + 1
     stat_text, _, patch = out[pos:].partition(b"\0")
     return ChangeFacts(
-        raw=out[:raw_end],
+        raw=out[raw_start:raw_end],
         stat=_totals(files),
         stat_text=stat_text.decode("utf-8", "replace").rstrip(),
         patch=patch.decode("utf-8", "replace"),
