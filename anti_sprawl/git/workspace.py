@@ -35,7 +35,7 @@ from ..errors import RunError
 from ..fs.files import atomic_write_text
 from ..ids import STATE_DIR_NAME
 from .admin import RETRY_DELAYS, admin_lock
-from .cmd import DEFAULT_IDENTITY, common_dir_once, git_dir, run_git
+from .cmd import DEFAULT_IDENTITY, GitError, common_dir_once, git_dir, run_git
 
 __all__ = [
     "BRANCH_PREFIX",
@@ -123,14 +123,19 @@ class Workspace:
         if os.path.lexists(path) or (common_dir_once(repo) / "worktrees" / name).exists():
             _remove_worktree(repo, path, branch)  # what a killed attempt of that name left
         patterns = None if sparse is None else tuple(sparse)
-        for delay in RETRY_DELAYS:
+        try:
             ws = cls._add(repo, path, name, base, patterns)
+        except GitError:
+            # Something of that name that the checks above did not see (a leftover registered
+            # under another admin name): `_add` has removed it all; one more try.
+            ws = cls._add(repo, path, name, base, patterns)
+        for delay in RETRY_DELAYS:
             if ws is not None:
                 return ws
             time.sleep(delay)
-        ws = cls._add(repo, path, name, base, patterns)
+            ws = cls._add(repo, path, name, base, patterns)
         if ws is None:
-            raise RunError(f"git worktree add left {path} without its branch at {base[:12]}")
+            raise RunError(f"git worktree add left {path} without HEAD at {base[:12]}")
         return ws
 
     @classmethod
