@@ -204,8 +204,35 @@ class Workspace:
         return self.git(["rev-parse", "HEAD"]).stdout.decode().strip()
 
     def remove(self) -> None:
-        """Delete the worktree and its branch; idempotent and safe after a crash."""
-        _remove_worktree(self.repo, self.path, self.branch)
+        """Delete the worktree (and a branch of that name); idempotent and safe after a crash.
+
+        What ``git worktree remove --force --force`` deletes (the working tree, then its admin
+        dir, then an empty ``worktrees/``) is deleted here, under the admin lock, when the admin
+        dir is plainly this worktree's; anything else goes through git (issue 29: one process
+        fewer per node)."""
+        with admin_lock(self.repo):
+            if not self._remove_by_files():
+                _remove_worktree_locked(self.repo, self.path, self.branch)
+
+    def _remove_by_files(self) -> bool:
+        common = common_dir_once(self.repo.resolve())
+        admin = self.admin_dir
+        if admin.parent != common / "worktrees" or admin.is_symlink():
+            return False
+        try:
+            gitdir = (admin / "gitdir").read_text(encoding="utf-8", errors="surrogateescape")
+        except OSError:
+            return False
+        if gitdir.strip() != str(self.path / ".git") or (admin / "locked").exists():
+            return False
+        if os.path.lexists(self.path):
+            _remove_entry(self.path)  # never through a symlinked parent; links not followed
+        shutil.rmtree(admin)
+        with contextlib.suppress(OSError):
+            (common / "worktrees").rmdir()  # as git does when the last one goes
+        if _branch_ref_may_exist(self.repo, self.branch):
+            _delete_branch(self.repo, self.branch)
+        return True
 
     def __enter__(self) -> Workspace:
         return self
@@ -251,11 +278,13 @@ def _remove_worktree_locked(repo: Path, path: Path, branch: str) -> None:
         run_git(["worktree", "prune"], repo)
     # A worktree of an earlier version (or one a kill left mid-add) may have its branch.
     if _branch_ref_may_exist(repo, branch):
-        exists = run_git(
-            ["rev-parse", "--verify", "--quiet", f"refs/heads/{branch}"], repo, check=False
-        )
-        if exists.returncode == 0:
-            run_git(["branch", "-D", "--", branch], repo)
+        _delete_branch(repo, branch)
+
+
+def _delete_branch(repo: Path, branch: str) -> None:
+    exists = run_git(["rev-parse", "--verify", "--quiet", f"refs/heads/{branch}"], repo, check=False)
+    if exists.returncode == 0:
+        run_git(["branch", "-D", "--", branch], repo)
 
 
 def _branch_ref_may_exist(repo: Path, branch: str) -> bool:
