@@ -282,7 +282,9 @@ def _remove_worktree_locked(repo: Path, path: Path, branch: str) -> None:
 
 
 def _delete_branch(repo: Path, branch: str) -> None:
-    exists = run_git(["rev-parse", "--verify", "--quiet", f"refs/heads/{branch}"], repo, check=False)
+    exists = run_git(
+        ["rev-parse", "--verify", "--quiet", f"refs/heads/{branch}"], repo, check=False
+    )
     if exists.returncode == 0:
         run_git(["branch", "-D", "--", branch], repo)
 
