@@ -11,6 +11,11 @@ the pre-commit scan (``findings``), so what is redacted on the way out is also w
 not commit. Writing a placeholder back into a file is refused by the worker, so a real secret
 is never overwritten with its placeholder.
 
+A text is redacted many times on its way out (a record on each journal change, a prompt
+section in every request that holds it): results are kept by content hash per redactor, so
+each distinct text is scanned once (issue 29); the catalogue and values of a redactor never
+change, so a kept result stays right.
+
 It imports nothing of ours, so every layer can use it: the provider errors redact the SDK's
 messages with it, and ``providers/redacting.py`` wraps a provider so each request is redacted
 before it leaves the process.
@@ -19,7 +24,10 @@ before it leaves the process.
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple, TypeVar
 
@@ -94,6 +102,9 @@ _HTTP_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("api-key", re.compile(r"\bsk-[A-Za-z0-9_-]{8,}")),  # shorter than a real key: test keys
 )
 _M = TypeVar("_M", bound=BaseModel)
+_SHORT = 16  # shorter texts are scanned directly, not kept
+_CACHED_MAX = 1 << 20  # longer texts are scanned each time, not kept
+_CACHE_ENTRIES = 4096
 
 
 def placeholder(kind: str) -> str:
@@ -130,8 +141,26 @@ class Redactor:
     ):
         self._values = sorted({v for v in values if len(v) >= min_value}, key=len, reverse=True)
         self._shapes = SECRET_SHAPES + (_HTTP_SHAPES if http else ())
+        self._done: OrderedDict[bytes, str] = OrderedDict()
+        self._done_lock = threading.Lock()
 
     def __call__(self, text: str) -> str:
+        if len(text) < _SHORT or len(text) > _CACHED_MAX:
+            return self._redact(text)
+        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        with self._done_lock:
+            found = self._done.get(key)
+            if found is not None:
+                self._done.move_to_end(key)
+                return found
+        out = self._redact(text)
+        with self._done_lock:
+            self._done[key] = out
+            if len(self._done) > _CACHE_ENTRIES:
+                self._done.popitem(last=False)
+        return out
+
+    def _redact(self, text: str) -> str:
         for value in self._values:
             if value in text:
                 text = text.replace(value, placeholder("env"))

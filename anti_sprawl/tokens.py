@@ -4,12 +4,17 @@ We ship OpenAI's ``cl100k_base`` BPE ranks (``data/cl100k_base.tiktoken``, check
 its published SHA-256) and build the ``tiktoken`` encoding from that file, so nothing is
 fetched at run time. Other models tokenize differently; ``TokenCounter`` keeps a per-run
 calibration factor learned from the usage the provider reports for each call.
+
+The same text is counted many times in a run (a file's content in every prompt that holds it,
+a section on every budget check, the system prompt on every call): counts are kept by content
+hash, so each distinct text is encoded once per process (issue 29).
 """
 
 from __future__ import annotations
 
 import hashlib
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 from pathlib import Path
@@ -48,11 +53,30 @@ def _encoding() -> Any:
     )
 
 
+_CACHE_ENTRIES = 8192  # distinct texts kept; each entry is a 16-byte digest and an int
+_SHORT = 32  # texts shorter than this are counted directly: hashing would cost as much
+_counts: OrderedDict[bytes, int] = OrderedDict()
+_counts_lock = threading.Lock()
+
+
 def count_tokens(text: str) -> int:
     """Tokens in ``text`` under cl100k_base (special-token text is counted as plain text)."""
     if not text:
         return 0
-    return len(_encoding().encode(text, disallowed_special=()))
+    if len(text) < _SHORT:
+        return len(_encoding().encode(text, disallowed_special=()))
+    key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    with _counts_lock:
+        found = _counts.get(key)
+        if found is not None:
+            _counts.move_to_end(key)
+            return found
+    n = len(_encoding().encode(text, disallowed_special=()))
+    with _counts_lock:
+        _counts[key] = n
+        if len(_counts) > _CACHE_ENTRIES:
+            _counts.popitem(last=False)
+    return n
 
 
 class TokenCounter:

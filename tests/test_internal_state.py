@@ -105,6 +105,9 @@ def test_cleanup_removes_only_this_runs_registered_worktrees(tmp_path: Path) -> 
     wt_dir = repo / ".anti-sprawl" / "worktrees"
     mine = Workspace.create(repo, wt_dir, "run1-a-1", "HEAD")
     other = Workspace.create(repo, wt_dir, "run2-a-1", "HEAD")
+    # Temp branches an earlier version left (worktrees are detached now).
+    fx.git(repo, "branch", "anti-sprawl/wt/run1-b-1")
+    fx.git(repo, "branch", "anti-sprawl/wt/run2-b-1")
     stray = wt_dir / "not-a-worktree"
     stray.mkdir()
     (stray / "keep.txt").write_text("kept\n")
@@ -112,9 +115,12 @@ def test_cleanup_removes_only_this_runs_registered_worktrees(tmp_path: Path) -> 
     assert not mine.path.exists()
     assert other.path.is_dir()
     assert (stray / "keep.txt").read_text() == "kept\n"
+    listed = fx.git(repo, "worktree", "list", "--porcelain")
+    assert "run1-a-1" not in listed
+    assert "run2-a-1" in listed
     branches = fx.git(repo, "branch", "--list", "anti-sprawl/wt/*")
-    assert "run1-a-1" not in branches
-    assert "run2-a-1" in branches
+    assert "run1-b-1" not in branches
+    assert "run2-b-1" in branches
     other.remove()
 
 

@@ -14,11 +14,13 @@ from anti_sprawl.git.audit import audit, changes
 from anti_sprawl.git.locks import clean_stale_locks
 from anti_sprawl.git.workspace import (
     Workspace,
+    change_between,
     commit,
     diff,
     diffstat,
     ensure_excluded,
     remove_stale_worktrees,
+    stage,
 )
 
 FILES = {
@@ -466,11 +468,11 @@ def test_remove_stale_worktrees_after_a_crashed_run(repo: Path) -> None:
 
 def test_remove_stale_worktrees_after_a_kill_inside_git_worktree_add(repo: Path) -> None:
     """A kill inside `git worktree add` can leave a registered worktree whose HEAD points at
-    nothing and no branch (seen in the chaos test); the next cleanup of that run removes it."""
+    nothing (seen in the chaos test; worktrees are detached, so no branch names it); the next
+    cleanup of that run removes it."""
     wt_dir = repo / ".anti-sprawl" / "worktrees"
     half, other = make_ws(repo, "run1-c-1"), make_ws(repo, "run2-c-1")
     (half.admin_dir / "HEAD").write_text("0" * 40 + "\n")  # what the kill left: no commit
-    git(repo, "branch", "-D", "anti-sprawl/wt/run1-c-1")
     broken = subprocess.run(["git", "fsck", "--no-progress"], cwd=repo, capture_output=True)
     assert broken.returncode != 0  # the state the chaos test found
 
@@ -479,3 +481,38 @@ def test_remove_stale_worktrees_after_a_kill_inside_git_worktree_add(repo: Path)
     assert other.path.is_dir()  # another run's worktree is not this cleanup's
     fsck = subprocess.run(["git", "fsck", "--no-progress"], cwd=repo, capture_output=True)
     assert fsck.returncode == 0, fsck.stderr
+
+
+def test_one_staged_diff_gives_what_the_separate_reads_give(repo: Path) -> None:
+    """``stage`` reads the raw entries, the numbers, the stat and the patch from one diff; the
+    commit holds exactly what was staged, and a diff between commits reads the same facts."""
+    ws = make_ws(repo)
+    (ws.path / "src/app/x.py").write_text("X = 10\nX2 = 11\n")
+    (ws.path / "src/app/y.py").unlink()
+    (ws.path / "src/app/new name\twith tab.py").write_text("N = 1\n")
+    (ws.path / "src/app/blob.bin").write_bytes(b"\0\1\2binary")
+    (ws.path / "run.sh").chmod(0o644)
+    staged = stage(ws)
+    raw = git(ws.path, "diff", "--cached", "--raw", "-z", "--no-renames", "--no-abbrev")
+    assert staged.raw.decode() == raw
+    numstat = git(ws.path, "diff", "--cached", "--numstat", "-z", "--no-renames")
+    want = {}
+    for record in filter(None, numstat.split("\0")):
+        added, deleted, path = record.split("\t", 2)
+        want[path] = (
+            None if added == "-" else int(added),
+            None if deleted == "-" else int(deleted),
+        )
+    assert {f.path: (f.added, f.deleted) for f in staged.stat.files} == want
+    assert len(want) == 5
+    assert want["src/app/blob.bin"] == (None, None)
+    assert (
+        staged.stat_text == git(ws.path, "diff", "--cached", "--stat=72", "--no-renames").rstrip()
+    )
+    assert staged.patch == git(ws.path, "diff", "--cached", "--no-renames")
+    sha = commit(ws, "Change things", TRAILERS, allow_empty=True, staged=staged)
+    assert sha is not None
+    assert sha == git(ws.path, "rev-parse", "HEAD").strip()
+    between = change_between(repo, ws.base, sha)
+    assert (between.raw, between.stat, between.patch) == (staged.raw, staged.stat, staged.patch)
+    ws.remove()

@@ -332,7 +332,8 @@ class _Worker:
         Over an empty diff the finish is taken: the attempt then fails ``no_changes``
         (run/node_work.py), whose retry note says so, instead of a loop of refusals."""
         assert isinstance(args, FinishArgs)
-        changed = set(self.ctx.changed_files()) if self.ctx.changed_files else set()
+        # Asked of git only when the finish names files: nothing to check otherwise.
+        changed = set(self.ctx.changed_files()) if self.ctx.changed_files and args.files else set()
         if args.files and changed:
             claimed = [f for f in args.files if f.strip().removeprefix("./") not in changed]
             if claimed:

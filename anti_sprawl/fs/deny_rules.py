@@ -127,12 +127,19 @@ class _Matcher:
         return self._spec.match_file(path)
 
 
+@lru_cache(maxsize=64)
+def _matcher(patterns: tuple[str, ...]) -> _Matcher:
+    """The compiled matcher of ``patterns`` (it never changes once built: shared)."""
+    return _Matcher(patterns)
+
+
 class DenyRules:
     """Names never served: secrets (unless allowed) and the internal directories."""
 
     def __init__(self, deny: Sequence[str], allow: Sequence[str]):
-        self._deny = _Matcher(deny)
-        self._allow = _Matcher(allow)
+        # Every node builds firewalls and an audit from the same lists: compile them once.
+        self._deny = _matcher(tuple(deny))
+        self._allow = _matcher(tuple(allow))
         # Large repositories list tens of thousands of paths, each probed once per leading
         # directory: cache the probes (directories repeat) and enough whole answers.
         self.reason = lru_cache(maxsize=1 << 16)(self._reason)

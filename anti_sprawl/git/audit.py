@@ -1,7 +1,7 @@
 """The post-node audit: nothing outside a node's write scope survives in its worktree.
 
 Whatever the worker or its test command did, :func:`audit` lists every change against
-``HEAD`` (git status, untracked files included), keeps what lies inside the write scope and
+``HEAD`` (one ``git status``, untracked files included), keeps what lies inside the write scope and
 puts everything else back as it was in ``HEAD``, recording one ``Violation`` per path
 (docs/architecture.md, guarantee 1). A kept symlink must also point inside the write scope.
 """
@@ -101,19 +101,36 @@ def _kind(old: str | None, new: str | None) -> ChangeKind:
 
 
 def changes(ws: Workspace) -> list[Change]:
-    """Every path whose worktree state differs from ``HEAD`` (staged, unstaged, untracked)."""
-    out = ws.git(["status", "--porcelain=v1", "-z", "--untracked-files=all", "--no-renames"]).stdout
-    head = _head_modes(ws)
+    """Every path whose worktree state differs from ``HEAD`` (staged, unstaged, untracked).
+
+    One ``git status --porcelain=v2``: its entries carry the mode in ``HEAD`` (``000000``
+    when absent), so no tree listing is read; an unmerged entry (its modes are the merge's
+    stages) asks ``HEAD``'s tree.
+    """
+    args = ["status", "--porcelain=v2", "-z", "--untracked-files=all", "--no-renames"]
+    out = ws.git(args).stdout
+    head: dict[str, str] | None = None
     result: list[Change] = []
     seen: set[str] = set()
     for record in out.split(b"\0"):
-        if len(record) < 4:
-            continue
-        path = record[3:].decode("utf-8", "surrogateescape").rstrip("/")
+        kind = record[:2]
+        if kind == b"1 ":  # 1 XY sub mH mI mW hH hI path
+            fields = record.split(b" ", 8)
+            raw_path, mode = fields[8], fields[3].decode("ascii")
+            old = None if mode == "000000" else mode
+        elif kind == b"? ":
+            raw_path, old = record[2:], None
+        elif kind == b"u ":  # u XY sub m1 m2 m3 mW h1 h2 h3 path
+            raw_path = record.split(b" ", 10)[10]
+            head = _head_modes(ws) if head is None else head
+            old = head.get(raw_path.decode("utf-8", "surrogateescape").rstrip("/"))
+        else:
+            continue  # "2" (renames are off), "!" (ignored is not asked for), headers
+        path = raw_path.decode("utf-8", "surrogateescape").rstrip("/")
         if path in seen:
             continue
         seen.add(path)
-        old, new = head.get(path), _worktree_mode(ws.path, path)
+        new = _worktree_mode(ws.path, path)
         if old is None and new is None:
             continue  # staged then deleted again: no difference from HEAD left
         result.append(Change(path=path, kind=_kind(old, new), old_mode=old, new_mode=new))

@@ -12,6 +12,7 @@ again, briefly (admin.py), before its error counts.
 
 from __future__ import annotations
 
+import functools
 import os
 import subprocess
 import time
@@ -26,6 +27,7 @@ __all__ = [
     "DEFAULT_IDENTITY",
     "GitError",
     "common_dir",
+    "common_dir_once",
     "git_dir",
     "git_env",
     "git_program",
@@ -163,3 +165,10 @@ def git_dir(repo: Path) -> Path:
 def common_dir(repo: Path) -> Path:
     """The absolute shared git directory (``<main>/.git`` even when ``repo`` is a worktree)."""
     return _rev_parse_path(repo, "--git-common-dir")
+
+
+@functools.cache
+def common_dir_once(repo: Path) -> Path:
+    """``common_dir(repo)`` asked of git once per process: a repository's shared git
+    directory does not move while it runs (worktree.py and branch.py read files below it)."""
+    return common_dir(repo)

@@ -24,6 +24,7 @@ import posixpath
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 from ..errors import RunError
 from ..fs.deny_rules import DEFAULT_ALLOW, DEFAULT_DENY, DenyRules
@@ -32,9 +33,24 @@ from ..redact import Redactor
 from .cmd import GitError, run_git
 from .secret_scan import commit_secrets
 from .transport import BUNDLE_REF, parse_header, write_bundle
-from .workspace import Trailers, compose_message
+from .workspace import (
+    FACT_ARGS,
+    ChangeFacts,
+    Trailers,
+    change_between,
+    compose_message,
+    parse_facts,
+)
 
-__all__ = ["QUARANTINE_PREFIX", "ResultRefused", "clear_quarantine", "rebuild", "receive"]
+__all__ = [
+    "QUARANTINE_PREFIX",
+    "Received",
+    "ResultRefused",
+    "clear_quarantine",
+    "rebuild",
+    "receive",
+    "receive_checked",
+]
 
 QUARANTINE_PREFIX = "refs/anti-sprawl/quarantine"
 _SYMLINK = "120000"
@@ -53,6 +69,14 @@ def _quarantine(run_id: str, task_id: str) -> str:
     return f"{QUARANTINE_PREFIX}/{run_id}/{task_id}"
 
 
+class Received(NamedTuple):
+    """A remote node's commit that passed the re-audit: its id, its tree, what it changes."""
+
+    commit: str
+    tree: str
+    change: ChangeFacts
+
+
 def receive(
     repo: Path,
     bundle: bytes,
@@ -64,6 +88,30 @@ def receive(
     redactor: Redactor,
 ) -> str:
     """Fetch ``bundle`` into the node's quarantine ref and check it; its commit, or refused."""
+    return receive_checked(
+        repo,
+        bundle,
+        run_id=run_id,
+        task_id=task_id,
+        base=base,
+        write_scope=write_scope,
+        redactor=redactor,
+    ).commit
+
+
+def receive_checked(
+    repo: Path,
+    bundle: bytes,
+    *,
+    run_id: str,
+    task_id: str,
+    base: str,
+    write_scope: Sequence[str],
+    redactor: Redactor,
+) -> Received:
+    """Fetch ``bundle`` into the node's quarantine ref and check it (refused, or what came),
+    in three git processes: the fetch, one ``git log`` of the commit and its diff, one blob
+    batch for the secret scan."""
     header = parse_header(bundle)
     if list(header.refs) != [BUNDLE_REF]:
         raise ResultRefused(f"the result bundle must hold one ref, not {sorted(header.refs)}")
@@ -90,29 +138,62 @@ def receive(
             run_git(fetch, repo)
         except GitError as exc:
             raise ResultRefused(f"the result bundle does not unpack cleanly: {exc}") from exc
-    commit = _out(repo, ["rev-parse", "--verify", f"{ref}^{{commit}}"]).decode().strip()
+    # One read of the fetched commit: its id, its parents, its tree and (a one-parent
+    # commit's diff being against that parent) what it changes over the base.
+    fmt = ["log", "-1", "--no-walk", "--no-show-signature", "--format=%H%x00%P%x00%T"]
+    out = _out(repo, [*fmt, *FACT_ARGS, f"{ref}^{{commit}}", "--"])
+    commit, parents, tree, rest = [*out.split(b"\0", 3), b"", b"", b""][:4]
+    parent_ids = parents.decode().split()
+    read = parse_facts(rest) if parent_ids == [base] else None
     try:
-        check(repo, commit, base=base, write_scope=write_scope, redactor=redactor)
+        change = check(
+            repo,
+            commit.decode(),
+            base=base,
+            write_scope=write_scope,
+            redactor=redactor,
+            parents=parent_ids,
+            change=read,
+        )
     except ResultRefused:
         clear_quarantine(repo, run_id, task_id)
         raise
-    return commit
+    return Received(commit.decode(), tree.decode(), change)
 
 
 def check(
-    repo: Path, commit: str, *, base: str, write_scope: Sequence[str], redactor: Redactor
-) -> None:
-    """ResultRefused unless ``commit`` is one in-scope, secret-free commit on ``base``."""
-    parents = _out(repo, ["rev-list", "--parents", "-n", "1", commit]).decode().split()[1:]
+    repo: Path,
+    commit: str,
+    *,
+    base: str,
+    write_scope: Sequence[str],
+    redactor: Redactor,
+    parents: list[str] | None = None,
+    change: ChangeFacts | None = None,
+) -> ChangeFacts:
+    """ResultRefused unless ``commit`` is one in-scope, secret-free commit on ``base``; what
+    it changes (one ``git diff``: the record's numbers and diff come from it too).
+    ``parents`` (and ``change``, what it changes over ``base``) when the caller read them."""
+    if parents is None:
+        parents = _out(repo, ["rev-list", "--parents", "-n", "1", commit]).decode().split()[1:]
     if parents != [base]:
         raise ResultRefused(
             f"the result commit's parents are {[p[:12] for p in parents]}, "
             f"not the node's base {base[:12]}"
         )
-    scope, rules = Scope(write_scope), DenyRules(DEFAULT_DENY, DEFAULT_ALLOW)
-    raw = _out(
-        repo, ["diff-tree", "-r", "-z", "--raw", "--no-renames", "--no-abbrev", base, commit]
-    )
+    if change is None:
+        change = change_between(repo, base, commit)
+    _check_entries(repo, change.raw, Scope(write_scope))
+    leaked = commit_secrets(repo, base, commit, redactor, raw=change.raw)
+    if leaked:
+        raise ResultRefused(f"the result adds what looks like a secret ({leaked})")
+    return change
+
+
+def _check_entries(repo: Path, raw: bytes, scope: Scope) -> None:
+    """ResultRefused for the first changed path of ``raw`` (``--raw -z`` records) outside the
+    scope, internal or secret-named, a nested repository or an escaping symlink."""
+    rules = DenyRules(DEFAULT_DENY, DEFAULT_ALLOW)
     fields = raw.split(b"\0")
     for meta, name in zip(fields[0::2], fields[1::2], strict=False):
         parts = meta.decode("ascii", "replace").lstrip(":").split()
@@ -128,9 +209,6 @@ def check(
             target = _out(repo, ["cat-file", "blob", new_sha]).decode("utf-8", "surrogateescape")
             if _escapes(path, target, scope):
                 raise ResultRefused(f"the result's symlink {path!r} points out of scope")
-    leaked = commit_secrets(repo, base, commit, redactor)
-    if leaked:
-        raise ResultRefused(f"the result adds what looks like a secret ({leaked})")
 
 
 def _escapes(path: str, target: str, scope: Scope) -> bool:
@@ -150,10 +228,13 @@ def rebuild(
     run_id: str,
     task_id: str,
     author: tuple[str, str] | None = None,
+    tree: str | None = None,
 ) -> str:
-    """The audited tree of ``commit`` as a new commit on ``base`` with our own message,
-    authored by ``author`` (the user) and committed by the tool, as a local node's is."""
-    tree = _out(repo, ["rev-parse", "--verify", f"{commit}^{{tree}}"]).decode().strip()
+    """The audited tree of ``commit`` (``tree``, when the caller read it) as a new commit on
+    ``base`` with our own message, authored by ``author`` (the user) and committed by the tool,
+    as a local node's is."""
+    if tree is None:
+        tree = _out(repo, ["rev-parse", "--verify", f"{commit}^{{tree}}"]).decode().strip()
     text = compose_message(message, trailers).encode("utf-8")
     argv = ["commit-tree", tree, "-p", base, "-F", "-"]
     made = run_git(argv, repo, input_bytes=text, author=(*author, "") if author else None)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ..redact import Finding, Redactor
 from .cmd import run_git
-from .workspace import Trailers, Workspace, compose_message
+from .workspace import ChangeFacts, Trailers, Workspace, compose_message
 
 __all__ = ["commit_secrets", "message_secret", "staged_secrets"]
 
@@ -105,24 +105,31 @@ def _added_name(
     return found
 
 
-def staged_secrets(ws: Workspace, redactor: Redactor) -> str:
-    """``"<kind> in <path>"`` for the first secret the staged change adds, else ``""``."""
+def staged_secrets(ws: Workspace, redactor: Redactor, staged: ChangeFacts | None = None) -> str:
+    """``"<kind> in <path>"`` for the first secret the staged change adds, else ``""``;
+    ``staged`` is what ``workspace.stage`` just staged (else this stages and lists it)."""
 
     def git(args: list[str], stdin: bytes) -> bytes:
         return ws.git(args, input_bytes=stdin).stdout
 
-    return _first_added(git, "HEAD", _staged_blobs(ws), redactor)
+    blobs = _staged_blobs(ws) if staged is None else _added_blobs(staged.raw)
+    return _first_added(git, "HEAD", blobs, redactor)
 
 
-def commit_secrets(repo: Path, base: str, commit: str, redactor: Redactor) -> str:
+def commit_secrets(
+    repo: Path, base: str, commit: str, redactor: Redactor, raw: bytes | None = None
+) -> str:
     """Like ``staged_secrets``, for what ``commit`` adds over ``base`` in ``repo`` (the central
-    re-audit of a commit a remote worker made: landing_audit.py)."""
+    re-audit of a commit a remote worker made: landing_audit.py); ``raw`` is that change's
+    ``--raw -z --no-abbrev`` records when the caller already read them."""
 
     def git(args: list[str], stdin: bytes) -> bytes:
         return run_git(args, repo, input_bytes=stdin).stdout
 
-    args = ["diff-tree", "-r", "--raw", "-z", "--no-renames", "--no-abbrev", base, commit]
-    return _first_added(git, base, _added_blobs(git(args, b"")), redactor)
+    if raw is None:
+        args = ["diff-tree", "-r", "--raw", "-z", "--no-renames", "--no-abbrev", base, commit]
+        raw = git(args, b"")
+    return _first_added(git, base, _added_blobs(raw), redactor)
 
 
 def _first_added(

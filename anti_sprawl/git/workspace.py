@@ -1,8 +1,12 @@
 """Per-node git worktrees, commits with trailers, and diffs for the reducer.
 
-A node works in its own worktree on a temporary branch ``anti-sprawl/wt/<name>`` under
-``<repo>/.anti-sprawl/worktrees/``; the user's branch, index and working tree are never
-touched (docs/architecture.md, guarantee 5). Git always runs through :mod:`.cmd` (no hooks,
+A node works in its own worktree, detached at its base commit, under
+``<repo>/.anti-sprawl/worktrees/<name>``; the user's branch, index and working tree are never
+touched (docs/architecture.md, guarantee 5). Earlier versions put each worktree on a temporary
+branch ``anti-sprawl/wt/<name>``; the clean-up still removes such branches. A node's git work
+is counted in processes (issue 29): the worktree's admin dir and HEAD are read from the files
+``git worktree add`` wrote, everything is staged once, and one ``git diff --cached`` gives the
+raw entries, the numbers, the stat and the patch (:func:`stage`). Git always runs through :mod:`.cmd` (no hooks,
 no repo-configured programs); adding, removing and listing worktrees take :mod:`.admin`'s lock. The audit of a worktree is :mod:`.audit` (it takes a
 ``Workspace``; this module never imports it), stale git locks are :mod:`.locks`.
 
@@ -21,6 +25,7 @@ import stat
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
@@ -30,26 +35,32 @@ from ..errors import RunError
 from ..fs.files import atomic_write_text
 from ..ids import STATE_DIR_NAME
 from .admin import RETRY_DELAYS, admin_lock
-from .cmd import DEFAULT_IDENTITY, common_dir, git_dir, run_git
+from .cmd import DEFAULT_IDENTITY, GitError, common_dir_once, git_dir, run_git
 
 __all__ = [
     "BRANCH_PREFIX",
+    "FACT_ARGS",
+    "ChangeFacts",
     "DiffStat",
     "FileStat",
     "Trailers",
     "Workspace",
+    "change_between",
     "commit",
     "compose_message",
     "diff",
     "diffstat",
     "ensure_excluded",
+    "parse_facts",
     "remove_stale_worktrees",
+    "stage",
 ]
 
 BRANCH_PREFIX = "anti-sprawl/wt/"
 EXCLUDE_LINE = f"/{STATE_DIR_NAME}/"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 _TRAILER_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*$")
+_FULL_ID = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")  # a SHA-1 or SHA-256 object id
 
 
 def _check_name(name: str) -> None:
@@ -101,38 +112,48 @@ class Workspace:
         worktrees_dir = worktrees_dir.resolve()
         if worktrees_dir.is_relative_to(repo):
             ensure_excluded(repo)
-        sha = run_git(["rev-parse", "--verify", "--end-of-options", f"{commit}^{{commit}}"], repo)
-        base = sha.stdout.decode().strip()
+        if _FULL_ID.match(commit):
+            base = commit  # `worktree add` refuses an id that names no commit
+        else:
+            sha = run_git(
+                ["rev-parse", "--verify", "--end-of-options", f"{commit}^{{commit}}"], repo
+            )
+            base = sha.stdout.decode().strip()
         path = worktrees_dir / name
         branch = BRANCH_PREFIX + name
-        _remove_worktree(repo, path, branch)
+        if os.path.lexists(path) or (common_dir_once(repo) / "worktrees" / name).exists():
+            _remove_worktree(repo, path, branch)  # what a killed attempt of that name left
         patterns = None if sparse is None else tuple(sparse)
-        for delay in RETRY_DELAYS:
+        try:
             ws = cls._add(repo, path, name, base, patterns)
+        except GitError:
+            # Something of that name that the checks above did not see (a leftover registered
+            # under another admin name): `_add` has removed it all; one more try.
+            ws = cls._add(repo, path, name, base, patterns)
+        for delay in RETRY_DELAYS:
             if ws is not None:
                 return ws
             time.sleep(delay)
-        ws = cls._add(repo, path, name, base, patterns)
+            ws = cls._add(repo, path, name, base, patterns)
         if ws is None:
-            raise RunError(f"git worktree add left {path} without its branch at {base[:12]}")
+            raise RunError(f"git worktree add left {path} without HEAD at {base[:12]}")
         return ws
 
     @classmethod
     def _add(
         cls, repo: Path, path: Path, name: str, base: str, patterns: tuple[str, ...] | None
     ) -> Workspace | None:
-        """One ``git worktree add``; None (and nothing left) when the new worktree's HEAD is not
-        ``base``: a race deleted its branch before it was checked out (admin.py)."""
+        """One ``git worktree add --detach``; None (and nothing left) when the new worktree's
+        HEAD is not ``base`` (a race with another process's admin dirs: admin.py)."""
         branch = BRANCH_PREFIX + name
-        add = ["worktree", "add", "--quiet", "-B", branch]
+        add = ["worktree", "add", "--quiet", "--detach"]
         if patterns is not None:
             add.append("--no-checkout")
         try:
             with admin_lock(repo):
                 run_git([*add, "--", str(path), base], repo)
-            ws = cls(repo, path, name, git_dir(path), base, patterns)
-            head = ws.git(["rev-parse", "--verify", "--quiet", "HEAD"], check=False)
-            if head.stdout.decode().strip() != base:
+            ws = cls(repo, path, name, _admin_dir(path), base, patterns)
+            if ws.head != base:
                 _remove_worktree(repo, path, branch)
                 return None
             if patterns is not None:
@@ -173,12 +194,46 @@ class Workspace:
 
     @property
     def head(self) -> str:
-        """The commit the worktree's branch points at now."""
+        """The commit the worktree's (detached) HEAD is at now: read from the admin dir's
+        ``HEAD`` file, which holds the id itself, else asked of git (another ref backend)."""
+        try:
+            text = (self.admin_dir / "HEAD").read_text(encoding="ascii").strip()
+        except (OSError, UnicodeDecodeError):
+            text = ""
+        if _FULL_ID.match(text):
+            return text
         return self.git(["rev-parse", "HEAD"]).stdout.decode().strip()
 
     def remove(self) -> None:
-        """Delete the worktree and its branch; idempotent and safe after a crash."""
-        _remove_worktree(self.repo, self.path, self.branch)
+        """Delete the worktree (and a branch of that name); idempotent and safe after a crash.
+
+        What ``git worktree remove --force --force`` deletes (the working tree, then its admin
+        dir, then an empty ``worktrees/``) is deleted here, under the admin lock, when the admin
+        dir is plainly this worktree's; anything else goes through git (issue 29: one process
+        fewer per node)."""
+        with admin_lock(self.repo):
+            if not self._remove_by_files():
+                _remove_worktree_locked(self.repo, self.path, self.branch)
+
+    def _remove_by_files(self) -> bool:
+        common = common_dir_once(self.repo.resolve())
+        admin = self.admin_dir
+        if admin.parent != common / "worktrees" or admin.is_symlink():
+            return False
+        try:
+            gitdir = (admin / "gitdir").read_text(encoding="utf-8", errors="surrogateescape")
+        except OSError:
+            return False
+        if gitdir.strip() != str(self.path / ".git") or (admin / "locked").exists():
+            return False
+        if os.path.lexists(self.path):
+            _remove_entry(self.path)  # never through a symlinked parent; links not followed
+        shutil.rmtree(admin)
+        with contextlib.suppress(OSError):
+            (common / "worktrees").rmdir()  # as git does when the last one goes
+        if _branch_ref_may_exist(self.repo, self.branch):
+            _delete_branch(self.repo, self.branch)
+        return True
 
     def __enter__(self) -> Workspace:
         return self
@@ -196,6 +251,19 @@ class Workspace:
             self.remove()
 
 
+def _admin_dir(path: Path) -> Path:
+    """The admin dir ``git worktree add`` just made for ``path``: its ``.git`` file names it."""
+    try:
+        text = (path / ".git").read_text(encoding="utf-8", errors="surrogateescape")
+    except OSError:
+        text = ""
+    if text.startswith("gitdir: "):
+        found = Path(text[len("gitdir: ") :].strip())
+        if found.is_absolute() and found.is_dir():
+            return found
+    return git_dir(path)
+
+
 def _remove_worktree(repo: Path, path: Path, branch: str) -> None:
     with admin_lock(repo):
         _remove_worktree_locked(repo, path, branch)
@@ -203,16 +271,38 @@ def _remove_worktree(repo: Path, path: Path, branch: str) -> None:
 
 def _remove_worktree_locked(repo: Path, path: Path, branch: str) -> None:
     proc = run_git(["worktree", "remove", "--force", "--force", "--", str(path)], repo, check=False)
-    if proc.returncode != 0 and os.path.lexists(path):
-        # Not a registered worktree (or a half-created one): delete the entry itself, but
-        # only when its parent is a real directory, so a symlinked parent is never followed.
-        _remove_entry(path)
-    run_git(["worktree", "prune"], repo)
+    if proc.returncode != 0:
+        if os.path.lexists(path):
+            # Not a registered worktree (or a half-created one): delete the entry itself, but
+            # only when its parent is a real directory, so a symlinked parent is never followed.
+            _remove_entry(path)
+        run_git(["worktree", "prune"], repo)
+    # A worktree of an earlier version (or one a kill left mid-add) may have its branch.
+    if _branch_ref_may_exist(repo, branch):
+        _delete_branch(repo, branch)
+
+
+def _delete_branch(repo: Path, branch: str) -> None:
     exists = run_git(
         ["rev-parse", "--verify", "--quiet", f"refs/heads/{branch}"], repo, check=False
     )
     if exists.returncode == 0:
         run_git(["branch", "-D", "--", branch], repo)
+
+
+def _branch_ref_may_exist(repo: Path, branch: str) -> bool:
+    """False only when the files ref backend shows no such branch: no loose ref and no
+    ``packed-refs`` naming it (anything else is asked of git)."""
+    common = common_dir_once(repo.resolve())
+    if (common / "reftable").exists() or os.path.lexists(common / "refs" / "heads" / branch):
+        return True
+    try:
+        packed = (common / "packed-refs").read_bytes()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    return f" refs/heads/{branch}\n".encode() in packed
 
 
 def _remove_entry(path: Path) -> None:
@@ -287,7 +377,7 @@ def remove_stale_worktrees(
 
 def ensure_excluded(repo: Path) -> None:
     """Add ``/.anti-sprawl/`` to the repo's ``info/exclude`` once, so run data never shows."""
-    exclude = common_dir(repo) / "info" / "exclude"
+    exclude = common_dir_once(repo.resolve()) / "info" / "exclude"
     text = exclude.read_text(encoding="utf-8", errors="surrogateescape") if exclude.exists() else ""
     lines = {line.strip() for line in text.splitlines()}
     name = STATE_DIR_NAME
@@ -325,18 +415,23 @@ def commit(
     identity: tuple[str, str] = DEFAULT_IDENTITY,
     author: tuple[str, str] | None = None,
     allow_empty: bool = False,
+    staged: ChangeFacts | None = None,
 ) -> str | None:
     """Stage everything in the (audited) worktree and commit; None when nothing changed.
 
     ``identity`` commits; ``author`` (the user, see ``git.cmd.user_identity``) authors, so
     the history says whose change it is and the trailers say which tool made it.
-    ``allow_empty`` commits even when nothing changed.
+    ``allow_empty`` commits even when nothing changed. ``staged`` is what :func:`stage` just
+    staged: the commit holds exactly that (what the secret scan read), nothing is re-added.
     """
     text = compose_message(message, trailers)
-    add = ["add", "-A"] if ws.sparse is None else ["add", "-A", "--sparse"]
-    ws.git(add)
-    unchanged = ws.git(["diff", "--cached", "--quiet", "--no-ext-diff"], check=False)
-    if unchanged.returncode == 0 and not allow_empty:
+    if staged is None:
+        ws.git(["add", "-A"] if ws.sparse is None else ["add", "-A", "--sparse"])
+        if not allow_empty:
+            unchanged = ws.git(["diff", "--cached", "--quiet", "--no-ext-diff"], check=False)
+            if unchanged.returncode == 0:
+                return None
+    elif not allow_empty and not staged.raw:
         return None
     argv = ["commit", "--quiet", "--no-verify", "--no-gpg-sign", "--cleanup=whitespace"]
     ws.git(
@@ -346,6 +441,77 @@ def commit(
         author=(*author, "") if author else None,
     )
     return ws.head
+
+
+@dataclass(frozen=True)
+class ChangeFacts:
+    """A change against a base (what ``git add -A`` staged over ``HEAD``, or one commit over
+    another) as one ``git diff`` prints it (:func:`stage`, :func:`change_between`)."""
+
+    raw: bytes  # ``--raw -z --no-abbrev`` records: the secret scan's blob ids
+    stat: DiffStat  # ``--numstat``: the record's per-file counts
+    stat_text: str  # ``--stat=72``: the commit message's "what git says changed"
+    patch: str  # the unified diff: the record's diff
+
+
+# The diff options ``parse_facts`` reads (``git log -1`` of a one-parent commit takes them too).
+FACT_ARGS = (
+    *("--raw", "-z", "--numstat", "--stat=72", "--patch", "--no-renames", "--no-abbrev"),
+    *("--no-ext-diff", "--no-textconv", "--no-color"),
+)
+
+
+def stage(ws: Workspace) -> ChangeFacts:
+    """Stage everything in the (audited) worktree and read the staged change in one diff."""
+    ws.git(["add", "-A"] if ws.sparse is None else ["add", "-A", "--sparse"])
+    return parse_facts(ws.git(["diff", "--cached", *FACT_ARGS]).stdout)
+
+
+def change_between(repo: Path, base: str, commit: str) -> ChangeFacts:
+    """What ``commit`` changes over ``base``, in one ``git diff`` run in ``repo``."""
+    return parse_facts(run_git(["diff", *FACT_ARGS, base, commit, "--"], repo).stdout)
+
+
+def parse_facts(out: bytes) -> ChangeFacts:
+    """git prints the formats of ``FACT_ARGS`` in a fixed order: the ``--raw`` records, the
+    ``--numstat`` records (NUL-terminated with ``-z``), the stat text, a NUL, then the patch.
+    Renames are a delete and an add throughout, as the audit and the secret scan see them."""
+    pos, count = 0, 0
+    if out.startswith(b"---\n"):
+        pos = 4  # what ``git log`` prints between a commit's header and its diff
+    raw_start = pos
+    while out.startswith(b":", pos):  # a raw record: its meta field, then its path
+        meta_end = out.index(b"\0", pos)
+        pos = out.index(b"\0", meta_end + 1) + 1
+        count += 1
+    raw_end = pos
+    files: list[FileStat] = []
+    for _ in range(count):
+        end = out.index(b"\0", pos)
+        added, deleted, path = out[pos:end].decode("utf-8", "replace").split("\t", 2)
+        files.append(
+            FileStat(
+                path=path,
+                added=None if added == "-" else int(added),
+                deleted=None if deleted == "-" else int(deleted),
+            )
+        )
+        pos = end + 1
+    stat_text, _, patch = out[pos:].partition(b"\0")
+    return ChangeFacts(
+        raw=out[raw_start:raw_end],
+        stat=_totals(files),
+        stat_text=stat_text.decode("utf-8", "replace").rstrip(),
+        patch=patch.decode("utf-8", "replace"),
+    )
+
+
+def _totals(files: list[FileStat]) -> DiffStat:
+    return DiffStat(
+        files=files,
+        insertions=sum(f.added or 0 for f in files),
+        deletions=sum(f.deleted or 0 for f in files),
+    )
 
 
 def _diff_args(base: str, head: str, paths: Sequence[str] | None) -> list[str]:
@@ -411,8 +577,4 @@ def diffstat(
                 deleted=None if deleted == "-" else int(deleted),
             )
         )
-    return DiffStat(
-        files=files,
-        insertions=sum(f.added or 0 for f in files),
-        deletions=sum(f.deleted or 0 for f in files),
-    )
+    return _totals(files)

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from ..agent.artifacts import ArtifactStore
 from ..agent.budget import RunBudget
 from ..errors import ExecutorLost, UsageError
-from ..git.landing_audit import ResultRefused, clear_quarantine, receive
+from ..git.landing_audit import ResultRefused, clear_quarantine, receive_checked
 from ..git.transport import BundleChain, repo_identity
 from ..plan.model import Plan, command_argv
 from ..providers.prices import format_usd
@@ -324,7 +324,7 @@ class DaskExecutor:
         try:
             if result.bundle is None:
                 raise ResultRefused("the worker reported success but sent no commit")
-            sha = receive(
+            received = receive_checked(
                 job.paths.repo,
                 result.bundle,
                 run_id=job.run_id,
@@ -336,7 +336,7 @@ class DaskExecutor:
                 ],
                 redactor=env.redactor,
             )
-            commit = rebuild_commit(job, sha, record, env.redactor)
+            commit = rebuild_commit(job, received, record, env.redactor)
         except ResultRefused as exc:
             return refused(done, str(exc))
         return dataclasses.replace(done, commit=commit)

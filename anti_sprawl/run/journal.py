@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import fcntl
 import functools
+import hashlib
 import json
 import os
 import re
@@ -145,6 +146,9 @@ class Journal:
         # A failed write lost a change the log never got: the next write is a whole snapshot.
         self._behind = False
         self._bulky = self._bulky_parts()
+        # task -> digest of the record its last event (or the snapshot) holds: an update that
+        # changes nothing writes nothing.
+        self._written: dict[str, bytes] = {}
 
     @property
     def path(self) -> Path:
@@ -185,7 +189,12 @@ class Journal:
             if self._closed:
                 return
             self.state.tasks[task.task_id] = task
-            self._record("task", task.model_dump_json())
+            payload = task.model_dump_json()
+            digest = hashlib.blake2b(payload.encode(), digest_size=16).digest()
+            if self._written.get(task.task_id) == digest and not self._behind:
+                return  # the same record as its last event: replaying it would change nothing
+            self._record("task", payload)
+            self._written[task.task_id] = digest
 
     def checkpoint(self) -> None:
         """The run's header changed (tokens, cost, status, why it stopped): record it."""

@@ -89,6 +89,7 @@ class NodeRunner:
         self.memory = load_memory(layout.memory)
         self.author = user_identity(repo)  # commits are the user's; trailers name the tool
         self._committed: dict[str, str] = {}  # task -> its commit, waiting to land
+        self._bases: dict[str, str] = {}  # task -> the commit its landing commit was made on
         # Why the run stopped early, when not by Ctrl-C (a full disk, a checked-out branch).
         self.stop_error: AntiSprawlError | None = None
         self._active = 0
@@ -251,6 +252,8 @@ class NodeRunner:
         if outcome.verdict == "succeeded" and outcome.commit is not None:
             # The commit outlives the worktree; `land` puts it on the run branch in order.
             self._committed[node.task_id] = outcome.commit
+            if base is not None:
+                self._bases[node.task_id] = base
         if interrupted:  # not the node's failure: it is left for resume, its attempt unused
             result.interrupt(f"interrupted: {result.message}")
         self._emit(result)
@@ -321,7 +324,7 @@ class NodeRunner:
             self._emit(record)
             return "failed"
         try:
-            commit = self.branch.land(sha, task_id)
+            commit = self.branch.land(sha, task_id, self._bases.pop(task_id, None))
         except BranchCheckedOut as exc:
             # Not this node's fault: the run stops; the node is left for `resume` to redo.
             self.stop_run(exc)

@@ -34,7 +34,7 @@ from ..fs.path_rules import Violation
 from ..git.audit import audit, changes
 from ..git.cmd import run_git
 from ..git.secret_scan import message_secret, staged_secrets
-from ..git.workspace import Workspace, commit
+from ..git.workspace import ChangeFacts, Workspace, commit, stage
 from ..lifecycle import NodeVerdict
 from ..providers.base import ModelRequest, Usage
 from .ablations import NodeScopes
@@ -66,6 +66,7 @@ class _Attempt:
         self.manifests: list[Path] = []
         self.tests: TestRunner | None = None
         self.commit: str | None = None
+        self.staged: ChangeFacts | None = None
         self.live = LiveStep(task_id=job.task_id, step="starting")
         self.scope: ScopePolicy | None = None
         self.record.scope_grants = []  # this attempt's requests (a retry asks again)
@@ -289,7 +290,9 @@ class _Attempt:
                     "tests", f"tests failed after the audit (exit code {final.exit_code}{limit})"
                 )
             return None
-        leaked = staged_secrets(ws, self.env.redactor)
+        # ChangeFacts once: the scan, the message's stat, the commit and the record all read this.
+        self.staged = stage(ws)
+        leaked = staged_secrets(ws, self.env.redactor, self.staged)
         if leaked:
             reduce(record, result, ws, job.base, None, violations, final)
             record.fail(
@@ -317,7 +320,7 @@ class _Attempt:
             summary,
             result.usage,
             self.env.redactor,
-            changed=staged_stat(ws),
+            changed=staged_stat(ws, self.staged),
             grants=self.record.scope_grants,
         )
         if kind := message_secret(self.env.redactor, message, trailers, job.author):
@@ -326,10 +329,10 @@ class _Attempt:
             return "failed"
         # A verify-only node (expect_changes: false) that changed nothing still leaves its one
         # commit: git records what is done.
-        sha = commit(ws, message, trailers, author=job.author, allow_empty=True)
+        sha = commit(ws, message, trailers, author=job.author, allow_empty=True, staged=self.staged)
         if sha is None:
             raise RunError(f"git made no commit for task {node.task_id!r}")
-        reduce(self.record, result, ws, job.base, sha, violations, final)
+        reduce(self.record, result, ws, job.base, sha, violations, final, self.staged)
         # The commit outlives the worktree; the central process lands it in the run's order.
         self.commit = sha
         return "succeeded"
@@ -344,8 +347,11 @@ def no_changes_message(goal: str) -> str:
     )
 
 
-def staged_stat(ws: Workspace) -> str:
-    """``git diff --stat`` of everything the commit will hold (it stages as ``commit`` does)."""
+def staged_stat(ws: Workspace, staged: ChangeFacts | None = None) -> str:
+    """``git diff --stat`` of everything the commit will hold: ``staged``'s, else staged now
+    as ``commit`` does."""
+    if staged is not None:
+        return staged.stat_text or " (no file changed)"
     ws.git(["add", "-A"] if ws.sparse is None else ["add", "-A", "--sparse"])
     stat = ws.git(["diff", "--cached", "--stat=72", "--no-ext-diff", "--no-color"]).stdout
     return stat.decode("utf-8", "replace").rstrip() or " (no file changed)"

@@ -18,7 +18,7 @@ import dataclasses
 from pathlib import Path, PurePosixPath
 
 from ..fs.files import atomic_write_text
-from ..git.landing_audit import ResultRefused, rebuild
+from ..git.landing_audit import Received, ResultRefused, rebuild
 from ..git.layout import RunPaths
 from ..git.secret_scan import message_secret
 from ..git.workspace import diff, diffstat
@@ -125,10 +125,14 @@ def _relocate(path: str, staging: str, artifacts: Path) -> str:
     return ""
 
 
-def rebuild_commit(job: NodeJob, sha: str, record: TaskResult, redactor: Redactor) -> str:
+def rebuild_commit(
+    job: NodeJob, sha: str | Received, record: TaskResult, redactor: Redactor
+) -> str:
     """The audited tree of ``sha`` as this run's commit on ``job.base`` (our message and
-    trailers, the user as author, as a local node's); ``record`` gets its diff."""
+    trailers, the user as author, as a local node's); ``record`` gets its diff (read again
+    unless ``sha`` is what ``receive_checked`` returned: the rebuilt commit has its tree)."""
     node, repo = job.node, job.paths.repo
+    got = sha if isinstance(sha, Received) else None
     summary = record.summary.summary if record.summary else ""
     message, trailers = commit_text(
         job, summary, record.tokens, redactor, grants=record.scope_grants
@@ -137,18 +141,19 @@ def rebuild_commit(job: NodeJob, sha: str, record: TaskResult, redactor: Redacto
         raise ResultRefused(f"the commit's metadata holds what looks like a {kind}")
     new = rebuild(
         repo,
-        sha,
+        got.commit if got else str(sha),
         job.base,
         message,
         trailers,
         run_id=job.run_id,
         task_id=node.task_id,
         author=job.author,
+        tree=got.tree if got else None,
     )
-    stat = diffstat(repo, job.base, new)
+    stat = got.change.stat if got else diffstat(repo, job.base, new)
     record.commit, record.diffstat = new, stat
     record.files_changed = [f.path for f in stat.files]
-    text = diff(repo, job.base, new, record.files_changed)
+    text = got.change.patch if got else diff(repo, job.base, new, record.files_changed)
     truncated = text[:MAX_DIFF_CHARS] + "\n[diff truncated]\n"
     record.diff = text if len(text) <= MAX_DIFF_CHARS else truncated
     return new

@@ -18,7 +18,7 @@ from ..context.sections import UpstreamSummary
 from ..errors import InternalError
 from ..fs.firewall import Violation
 from ..fs.scope_grant import ScopeGrant
-from ..git.workspace import DiffStat, Workspace, diff, diffstat
+from ..git.workspace import ChangeFacts, DiffStat, Workspace, diff, diffstat
 from ..lifecycle import FailReason, NodeStatus
 from ..providers.base import Usage
 from .failure_note import AttemptRecord
@@ -206,8 +206,10 @@ def reduce(
     commit: str | None,
     audit_violations: Sequence[Violation],
     tests: TestOutcome | None,
+    staged: ChangeFacts | None = None,
 ) -> TaskResult:
-    """Fill ``record`` from the worker's outcome and the committed worktree."""
+    """Fill ``record`` from the worker's outcome and the committed worktree; ``staged`` is
+    the change the commit holds over ``base`` when the caller already read it (no git then)."""
     record.summary = worker.finish
     record.tokens = worker.usage
     record.tool_calls = worker.tool_calls
@@ -218,10 +220,10 @@ def reduce(
     record.transcript = worker.transcript
     record.commit = commit
     if commit:
-        stat = diffstat(ws, base, commit)
+        stat = diffstat(ws, base, commit) if staged is None else staged.stat
         record.diffstat = stat
         record.files_changed = [f.path for f in stat.files]
-        text = diff(ws, base, commit, record.files_changed)
+        text = diff(ws, base, commit, record.files_changed) if staged is None else staged.patch
         record.diff = (
             text if len(text) <= MAX_DIFF_CHARS else text[:MAX_DIFF_CHARS] + "\n[diff truncated]\n"
         )

@@ -1,0 +1,205 @@
+"""What a node costs the orchestrator, whole, against the git a node cannot do without.
+
+Scripted runs of the real CLI (``anti-sprawl execute``, a subprocess) on a seeded random DAG
+whose nodes each write one file and have no test command, so what is left is orchestration:
+worktree, firewall, prompt, worker loop, audit, secret scan, commit, landing, journal, views.
+Each size runs at ``--jobs 1`` and ``--jobs 4``; a node's cost is the difference between the
+100- and the 10-node run divided by 90 (start-up, the branch, the first-prompt checks and the
+wind-up cancel out): CPU time of the run and every process it waited for (git included), and
+wall time.
+
+The git floor is measured in the same run, on the same machine, right before each pair of
+runs (the load of a shared machine moves): a bare loop doing what a node must (``git worktree add``, write a file, ``git add``, ``git commit``, ``git update-ref``,
+``git worktree remove``), 10 and 100 rounds, the same difference taken.
+
+Git processes per node come from a separate pair of runs (10 and 30 nodes, ``--jobs 4``, so
+most landings replay onto a moved tip) with a counting ``git`` first on ``PATH``: the
+orchestrator's git is the one on its start-up ``PATH`` (host_tools.py), so the wrapper is the
+git every call uses. The timed runs do not use it.
+
+Prints figures and ratios measured in this run; asserts nothing about time.
+Run: ``.venv/bin/python benchmarks/per_node.py [--small 10] [--large 100]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+CLI = [sys.executable, "-m", "anti_sprawl"]
+IDENT = {
+    "GIT_AUTHOR_NAME": "bench",
+    "GIT_AUTHOR_EMAIL": "bench@localhost",
+    "GIT_COMMITTER_NAME": "bench",
+    "GIT_COMMITTER_EMAIL": "bench@localhost",
+}
+LOG_VAR = "ANTI_SPRAWL_BENCH_GIT_LOG"  # not GIT_*: the orchestrator drops those (git/cmd.py)
+WRAPPER = """#!/bin/sh
+printf '%s\\n' "$*" >> "${ANTI_SPRAWL_BENCH_GIT_LOG}"
+exec REAL_GIT "$@"
+"""
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def make_repo(root: Path) -> Path:
+    repo = root / "repo"
+    (repo / "gen").mkdir(parents=True)
+    (repo / "README.md").write_text("# synthetic\n")
+    (repo / "gen" / "__init__.py").write_text("")
+    env = {**os.environ, **IDENT}
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "base"]):
+        subprocess.run(["git", *args], cwd=repo, check=True, env=env)
+    return repo
+
+
+def write_inputs(root: Path, n: int, seed: int = 29) -> tuple[Path, Path]:
+    """A seeded DAG (each node depends on 0-2 earlier ones), one file per node, no tests."""
+    rng = random.Random(seed)
+    tasks: list[dict[str, Any]] = []
+    workers: dict[str, Any] = {}
+    for i in range(n):
+        tid = f"n{i:03d}"
+        earlier = [f"n{j:03d}" for j in range(max(0, i - 10), i)]
+        deps = rng.sample(earlier, min(len(earlier), rng.randint(0, 2)))
+        tasks.append(
+            {
+                "task_id": tid,
+                "name": f"Write {tid}",
+                "goal": f"Create gen/{tid}.py",
+                "dependencies": sorted(deps),
+                "read_scope": ["README.md"],
+                "write_scope": [f"gen/{tid}.py"],
+                "token_budget": 20_000,
+                "max_tool_calls": 5,
+            }
+        )
+        workers[tid] = [
+            {"tool": "write_file", "args": {"path": f"gen/{tid}.py", "content": f"X = {i}\n"}},
+            {"tool": "finish", "args": {"summary": f"wrote {tid}"}},
+        ]
+    plan = {"plan_id": "pernode", "requirement": "Generate modules", "tasks": tasks}
+    plan_path, script_path = root / "plan.yaml", root / "script.yaml"
+    plan_path.write_text(yaml.safe_dump(plan))
+    script_path.write_text(yaml.safe_dump({"workers": workers}))
+    return plan_path, script_path
+
+
+def run_cli(root: Path, n: int, jobs: int, env: dict[str, str]) -> tuple[float, float]:
+    """(CPU seconds incl. every waited-for child, wall seconds) of one scripted execute."""
+    root.mkdir(parents=True)
+    repo = make_repo(root)
+    plan, script = write_inputs(root, n)
+    args = ["execute", str(plan), "--repo", str(repo), "--script", str(script)]
+    cpu, start = children_cpu(), time.perf_counter()
+    proc = subprocess.run(
+        [*CLI, *args, "--jobs", str(jobs), "--json"], capture_output=True, text=True, env=env
+    )
+    wall, cpu = time.perf_counter() - start, children_cpu() - cpu
+    if proc.returncode != 0:
+        raise SystemExit(f"run of {n} nodes failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+    return cpu, wall
+
+
+def git_floor(root: Path, n: int) -> tuple[float, float]:
+    """(CPU, wall) of ``n`` rounds of the git a node cannot do without, one after another."""
+    root.mkdir(parents=True)
+    repo = make_repo(root)
+    env = {**os.environ, **IDENT}
+    subprocess.run(["git", "branch", "floor"], cwd=repo, check=True, env=env)
+    cpu, start = children_cpu(), time.perf_counter()
+    for i in range(n):
+        wt = root / f"wt{i}"
+        git = ["git", "-C", str(wt)]
+        subprocess.run(
+            ["git", "worktree", "add", "-q", "--detach", str(wt), "floor"],
+            cwd=repo,
+            check=True,
+            env=env,
+        )
+        (wt / "gen" / f"n{i:03d}.py").write_text(f"X = {i}\n")
+        subprocess.run([*git, "add", "-A"], check=True, env=env)
+        subprocess.run([*git, "commit", "-qm", f"node {i}"], check=True, env=env)
+        subprocess.run([*git, "update-ref", "refs/heads/floor", "HEAD"], check=True, env=env)
+        subprocess.run(
+            ["git", "worktree", "remove", "--force", str(wt)], cwd=repo, check=True, env=env
+        )
+    return children_cpu() - cpu, time.perf_counter() - start
+
+
+def subcommand(line: str) -> str:
+    words = line.split(" ")
+    i = 0
+    while i < len(words) and words[i].startswith("-"):
+        i += 2 if words[i] in ("-c", "-C") else 1
+    rest = words[i : i + 2]
+    return " ".join(rest) if rest[:1] in (["worktree"], ["diff"]) else " ".join(rest[:1])
+
+
+def counted(root: Path, n: int, env: dict[str, str]) -> collections.Counter[str]:
+    bindir = root / "counting-bin"
+    bindir.mkdir(parents=True)
+    real = shutil.which("git")
+    assert real is not None
+    (bindir / "git").write_text(WRAPPER.replace("REAL_GIT", real))
+    (bindir / "git").chmod(0o755)
+    log = root / "git.log"
+    wrapped = {**env, "PATH": f"{bindir}{os.pathsep}{env['PATH']}", LOG_VAR: str(log)}
+    run_cli(root / "run", n, 4, wrapped)
+    return collections.Counter(subcommand(line) for line in log.read_text().splitlines())
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--small", type=int, default=10)
+    parser.add_argument("--large", type=int, default=100)
+    args = parser.parse_args()
+    small, large = args.small, args.large
+    extra = large - small
+    with tempfile.TemporaryDirectory(prefix="bench-per-node-") as tmp:
+        root = Path(tmp)
+        env = {**os.environ, "ANTI_SPRAWL_CACHE_DIR": str(root / "cache")}
+        print(f"== per node: {small}- vs {large}-node scripted runs, no test command")
+        for jobs in (1, 4):
+            # The floor right before each pair of runs: a shared machine's load moves.
+            floor = [git_floor(root / f"floor-j{jobs}-{n}", n) for n in (small, large)]
+            floor_cpu = (floor[1][0] - floor[0][0]) / extra
+            floor_wall = (floor[1][1] - floor[0][1]) / extra
+            print(
+                f"git floor (worktree add, write, add, commit, update-ref, worktree remove): "
+                f"{floor_cpu * 1000:.0f} ms CPU, {floor_wall * 1000:.0f} ms wall per node"
+            )
+            runs = [run_cli(root / f"j{jobs}-{n}", n, jobs, env) for n in (small, large)]
+            cpu = (runs[1][0] - runs[0][0]) / extra
+            wall = (runs[1][1] - runs[0][1]) / extra
+            print(
+                f"--jobs {jobs}: {cpu * 1000:.0f} ms CPU ({cpu / floor_cpu:.2f}x the floor), "
+                f"{wall * 1000:.0f} ms wall ({wall / floor_wall:.2f}x the floor's) per node; "
+                f"whole {large}-node run {runs[1][1]:.1f} s wall, {runs[1][0]:.1f} s CPU"
+            )
+        few, many = counted(root / "count-10", 10, env), counted(root / "count-30", 30, env)
+        per = {k: (many[k] - few[k]) / 20 for k in many if many[k] != few[k]}
+        total = (sum(many.values()) - sum(few.values())) / 20
+        parts = ", ".join(f"{k} {v:.1f}" for k, v in sorted(per.items(), key=lambda kv: -kv[1]))
+        print(f"git processes per node (10 vs 30 nodes, --jobs 4): {total:.1f} ({parts})")
+        print(f"git processes per node of the floor: 5; load average now {os.getloadavg()[0]:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
