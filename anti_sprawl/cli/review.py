@@ -269,7 +269,8 @@ def eval_cmd(
     ablate: Annotated[
         list[str] | None,
         typer.Option(
-            "--ablate", help="firewall | clean-slate | scoping | scope-requests | integration | all (repeatable)."
+            "--ablate",
+            help="firewall | clean-slate | scoping | scope-requests | integration | all (repeatable).",
         ),
     ] = None,
     case: Annotated[
