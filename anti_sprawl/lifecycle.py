@@ -30,7 +30,15 @@ NodeStatus = Literal["pending", "running", "succeeded", "failed", "skipped"]
 NodeVerdict = Literal["succeeded", "failed"]
 # Why the worker loop stopped without a finish (agent/worker.py).
 WorkerFailure = Literal[
-    "budget", "max_tokens", "max_cost", "calls", "tool_calls", "script", "provider", "stopped"
+    "budget",
+    "max_tokens",
+    "max_cost",
+    "calls",
+    "tool_calls",
+    "stalled",
+    "script",
+    "provider",
+    "stopped",
 ]
 # Why the node failed in a phase around the worker (run/node_job.py, run/node.py), or on its
 # way back from a remote executor (run/dask_executor.py: the worker died, or the central

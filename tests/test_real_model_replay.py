@@ -180,3 +180,17 @@ def test_the_recorded_calls_one_per_line_are_read_and_the_broken_one_named(
     assert not result.ok
     nudge = server.requests[1].body["messages"][-1]["content"]
     assert "of its 4 tool calls, the 4th (submit_plan) was not valid JSON" in nudge
+
+
+def test_the_recorded_same_reply_over_and_over_ends_the_attempt_stalled(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """stalled_run4: after two text-written writes the model sent one prose reply seven times
+    (then two more attempts of one summary, over and over), each call up to a minute on a
+    CPU, until its call cap. Three of the same reply in a row now end the attempt."""
+    _, state = replay(tmp_path, server, "stalled_run4.json", slice(0, 10))
+    node = state["tasks"]["subtract"]
+    assert (node["status"], node["reason"]) == ("failed", "stalled")
+    assert "the same reply 3 times in a row" in node["message"]
+    assert len(server.requests) == 6  # two writes, one reply, then the same reply three times
+    assert fx_branch_commits(repo=tmp_path / "calc") == 0

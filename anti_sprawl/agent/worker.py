@@ -61,6 +61,10 @@ __all__ = [
 # How the loop ended: a finish, or one of the worker's failures (lifecycle.FailReason).
 Reason = Literal["finished"] | WorkerFailure
 CONTINUE_PROMPT = "Continue with your tools; call `finish` when the task is done."
+# The same reply, without a tool call, this many times in a row ends the attempt as ``stalled``:
+# recorded from Qwen2.5-Coder-1.5B (tests/fixtures/real_model/stalled_run4.json), which wrote
+# one summary ten times over, each call a minute on a CPU, until its call cap.
+SAME_REPLY_LIMIT = 3
 CALL_SLACK = 2  # model calls beyond max_tool_calls: a text-only turn or two, and the last call
 
 
@@ -175,6 +179,8 @@ class _Worker:
         limits = ctx.limits
         self.tool_calls = 0
         self.truncated = 0
+        self._last_reply: str | None = None
+        self._same_replies = 0
         self.tool_errors: list[str] = []
         self.tests: TestOutcome | None = None
         handlers = {
@@ -253,6 +259,15 @@ class _Worker:
 
     def text_turn(self, response: ModelResponse) -> str | Ending:
         self.compactor.text_turn()
+        reply = response.text.strip()
+        self._same_replies = self._same_replies + 1 if reply == self._last_reply else 1
+        self._last_reply = reply
+        if self._same_replies >= SAME_REPLY_LIMIT:
+            return Ending(
+                "stalled",
+                f"the model sent the same reply {self._same_replies} times in a row without "
+                "calling a tool",
+            )
         if response.text_call_problem:
             return text_call_nudge(response.text_call_problem, self.loop.specs)
         return CONTINUE_PROMPT
@@ -264,6 +279,7 @@ class _Worker:
         return cut_message(max_output_tokens)
 
     def before_tool(self, call: ToolCall) -> Ending | None:
+        self._last_reply, self._same_replies = None, 0  # a tool call breaks a run of replies
         if self.tool_calls >= self.ctx.limits.max_tool_calls:
             return Ending(
                 "tool_calls", f"tool-call cap of {self.ctx.limits.max_tool_calls} reached"

@@ -43,7 +43,7 @@ __all__ = [
 # the run's caps and stop requests (the run is interrupted and resumable), a secret in the
 # change, a failing setup command, an orchestrator or storage error, a landing conflict.
 RETRY_REASONS: frozenset[FailReason] = frozenset(
-    {"tests", "budget", "tool_calls", "calls", "provider", "script", "no_changes"}
+    {"tests", "budget", "tool_calls", "calls", "stalled", "provider", "script", "no_changes"}
 )
 # Endings that say nothing about the work: the run stopped (Ctrl-C, a signal, a full disk) or
 # one of its caps refused the next call. Such an attempt is interrupted and uses up nothing.
