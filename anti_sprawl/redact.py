@@ -144,6 +144,17 @@ class Redactor:
         self._done: OrderedDict[bytes, str] = OrderedDict()
         self._done_lock = threading.Lock()
 
+    def __getstate__(self) -> dict[str, Any]:
+        """What a copy needs: the values and the catalogue; not the lock, nor the kept
+        results (a copy, a ``copy.deepcopy`` or a pickle, starts with none)."""
+        return {"_values": self._values, "_shapes": self._shapes}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._values = state["_values"]
+        self._shapes = state["_shapes"]
+        self._done = OrderedDict()
+        self._done_lock = threading.Lock()
+
     def __call__(self, text: str) -> str:
         if len(text) < _SHORT or len(text) > _CACHED_MAX:
             return self._redact(text)

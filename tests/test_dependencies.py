@@ -29,6 +29,7 @@ LAZY_IMPORTS_ALLOWED = {
         "report",
         "review",
         "runs",
+        "scope_requests",
     )
 } | {f"anti_sprawl.cli.{m}" for m in ("ci", "github")}
 # Names of files and directories under `.anti-sprawl/`, and the lock: only the layout says them.

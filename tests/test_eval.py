@@ -378,7 +378,9 @@ def test_reports_show_the_comparison(ablated: SuiteResult) -> None:
     assert "canary leaks" in text
     assert f"{ablated.scoping_input_ratio}x" in text
     md = markdown_report(ablated)
-    assert "| metric | baseline | -firewall | -clean-slate | -scoping | -integration |" in md
+    columns = ["metric", "baseline", "-firewall", "-clean-slate", "-scoping", "-scope-requests"]
+    header = "| " + " | ".join([*columns, "-integration"]) + " |"
+    assert header in md
     assert "## Cases: -firewall" in md
 
 

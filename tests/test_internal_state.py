@@ -240,8 +240,7 @@ def test_every_file_a_run_writes_is_where_the_layout_says(tmp_path: Path) -> Non
     named = {paths.journal, paths.events, paths.pr_body}
     for path in layout.root.rglob("*"):
         if path.is_file():
-            inside = path in named or any(
-                path.is_relative_to(d) for d in (paths.manifests, paths.artifacts, layout.baselines)
-            )
+            dirs = (paths.manifests, paths.artifacts, paths.integration, layout.baselines)
+            inside = path in named or any(path.is_relative_to(d) for d in dirs)
             assert inside, path
     assert not any(layout.worktrees.iterdir())  # removed after the run

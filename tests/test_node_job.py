@@ -125,7 +125,9 @@ def test_a_job_that_cannot_start_fails_with_the_reason(tmp_path: Path) -> None:
     broken = dataclasses.replace(job, base="0" * 40)  # no such commit
     outcome = run_in_thread(broken, NodeEnv(provider=scripted()))
     assert (outcome.verdict, outcome.record.reason) == ("failed", "error")
-    assert "git rev-parse" in outcome.record.message
+    # A full id goes to `git worktree add` as it is (git/workspace.py): git's refusal is the reason.
+    assert "git worktree add" in outcome.record.message
+    assert "0" * 40 in outcome.record.message
     assert outcome.manifests == ()
 
 
@@ -138,6 +140,8 @@ def test_the_job_holds_no_secret_the_env_holds_the_redactor(
     job = job_for(tmp_path, repo)
     assert SECRET.encode() not in pickle.dumps(job)
     assert SECRET.encode() in pickle.dumps(redactor)  # so the redactor never goes in a job
+    copied = pickle.loads(pickle.dumps(redactor))  # a copy drops the lock and kept results
+    assert copied(f"the key is {SECRET}") == "the key is [REDACTED:env]"
     leaky = fx.worker_turns("pkg/a.py", "A = 1\n")
     leaky[-1] = {"tool": "finish", "args": {"summary": f"key {SECRET}"}}
     outcome = run_in_thread(job, NodeEnv(provider=scripted(a=leaky), redactor=redactor))

@@ -12,7 +12,6 @@ from typing import Annotated, Any
 import typer
 
 from ..errors import UsageError
-from ..views.terminal import inert
 from .ci import JunitOpt, SarifOpt, write_ci_reports
 from .options import (
     BaseUrlOpt,
@@ -99,6 +98,7 @@ def _revised_plan(state: Any, as_json: bool) -> None:
     from ..plan.model import dump_plan
     from ..run.revised_plan import revised_header, revised_plan
     from ..views.scope_grants import scope_lines
+    from ..views.terminal import inert
 
     grants = {t: r.scope_grants for t, r in state.tasks.items()}
     revised, added = revised_plan(state.plan, grants)

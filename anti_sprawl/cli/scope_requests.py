@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..views.terminal import inert
 from .output import stderr
 
 if TYPE_CHECKING:  # the run's modules load when a run starts, not for --help
@@ -72,6 +71,8 @@ def asker(
     live view ``paused`` while it is asked."""
     if mode != "ask":
         return None
+    from ..views.terminal import inert  # Rich: not for --help (tests/test_cli_startup.py)
+
     lock = threading.Lock()
 
     def ask(task_id: str, request: ScopeGrant) -> bool:

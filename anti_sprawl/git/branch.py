@@ -227,14 +227,21 @@ class RunBranch:
 
     def move(self, new: str, expected: str) -> None:
         """Point the branch at ``new`` if it is still at ``expected`` (one compare-and-swap:
-        a rebuilt branch replaces the old one whole, or not at all; run/rebuild.py)."""
+        a rebuilt branch replaces the old one whole, or not at all; run/rebuild.py). What
+        this object remembers follows: the tip becomes ``new``, the landed tasks are re-read."""
         with self._lock:
             refuse_checked_out(
                 self.repo,
                 self.name,
                 "the run stopped before rebuilding it; check out another branch there first",
             )
-            run_git(["update-ref", self.ref, new, expected], self.repo)
+            try:
+                run_git(["update-ref", self.ref, new, expected], self.repo)
+            except GitError:
+                self._forget()  # moved or not: the next read asks git
+                raise
+            # The branch is a new history: the tip is known, the landed tasks are read again.
+            self._tip, self._landed, self._landed_at = new, None, None
 
     def task_commit(self, task_id: str) -> str | None:
         """The branch commit carrying ``task_id``'s trailer for this run, if any."""
