@@ -159,12 +159,26 @@ def test_the_tool_table_offers_exactly_the_contract_tools(root: Path, firewall: 
 
 
 def test_text_only_turns_hit_the_model_call_cap(root: Path, firewall: Firewall) -> None:
-    turns = [{"text": "let me think"}] * 10 + [FINISH]
+    turns = [{"text": f"let me think ({n})"} for n in range(10)] + [FINISH]
     result, provider = run(root, firewall, turns, budget=20_000, max_tool_calls=3)
     assert (result.status, result.reason) == ("failed", "calls")
     assert len(provider.requests) == result.calls == 3 + CALL_SLACK
     assert "model-call cap of 5" in result.message
     assert "count too" in result.message
+
+
+def test_the_same_reply_three_times_in_a_row_ends_the_attempt_stalled(
+    root: Path, firewall: Firewall
+) -> None:
+    """A model that repeats itself is stopped before its cap (agent/worker.py); a tool call
+    in between starts the count again."""
+    read = {"tool": "read_file", "args": {"path": "docs/a.md"}}
+    same = {"text": "I added the function and the tests pass."}
+    turns = [same, same, read, same, same, same, FINISH]
+    result, provider = run(root, firewall, turns, budget=20_000, max_tool_calls=5)
+    assert (result.status, result.reason) == ("failed", "stalled")
+    assert "the same reply 3 times in a row" in result.message
+    assert len(provider.requests) == 6  # the read broke the first run of two
 
 
 def test_a_node_fails_only_when_the_essentials_do_not_fit(root: Path, firewall: Firewall) -> None:
