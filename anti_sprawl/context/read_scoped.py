@@ -79,6 +79,27 @@ def drop(item_id: str, kind: ItemKind, source: str, tokens: int, reason: str) ->
     )
 
 
+def refuse_file(
+    path: str,
+    writable: bool,
+    reason: str,
+    dropped: list[DroppedItem],
+    choices: list[FileChoice],
+) -> None:
+    """Record a scoped file that could not be shown: a dropped item and its file choice."""
+    dropped.append(drop(f"file:{path}", "file", path, 0, reason))
+    choices.append(
+        FileChoice(
+            path=path,
+            scope="write" if writable else "read",
+            form="dropped",
+            reason=reason,
+            tokens=0,
+            whole_tokens=0,
+        )
+    )
+
+
 def memory_id(fact: MemoryFact) -> str:
     return "memory:" + hashlib.sha256(fact.text.encode("utf-8")).hexdigest()[:12]
 
@@ -126,17 +147,7 @@ def read_scoped_files(
         except FirewallError as exc:
             bad = exc.violation.reason in ("binary", "too_large")
             reason: Literal["unreadable", "denied"] = "unreadable" if bad else "denied"
-            dropped.append(drop(f"file:{path}", "file", path, 0, reason))
-            choices.append(
-                FileChoice(
-                    path=path,
-                    scope="write" if writable else "read",
-                    form="dropped",
-                    reason=reason,
-                    tokens=0,
-                    whole_tokens=0,
-                )
-            )
+            refuse_file(path, writable, reason, dropped, choices)
             continue
         (write_texts if writable else read_texts)[path] = text
     return write_texts, read_texts

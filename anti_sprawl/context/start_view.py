@@ -27,7 +27,7 @@ from ..outline.pyfacts import python_imports
 from ..plan.model import TaskNode
 from .file_facts import FileFacts
 from .manifest import DroppedItem, FileChoice
-from .read_scoped import MAX_SCOPED_FILES, drop, read_scoped_files
+from .read_scoped import MAX_SCOPED_FILES, read_scoped_files, refuse_file
 
 __all__ = ["StartView"]
 
@@ -74,17 +74,7 @@ class StartView:
             text = self._text(path)
             if text is None:
                 reason = self._refused[path]
-                dropped.append(drop(f"file:{path}", "file", path, 0, reason))
-                choices.append(
-                    FileChoice(
-                        path=path,
-                        scope="write" if writable else "read",
-                        form="dropped",
-                        reason=reason,
-                        tokens=0,
-                        whole_tokens=0,
-                    )
-                )
+                refuse_file(path, writable, reason, dropped, choices)
                 continue
             (write_texts if writable else read_texts)[path] = text
         return write_texts, read_texts
