@@ -28,7 +28,6 @@ import collections
 import os
 import random
 import resource
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -37,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from _git_counter import counted_calls, counting_env
 
 CLI = [sys.executable, "-m", "anti_sprawl"]
 IDENT = {
@@ -45,11 +45,6 @@ IDENT = {
     "GIT_COMMITTER_NAME": "bench",
     "GIT_COMMITTER_EMAIL": "bench@localhost",
 }
-LOG_VAR = "ANTI_SPRAWL_BENCH_GIT_LOG"  # not GIT_*: the orchestrator drops those (git/cmd.py)
-WRAPPER = """#!/bin/sh
-printf '%s\\n' "$*" >> "${ANTI_SPRAWL_BENCH_GIT_LOG}"
-exec REAL_GIT "$@"
-"""
 
 
 def children_cpu() -> float:
@@ -142,26 +137,10 @@ def git_floor(root: Path, n: int) -> tuple[float, float]:
     return children_cpu() - cpu, time.perf_counter() - start
 
 
-def subcommand(line: str) -> str:
-    words = line.split(" ")
-    i = 0
-    while i < len(words) and words[i].startswith("-"):
-        i += 2 if words[i] in ("-c", "-C") else 1
-    rest = words[i : i + 2]
-    return " ".join(rest) if rest[:1] in (["worktree"], ["diff"]) else " ".join(rest[:1])
-
-
 def counted(root: Path, n: int, env: dict[str, str]) -> collections.Counter[str]:
-    bindir = root / "counting-bin"
-    bindir.mkdir(parents=True)
-    real = shutil.which("git")
-    assert real is not None
-    (bindir / "git").write_text(WRAPPER.replace("REAL_GIT", real))
-    (bindir / "git").chmod(0o755)
     log = root / "git.log"
-    wrapped = {**env, "PATH": f"{bindir}{os.pathsep}{env['PATH']}", LOG_VAR: str(log)}
-    run_cli(root / "run", n, 4, wrapped)
-    return collections.Counter(subcommand(line) for line in log.read_text().splitlines())
+    run_cli(root / "run", n, 4, counting_env(root / "counting-bin", log, env))
+    return counted_calls(log)
 
 
 def main() -> int:

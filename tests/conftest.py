@@ -77,6 +77,23 @@ def server() -> Iterator[FakeLLMServer]:
         yield srv
 
 
+@pytest.fixture
+def served_execute(server: FakeLLMServer) -> Callable[..., Any]:
+    """``anti-sprawl execute PLAN --repo REPO [extra...]`` through the click runner, against
+    the ``server`` fixture's model ``gpt-test`` (its answers queued with
+    ``fake_llm_server.enqueue_node``); the runner's result."""
+    from typer.testing import CliRunner
+
+    from anti_sprawl.cli.app import app
+
+    def run(plan: Path, repo: Path, *extra: str) -> Any:
+        served = ["--base-url", f"{server.url}/v1", "--model", "gpt-test"]
+        args = ["execute", str(plan), "--repo", str(repo), *served, *extra]
+        return CliRunner().invoke(app, args)
+
+    return run
+
+
 # --- Dask clusters for the --executor dask tests (real LocalClusters, offline) ---------------
 
 

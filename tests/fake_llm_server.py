@@ -208,3 +208,13 @@ def openai_tool_call(call_id: str | None, name: str, arguments: str) -> dict[str
     if call_id is not None:
         call["id"] = call_id
     return call
+
+
+def enqueue_node(server: FakeLLMServer, path: str, usage: dict[str, Any], **finish: str) -> None:
+    """One worker's two turns as OpenAI tool calls: write ``path`` (``X = 1``), then
+    ``finish`` with the given arguments (``summary``, ``interfaces``)."""
+    for name, args in (("write_file", {"path": path, "content": "X = 1\n"}), ("finish", finish)):
+        tool = openai_tool_call(f"call_{name}", name, json.dumps(args))
+        server.enqueue(
+            openai_completion(tool_calls=[tool], finish_reason="tool_calls", usage=usage)
+        )

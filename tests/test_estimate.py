@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,7 @@ from anti_sprawl.providers.prices import Price, PriceTable
 from anti_sprawl.run.history import used_share
 
 from . import e2e_fixture as fx
-from .fake_llm_server import FakeLLMServer, openai_completion, openai_tool_call
+from .fake_llm_server import FakeLLMServer, enqueue_node
 from .test_essentials import big_repo
 from .test_essentials import plan_data as unfit_plan
 
@@ -241,7 +242,7 @@ def test_the_expected_value_lies_in_the_range_and_says_what_it_assumes() -> None
 
 
 def test_earlier_runs_against_a_real_server_set_the_expectation(
-    tmp_path: Path, server: FakeLLMServer
+    tmp_path: Path, server: FakeLLMServer, served_execute: Callable[..., Any]
 ) -> None:
     """Scripted runs say nothing about a model; a run against a served model does."""
     repo = fx.make_repo(tmp_path)
@@ -257,31 +258,8 @@ def test_earlier_runs_against_a_real_server_set_the_expectation(
 
     usage = {"prompt_tokens": 2_000, "completion_tokens": 40}
     for path in ("pkg/a.py", "pkg/b.py", "pkg/c.py"):
-        write = openai_tool_call(
-            "w", "write_file", json.dumps({"path": path, "content": "X = 1\n"})
-        )
-        done = openai_tool_call("f", "finish", json.dumps({"summary": "wrote it"}))
-        for tool in (write, done):
-            server.enqueue(
-                openai_completion(tool_calls=[tool], finish_reason="tool_calls", usage=usage)
-            )
-    served = runner.invoke(
-        app,
-        [
-            "execute",
-            str(plan_path),
-            "--repo",
-            str(repo),
-            "--base-url",
-            f"{server.url}/v1",
-            "--model",
-            "gpt-test",
-            "--jobs",
-            "1",
-            "--branch",
-            "anti-sprawl/served",
-        ],
-    )
+        enqueue_node(server, path, usage, summary="wrote it")
+    served = served_execute(plan_path, repo, "--jobs", "1", "--branch", "anti-sprawl/served")
     assert served.exit_code == 0, served.output
     history = used_share(repo)
     assert history is not None

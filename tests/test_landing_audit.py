@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from anti_sprawl.git.landing_audit import QUARANTINE_PREFIX, ResultRefused, rebuild, receive
+from anti_sprawl.git.landing_audit import QUARANTINE_PREFIX, ResultRefused, rebuild, receive_checked
 from anti_sprawl.git.transport import (
     BundleChain,
     CacheRepo,
@@ -56,7 +56,7 @@ def _commit(worker: Path, files: dict[str, str], message: str = "work") -> str:
 
 
 def _receive(repo: Path, bundle: bytes, base: str, scope: list[str] | None = None) -> str:
-    return receive(
+    return receive_checked(
         repo,
         bundle,
         run_id=RUN,
@@ -64,7 +64,7 @@ def _receive(repo: Path, bundle: bytes, base: str, scope: list[str] | None = Non
         base=base,
         write_scope=scope or ["pkg/a.py"],
         redactor=Redactor(["central-only-value-0123456789"]),
-    )
+    ).commit
 
 
 def _refused(

@@ -9,6 +9,7 @@ URL come from the journal, no key is recorded), and flags given to ``resume`` ov
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +20,7 @@ from typer.testing import CliRunner
 from anti_sprawl.cli.app import app
 
 from . import e2e_fixture as fx
-from .fake_llm_server import FakeLLMServer, openai_completion, openai_tool_call
+from .fake_llm_server import FakeLLMServer, enqueue_node
 
 pytestmark = pytest.mark.usefixtures("python_on_path")
 runner = CliRunner()
@@ -33,51 +34,33 @@ def two_nodes() -> dict[str, Any]:
     return data
 
 
-def call(name: str, **args: Any) -> dict[str, Any]:
-    tool = openai_tool_call(f"call_{name}", name, json.dumps(args))
-    return openai_completion(tool_calls=[tool], finish_reason="tool_calls", usage=USAGE)
-
-
 def node_turns(server: FakeLLMServer, path: str) -> None:
-    server.enqueue(call("write_file", path=path, content="X = 1\n"))
-    server.enqueue(call("finish", summary=f"wrote {path}", interfaces=path))
+    enqueue_node(server, path, USAGE, summary=f"wrote {path}", interfaces=path)
 
 
-def start(tmp_path: Path, server: FakeLLMServer, cap: int) -> tuple[Path, dict[str, Any]]:
+def start(
+    tmp_path: Path, server: FakeLLMServer, served_execute: Callable[..., Any], cap: int
+) -> tuple[Path, dict[str, Any]]:
     repo = fx.make_repo(tmp_path)
     plan_path = tmp_path / "plan.yaml"
     plan_path.write_text(yaml.safe_dump(two_nodes()))
     for path in ("pkg/a.py", "pkg/b.py"):
         node_turns(server, path)
-    first = runner.invoke(
-        app,
-        [
-            "execute",
-            str(plan_path),
-            "--repo",
-            str(repo),
-            "--base-url",
-            f"{server.url}/v1",
-            "--model",
-            "gpt-test",
-            "--max-tokens",
-            str(cap),
-            "--jobs",
-            "1",
-            "--json",
-        ],
-    )
+    first = served_execute(plan_path, repo, "--max-tokens", str(cap), "--jobs", "1", "--json")
     assert first.exit_code == 1, first.output
     state: dict[str, Any] = json.loads(first.stdout)
     return repo, state
 
 
 def test_a_capped_run_resumes_with_nothing_but_its_id(
-    tmp_path: Path, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    server: FakeLLMServer,
+    served_execute: Callable[..., Any],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
-    repo, state = start(tmp_path, server, cap=3_500)
+    repo, state = start(tmp_path, server, served_execute, cap=3_500)
     assert state["status"] == "interrupted"
     assert "--max-tokens" in state["stopped_by"]
     assert state["tasks"]["a"]["status"] == "succeeded"
@@ -110,10 +93,13 @@ def test_a_capped_run_resumes_with_nothing_but_its_id(
 
 
 def test_a_flag_given_to_resume_overrides_the_record_and_says_so(
-    tmp_path: Path, server: FakeLLMServer, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path,
+    server: FakeLLMServer,
+    served_execute: Callable[..., Any],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    repo, state = start(tmp_path, server, cap=3_500)
+    repo, state = start(tmp_path, server, served_execute, cap=3_500)
     with FakeLLMServer() as other:
         node_turns(other, "pkg/b.py")
         resumed = runner.invoke(

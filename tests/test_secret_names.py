@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from anti_sprawl.git.landing_audit import ResultRefused, receive
+from anti_sprawl.git.landing_audit import ResultRefused, receive_checked
 from anti_sprawl.git.secret_scan import message_secret, staged_secrets
 from anti_sprawl.git.transport import make_bundle
 from anti_sprawl.git.workspace import Workspace
@@ -128,7 +128,7 @@ def test_the_central_re_audit_knows_the_central_variables(repos: tuple) -> None:
     bundle = make_bundle(worker, sha, [base])[0]
     redactor = Redactor(env_secrets(ENV))
     with pytest.raises(ResultRefused, match="env in the name"):
-        receive(
+        receive_checked(
             repo,
             bundle,
             run_id="r",

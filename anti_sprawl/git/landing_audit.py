@@ -48,7 +48,6 @@ __all__ = [
     "ResultRefused",
     "clear_quarantine",
     "rebuild",
-    "receive",
     "receive_checked",
 ]
 
@@ -75,28 +74,6 @@ class Received(NamedTuple):
     commit: str
     tree: str
     change: ChangeFacts
-
-
-def receive(
-    repo: Path,
-    bundle: bytes,
-    *,
-    run_id: str,
-    task_id: str,
-    base: str,
-    write_scope: Sequence[str],
-    redactor: Redactor,
-) -> str:
-    """Fetch ``bundle`` into the node's quarantine ref and check it; its commit, or refused."""
-    return receive_checked(
-        repo,
-        bundle,
-        run_id=run_id,
-        task_id=task_id,
-        base=base,
-        write_scope=write_scope,
-        redactor=redactor,
-    ).commit
 
 
 def receive_checked(

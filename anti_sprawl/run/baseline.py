@@ -215,7 +215,7 @@ def _projects_own(module: str, plan: Plan, checkout: Path) -> bool:
     return any(entry.lstrip("/").startswith((f"{path}.py", f"{path}/")) for entry in written)
 
 
-def _run_once(
+def run_at(
     argv: list[str],
     plan: Plan,
     checkout: Path,
@@ -223,11 +223,16 @@ def _run_once(
     settings: RunSettings,
     log: Path,
     redact: Callable[[str], str],
-    name: str = "",
+    worktree: str = "",
 ) -> Baseline:
+    """``argv`` once at ``commit`` (never cached), the way every baseline runs: a fresh
+    worktree (named ``worktree``, or after the log), the plan's setup command, the run's
+    sandbox; output to ``log``. ``baseline_for`` caches it; the integration check and its
+    bisection (run/integration.py) call it directly."""
+    log.parent.mkdir(parents=True, exist_ok=True)
     env = settings.command_env or {}
     layout = StateLayout.ensured(checkout)
-    name = name or f"baseline-{log.stem[:16]}"
+    name = worktree or f"baseline-{log.stem[:16]}"
     with Workspace.create(checkout, layout.worktrees, name, commit) as ws:
         expanded = expand(argv, {"checkout": str(checkout)})
         program = describe_program(expanded, env, ws.path)
@@ -316,26 +321,9 @@ def baseline_for(
     if cache.is_file():
         with contextlib.suppress(OSError, ValueError):
             return Baseline.model_validate_json(cache.read_text(encoding="utf-8"))
-    done = _run_once(argv, plan, checkout, commit, settings, cache.with_suffix(".log"), redact)
+    done = run_at(argv, plan, checkout, commit, settings, cache.with_suffix(".log"), redact)
     atomic_write_text(cache, done.model_dump_json(indent=2))
     return done
-
-
-def run_at(
-    argv: list[str],
-    plan: Plan,
-    checkout: Path,
-    commit: str,
-    settings: RunSettings,
-    log: Path,
-    redact: Callable[[str], str],
-    worktree: str,
-) -> Baseline:
-    """``argv`` once at ``commit`` (never cached), exactly as a baseline runs: a fresh
-    worktree named ``worktree``, the plan's setup command, the run's sandbox; output to ``log``
-    (the integration check and its bisection, run/integration.py)."""
-    log.parent.mkdir(parents=True, exist_ok=True)
-    return _run_once(argv, plan, checkout, commit, settings, log, redact, worktree)
 
 
 def refuse_unstartable(baselines: list[Baseline]) -> None:
