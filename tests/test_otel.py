@@ -9,6 +9,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
+from anti_sprawl import tracing
 from anti_sprawl.cli.app import app
+from anti_sprawl.run import otel_export
 
 from . import e2e_fixture as fx
 from .otlp_receiver import OTLPReceiver, Span
@@ -391,3 +394,63 @@ def test_resume_traces_only_the_nodes_it_runs(
         "invoke_agent a",
         "invoke_agent c",
     ]
+
+
+# --- shutdown: the export thread never outlives it (run/otel_export.py) ---------------------
+
+
+def _new_threads(before: set[int | None]) -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.ident not in before and t.is_alive()]
+
+
+def _one_span(monkeypatch: pytest.MonkeyPatch, endpoint: str) -> list[str]:
+    """Tracing started in this process towards ``endpoint`` with one span ended and waiting in
+    the batch (only ``shutdown`` sends it); the notes it says."""
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+    monkeypatch.setenv("OTEL_BSP_SCHEDULE_DELAY", "600000")
+    notes: list[str] = []
+    assert otel_export.start(otel_export.trace_config(False, os.environ), str, notes.append)
+    with tracing.agent("a", {}):
+        pass
+    return notes
+
+
+def test_shutdown_joins_the_export_thread_when_the_receiver_is_down(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Refused connections make the exporter retry with backoff for its whole timeout (10 s by
+    default): shutdown stops it and joins its thread instead of leaving it to retry, and note,
+    under whatever this process does next."""
+    before = {t.ident for t in threading.enumerate()}
+    notes = _one_span(monkeypatch, f"http://127.0.0.1:{_free_port()}")
+    assert _new_threads(before), "the batch processor exports from a thread of its own"
+    otel_export.shutdown(timeout=2.0)
+    assert _new_threads(before) == []
+    [note] = notes
+    assert "traces could not be exported" in note
+    assert otel_export.current() is None
+
+
+def test_shutdown_is_bounded_when_the_receiver_never_answers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A receiver that takes the request and never answers holds the export thread for the
+    exporter's own timeout: shutdown gives up on it when its time is up, and the stopped
+    exporter ends as soon as the request fails."""
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "120")
+    before = {t.ident for t in threading.enumerate()}
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(8)
+    try:
+        _one_span(monkeypatch, f"http://127.0.0.1:{listener.getsockname()[1]}")
+        otel_export.shutdown(timeout=1.0)
+        held = _new_threads(before)
+        assert held, "the request is still unanswered, so its thread must be waiting on it"
+        conn, _ = listener.accept()  # the request shutdown did not wait for
+    finally:
+        listener.close()  # a retry is refused from now on
+    conn.close()  # the request fails; the stopped exporter does not try again
+    for thread in held:
+        thread.join(60)
+    assert _new_threads(before) == []

@@ -11,7 +11,10 @@ themselves are made in ``tracing.py``; this module only installs a tracer there
 
 A receiver that is down never slows or breaks a run: spans leave in a background batch
 (``BatchSpanProcessor``), an export that fails is one note on stderr (never the exporter's
-headers, which may hold a token), and ``shutdown`` waits at most ``SHUTDOWN_SECONDS``. The
+headers, which may hold a token), and ``shutdown`` waits at most ``SHUTDOWN_SECONDS``: for the
+last spans to leave, then, when the receiver still holds them, it tells the exporter to stop
+(its retries end) and joins the export thread in the time left, so no thread of this run
+lives on to export (or print a note) under whatever the process does next. The
 opentelemetry packages are imported only here and only when tracing is on, so a run without
 it never loads them (the CLI's start-up stays as fast).
 """
@@ -22,6 +25,7 @@ import contextlib
 import dataclasses
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -33,6 +37,7 @@ from ..errors import UsageError
 __all__ = [
     "INSTALL_HINT",
     "SHUTDOWN_SECONDS",
+    "STOP_SECONDS",
     "TraceConfig",
     "checked",
     "current",
@@ -45,6 +50,7 @@ __all__ = [
 
 INSTALL_HINT = "--otel needs OpenTelemetry: pip install 'anti-sprawl[otel]'"
 SHUTDOWN_SECONDS = 5.0  # the most a run waits for its last spans to leave
+STOP_SECONDS = 1.0  # of that, what is kept for the export thread to end once told to stop
 DEFAULT_ENDPOINT = "http://localhost:4318/v1/traces"
 _TRUE = ("1", "true", "yes", "on")
 
@@ -95,6 +101,7 @@ class _Session:
     provider: Any  # the SDK's TracerProvider
     exporter: _QuietExporter
     config: TraceConfig
+    processor: Any  # the SDK's BatchSpanProcessor: its thread calls the exporter
 
 
 _session: _Session | None = None
@@ -133,10 +140,11 @@ def start(
             resource = resource.merge(Resource({"service.name": "anti-sprawl"}))
         quiet = _QuietExporter(exporter, note)
         provider = TracerProvider(resource=resource, shutdown_on_exit=False)
-        provider.add_span_processor(BatchSpanProcessor(cast(Any, quiet)))  # an exporter by shape
+        processor = BatchSpanProcessor(cast(Any, quiet))  # an exporter by shape
+        provider.add_span_processor(processor)
         _silence_sdk_logs()
         tracing.install(provider.get_tracer("anti_sprawl"), content=config.content, redact=redact)
-        _session = _Session(provider, quiet, config)
+        _session = _Session(provider, quiet, config, processor)
         return True
 
 
@@ -198,16 +206,21 @@ def _silence_sdk_logs() -> None:
 
 
 class _QuietExporter:
-    """The real exporter, whose failures (a receiver down, a refused batch) become one note."""
+    """The real exporter, whose failures (a receiver down, a refused batch) become one note;
+    once ``stop``ped, it drops what is left instead of waiting on a receiver."""
 
     def __init__(self, inner: Any, note: Callable[[str], None]):
         self.inner = inner
         self.note = note
         self.failed = False
+        self.stopped = False
+        self._closed = threading.Lock()  # held once the inner exporter was shut down
 
     def export(self, spans: Sequence[Any]) -> Any:
         from opentelemetry.sdk.trace.export import SpanExportResult
 
+        if self.stopped:
+            return SpanExportResult.FAILURE
         try:
             result = self.inner.export(spans)
         except Exception as exc:  # an exporter must not raise into the SDK's thread
@@ -222,25 +235,48 @@ class _QuietExporter:
             self.failed = True
             self.note(f"traces could not be exported ({why}); the run is not affected")
 
+    def stop(self) -> None:
+        """Drop what is left: the inner exporter's shutdown ends its retry wait, and a
+        request in flight ends at its own timeout (``OTEL_EXPORTER_OTLP_TIMEOUT``)."""
+        self.stopped = True
+        self.shutdown()
+
     def shutdown(self) -> None:
-        with contextlib.suppress(Exception):
-            self.inner.shutdown()
+        if self._closed.acquire(blocking=False):  # the SDK calls it too, after ``stop``
+            with contextlib.suppress(Exception):
+                self.inner.shutdown()
 
     def force_flush(self, timeout_millis: int = 30000) -> bool:
         return True
 
 
 def shutdown(timeout: float = SHUTDOWN_SECONDS) -> None:
-    """Send what is left and stop, waiting at most ``timeout`` seconds (then give up on it)."""
+    """Send what is left and stop, waiting at most ``timeout`` seconds: until ``STOP_SECONDS``
+    (or a fifth of ``timeout``) before the end for the spans to leave, then the exporter is
+    stopped and its thread joined in the time left. A thread still blocked in a request after
+    that is given up on (it ends at the exporter's own timeout)."""
     global _session
     with _lock:
         session, _session = _session, None
     tracing.uninstall()
     if session is None:
         return
-    worker = threading.Thread(target=_quietly, args=(session.provider.shutdown,), daemon=True)
-    worker.start()
-    worker.join(timeout)
+    deadline = time.monotonic() + timeout
+    grace = min(STOP_SECONDS, timeout / 5)
+    closing = threading.Thread(target=_quietly, args=(session.provider.shutdown,), daemon=True)
+    closing.start()
+    closing.join(max(0.0, deadline - grace - time.monotonic()))
+    if closing.is_alive():  # the receiver holds the last spans: stop waiting for it
+        session.exporter.stop()
+    for thread in (_export_thread(session.processor), closing):
+        if thread is not None:
+            thread.join(max(0.0, deadline - time.monotonic()))
+
+
+def _export_thread(processor: Any) -> threading.Thread | None:
+    """The thread the BatchSpanProcessor exports from (an SDK attribute; None if it moved)."""
+    thread = getattr(getattr(processor, "_batch_processor", None), "_worker_thread", None)
+    return thread if isinstance(thread, threading.Thread) else None
 
 
 def current() -> TraceConfig | None:
