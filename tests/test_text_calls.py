@@ -38,6 +38,12 @@ SHAPES = {
     "closing fence only": json.dumps({"name": "write_file", "arguments": WRITE}) + "\n```",
     "triple-quoted with a line continuation": '{"name": "write_file", "arguments": '
     '{"path": "pkg/a.py", "content": """\\\nA = 1\n"""}}',
+    # subtract_run6: one whole call, then a fenced block restating its arguments as Python
+    "followed by commentary": json.dumps({"name": "write_file", "arguments": WRITE})
+    + '\n```\nobj[\'arguments\'] = {\n    "path": "pkg/a.py"\n}\n```',
+    "fenced, followed by commentary": "```json\n"
+    + json.dumps({"name": "write_file", "arguments": WRITE})
+    + "\n```\nThis writes the file.",
 }
 
 
