@@ -24,7 +24,7 @@ from typer.testing import CliRunner
 from anti_sprawl.cli.app import app
 
 from .conftest import GIT_ENV
-from .fake_llm_server import FakeLLMServer
+from .fake_llm_server import FakeLLMServer, openai_completion, openai_tool_call
 
 runner = CliRunner()
 pytestmark = pytest.mark.usefixtures("python_on_path")
@@ -43,9 +43,10 @@ def replay(
     calls: slice,
     then: Sequence[dict[str, Any]] = (),
     exit_code: int = 1,
+    attempts: int = 1,
 ) -> tuple[Path, dict[str, Any]]:
-    """``execute`` (one attempt) of the recorded plan on the recorded repository, served the
-    recorded responses ``calls`` and then the responses ``then``."""
+    """``execute`` (``attempts`` attempts) of the recorded plan on the recorded repository,
+    served the recorded responses ``calls`` and then the responses ``then``."""
     run = recorded(name)
     repo = tmp_path / "calc"
     repo.mkdir()
@@ -55,7 +56,7 @@ def replay(
     for argv in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "calc"]):
         subprocess.run(["git", *argv], cwd=repo, env=env, check=True)
     plan = tmp_path / "plan.yaml"
-    tasks = [{**task, "max_attempts": 1} for task in run["plan"]["tasks"]]
+    tasks = [{**task, "max_attempts": attempts} for task in run["plan"]["tasks"]]
     plan.write_text(yaml.safe_dump({**run["plan"], "tasks": tasks}))
     for body in [call["response"] for call in run["calls"][calls]] + list(then):
         server.enqueue(body)
@@ -133,6 +134,21 @@ def test_the_recorded_whole_files_in_prose_are_written_and_land(
     answered = server.requests[3].body["messages"]
     assert [m["role"] for m in answered[-3:]] == ["assistant", "tool", "tool"]
     assert fx_branch_commits(repo) == 1
+
+
+def test_a_retry_after_an_attempt_that_only_talked_is_told_how_to_write_files(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """stalled_run4 over two attempts: the first ends stalled (the same reply over and over);
+    the second attempt's first message names the form the model wrote correct files in."""
+    _, state = replay(tmp_path, server, "stalled_run4.json", slice(0, 20), attempts=2)
+    assert [a["reason"] for a in state["tasks"]["subtract"]["attempt_log"]][0] == "stalled"
+    retry = next(
+        r.body["messages"][-1]["content"]
+        for r in server.requests
+        if len(r.body["messages"]) == 2 and "This is attempt 2" in r.body["messages"][-1]["content"]
+    )
+    assert "- how to go on: call the tools. To change a file without a tool call" in retry
 
 
 def fx_branch_commits(repo: Path) -> int:
@@ -304,3 +320,36 @@ def test_the_recorded_calls_followed_by_commentary_run(
     assert (node["status"], node["reason"]) == ("failed", "tests")
     assert "SyntaxError" in node["tests"]["tail"]  # its test file: `def test Subtract():`
     assert fx_branch_commits(repo) == 0
+
+
+def test_the_recorded_call_written_out_after_prose_is_a_submission(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """planner_run7: after the first submission's five errors, each reply explains the fixes
+    and then writes the whole submit_plan call (name and arguments) as a fenced JSON block.
+    Each was refused as "a tool call mixed with other text" and planning stalled; now each is
+    a submission, and the model's plan is judged on what it says."""
+    result = _planned_from(tmp_path, server, "planner_run7.json", slice(0, 5))
+    assert (result.outcome, result.rounds) == ("invalid", 3)
+    # reply 2 writes four such blocks (one per fix): which is the plan is not clear, so it
+    # stays prose and is answered with a nudge; replies 1, 3 and 4 are the three submissions
+    assert len(server.requests) == 4
+    assert "base_unresolved" in {p.code for p in result.report.errors}
+
+
+def test_a_recorded_bare_code_block_is_answered_with_what_it_lacks(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """subtract_run8, attempt 3: the new calc.py as a bare ```python block with no line naming
+    the file, several times; each was answered "a tool call mixed with other text". Now the
+    model is told the block lacks the path, which paths it may write, and the form."""
+    replay(tmp_path, server, "subtract_run8.json", slice(10, 11), then=[FINISH_NOTHING])
+    told = server.requests[1].body["messages"][-1]["content"]
+    assert told.startswith("Your reply showed code in a fenced block, but the line before it")
+    assert "(calc.py, test_calc.py)" in told
+
+
+FINISH_NOTHING = openai_completion(
+    tool_calls=[openai_tool_call("c1", "finish", json.dumps({"summary": "nothing"}))],
+    finish_reason="tool_calls",
+)

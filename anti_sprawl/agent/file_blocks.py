@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-__all__ = ["whole_file_blocks"]
+__all__ = ["has_unlabelled_code", "whole_file_blocks"]
 
 _OPEN = re.compile(r"^```([^`\s]*)\s*$")
 _CLOSE = "```"
@@ -75,3 +75,16 @@ def _path_of(
 def _safe(path: str) -> bool:
     """A plain relative path: the firewall checks it again, this only keeps noise out."""
     return not path.startswith("/") and ".." not in path.split("/") and "\x00" not in path
+
+
+def has_unlabelled_code(text: str) -> bool:
+    """Whether ``text`` has a closed fenced block of code (not JSON) at the start of a line:
+    what a model that meant to write a file sends without the line naming it (recorded: a
+    whole new calc.py as a bare ```python block, subtract_run8.json)."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        opened = _OPEN.match(line)
+        if opened and opened.group(1).lower() not in ("json", "tool_call"):
+            if any(later.rstrip() == _CLOSE for later in lines[i + 1 :]):
+                return True
+    return False

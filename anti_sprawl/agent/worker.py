@@ -44,7 +44,7 @@ from .artifacts import ArtifactStore, Observer
 from .budget import Budget, RunBudget
 from .digest import Compactor
 from .dispatch import Ending, ToolOutcome
-from .file_blocks import whole_file_blocks
+from .file_blocks import has_unlabelled_code, whole_file_blocks
 from .handlers import read_handlers, tool_table, write_handlers
 from .loop import TRANSCRIPT, Loop, Transcript
 from .tools import FinishArgs, RequestScopeArgs
@@ -287,6 +287,12 @@ class _Worker:
             )
         if reply in self._written_replies:
             return WRITTEN_PROMPT
+        if has_unlabelled_code(reply):
+            scope = ", ".join(self.ctx.firewall.write_scope.entries)
+            return (
+                "Your reply showed code in a fenced block, but the line before it does not name "
+                f"a file you may write ({scope}), so nothing was written. {WHOLE_FILE_HINT}"
+            )
         if response.text_call_problem:
             nudge = text_call_nudge(response.text_call_problem, self.loop.specs)
             return f"{nudge} {WHOLE_FILE_HINT}"

@@ -281,10 +281,17 @@ class _Session:
 
     def _plan_in_prose(self, text: str) -> ToolCall | None:
         """A reply that explains the plan and then writes it whole as one fenced JSON block
-        (recorded from Qwen2.5-Coder-1.5B, tests/fixtures/real_model/planner_run5.json) is
-        that submission: it is validated like any other. Only one block with a task list
+        (recorded from Qwen2.5-Coder-1.5B, tests/fixtures/real_model/planner_run5.json), or the
+        whole submit_plan call so (planner_run7.json), is that submission: it is validated like
+        any other. Only one block with a task list
         counts, and only once per reply (the same reply again is not a new submission)."""
-        plans = [data for data in fenced_objects(text) if isinstance(data.get("tasks"), list)]
+        plans = [
+            plan
+            for data in fenced_objects(text)
+            # the plan itself, or the call written out: {"name": "submit_plan", "arguments": ...}
+            for plan in [data.get("arguments") if data.get("name") == SUBMIT_PLAN_TOOL else data]
+            if isinstance(plan, dict) and isinstance(plan.get("tasks"), list)
+        ]
         if len(plans) != 1 or text in self._prose_plans:
             return None
         self._prose_plans.add(text)
