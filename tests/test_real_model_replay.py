@@ -142,7 +142,7 @@ def test_a_retry_after_an_attempt_that_only_talked_is_told_how_to_write_files(
     """stalled_run4 over two attempts: the first ends stalled (the same reply over and over);
     the second attempt's first message names the form the model wrote correct files in."""
     _, state = replay(tmp_path, server, "stalled_run4.json", slice(0, 20), attempts=2)
-    assert [a["reason"] for a in state["tasks"]["subtract"]["attempt_log"]][0] == "stalled"
+    assert state["tasks"]["subtract"]["attempt_log"][0]["reason"] == "stalled"
     retry = next(
         r.body["messages"][-1]["content"]
         for r in server.requests

@@ -84,7 +84,7 @@ def has_unlabelled_code(text: str) -> bool:
     lines = text.splitlines()
     for i, line in enumerate(lines):
         opened = _OPEN.match(line)
-        if opened and opened.group(1).lower() not in ("json", "tool_call"):
-            if any(later.rstrip() == _CLOSE for later in lines[i + 1 :]):
-                return True
+        code = opened is not None and opened.group(1).lower() not in ("json", "tool_call")
+        if code and any(later.rstrip() == _CLOSE for later in lines[i + 1 :]):
+            return True
     return False
