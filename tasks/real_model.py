@@ -311,7 +311,8 @@ def main() -> int:
             )
             planned = code == 0 and plan.exists()
         if not planned:
-            log("executing the fixed one-node plan (the planner's plan was not usable)")
+            why = "--skip-plan" if args.skip_plan else "the planner's plan was not usable"
+            log(f"executing the fixed one-node plan ({why})")
             plan.write_text(json.dumps(FALLBACK_PLAN))
         code, seconds, out = anti_sprawl(
             ["execute", str(plan), "--json"], url, repo, args.request_timeout
