@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from anti_sprawl.agent.file_blocks import whole_file_blocks
+from anti_sprawl.agent.file_blocks import has_unlabelled_code, whole_file_blocks
 from anti_sprawl.fs.scopes import Scope
 
 WRITABLE = Scope(["calc.py", "tests/**"]).matches
@@ -63,3 +63,10 @@ def test_the_first_block_per_file_wins_and_order_is_kept() -> None:
 
 def test_an_empty_block_is_not_an_empty_file() -> None:
     assert whole_file_blocks("calc.py\n```\n\n```", WRITABLE) == []
+
+
+def test_only_code_outside_json_calls_is_unlabelled_code() -> None:
+    two_calls = '```json\n{"name": "finish"}\n```\n```json\n{"name": "finish"}\n```'
+    assert not has_unlabelled_code(two_calls)  # the closing fence opens nothing
+    assert has_unlabelled_code("Here:\n```python\ndef subtract(a, b):\n    return a - b\n```")
+    assert not has_unlabelled_code("```python\nnever closed")

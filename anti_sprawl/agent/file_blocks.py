@@ -82,9 +82,16 @@ def has_unlabelled_code(text: str) -> bool:
     what a model that meant to write a file sends without the line naming it (recorded: a
     whole new calc.py as a bare ```python block, subtract_run8.json)."""
     lines = text.splitlines()
-    for i, line in enumerate(lines):
-        opened = _OPEN.match(line)
-        code = opened is not None and opened.group(1).lower() not in ("json", "tool_call")
-        if code and any(later.rstrip() == _CLOSE for later in lines[i + 1 :]):
+    i = 0
+    while i < len(lines):
+        opened = _OPEN.match(lines[i])
+        if not opened:
+            i += 1
+            continue
+        end = next((j for j in range(i + 1, len(lines)) if lines[j].rstrip() == _CLOSE), None)
+        if end is None:
+            return False
+        if opened.group(1).lower() not in ("json", "tool_call"):
             return True
+        i = end + 1  # past this block's closing fence, which opens nothing
     return False

@@ -39,6 +39,9 @@ _LOOKS_LIKE_CALL = re.compile(r"^\s*(\{|```|<tool_call>)|\"(name|arguments)\"\s*
 def _objects(text: str) -> list[str] | None:
     """The JSON texts ``text`` consists of, or None when it is something else too."""
     body = text.strip()
+    blocks = _FENCED_BLOCK.findall(body)
+    if len(blocks) > 1 and not _FENCED_BLOCK.sub("", body).strip():
+        return [_undouble_outer(block.strip()) for block in blocks]  # one fenced call each
     fenced = _FENCE.match(body)
     if fenced:
         body = fenced.group(1).strip()
