@@ -66,7 +66,7 @@ def print_table(console: Console, table: Table, whole: Collection[str]) -> None:
 
 def _fits(console: Console, table: Table, values: list[list[str]], whole: list[list[str]]) -> bool:
     """Whether ``table`` drawn at the console's width shows every name whole on one line,
-    and cuts no other cell short (an ellipsis that no cell holds)."""
+    and cuts no other cell short (an ellipsis that no cell holds) or folds it mid-word."""
     probe = Console(
         file=io.StringIO(), width=console.width, color_system=None, legacy_windows=False
     )
@@ -77,4 +77,9 @@ def _fits(console: Console, table: Table, values: list[list[str]], whole: list[l
     if "…" in drawn and not any("…" in v for column in values for v in column):
         return False
     lines = drawn.splitlines()
-    return all(any(name in line for line in lines) for column in whole for name in column)
+    if not all(any(name in line for line in lines) for column in whole for name in column):
+        return False
+    # no other cell or header folded mid-word either ("yes" as y/e/s down a squeezed column)
+    words = {w for column in values for v in column for w in v.split()}
+    words |= {w for column in table.columns for w in _header(column.header).split()}
+    return all(any(word in line for line in lines) for word in words)

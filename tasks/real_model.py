@@ -127,7 +127,9 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def serve(python: Path, model: Path, minutes: float, home: Path) -> tuple[subprocess.Popen[bytes], int]:
+def serve(
+    python: Path, model: Path, minutes: float, home: Path
+) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
     out = (home / "server.log").open("wb")
     proc = subprocess.Popen(
@@ -224,10 +226,11 @@ REQUIREMENT = (
     "Add a function subtract(a, b) to calc.py that returns a - b, "
     "and a test for it in test_calc.py."
 )
+TEST_COMMAND = "python -m pytest -q"  # as a user would give it (`python`: the venv's, see below)
 FALLBACK_PLAN = {
     "plan_id": "add-subtract",
     "requirement": REQUIREMENT,
-    "test_command": "python -m pytest -q",
+    "test_command": TEST_COMMAND,
     "tasks": [
         {
             "task_id": "subtract",
@@ -301,11 +304,15 @@ def main() -> int:
         planned = False
         if not args.skip_plan:
             code, _, _ = anti_sprawl(
-                ["plan", REQUIREMENT, "--output", str(plan)], url, repo, args.request_timeout
+                ["plan", REQUIREMENT, "--output", str(plan), "--test-command", TEST_COMMAND],
+                url,
+                repo,
+                args.request_timeout,
             )
             planned = code == 0 and plan.exists()
         if not planned:
-            log("executing the fixed one-node plan (the planner's plan was not usable)")
+            why = "--skip-plan" if args.skip_plan else "the planner's plan was not usable"
+            log(f"executing the fixed one-node plan ({why})")
             plan.write_text(json.dumps(FALLBACK_PLAN))
         code, seconds, out = anti_sprawl(
             ["execute", str(plan), "--json"], url, repo, args.request_timeout

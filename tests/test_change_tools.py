@@ -232,3 +232,24 @@ def test_run_tests_arguments_are_validated(root: Path, firewall: Firewall) -> No
     result, _ = run(root, firewall, turns)
     assert len(result.tool_errors) == 4
     assert all("invalid arguments for run_tests" in e for e in result.tool_errors)
+
+
+def test_a_rewrite_that_drops_definitions_says_which(root: Path, firewall: Firewall) -> None:
+    """A small model rewrote calc.py with only the function it added, dropping add()
+    (tests/fixtures/real_model/subtract_run8.json): the observation names what is gone."""
+    (root / "app/calc.py").write_text(
+        "def add(a, b):\n    return a + b\n\n\nclass Calc:\n    pass\n"
+    )
+    turns = [
+        {"tool": "write_file", "args": {"path": "app/calc.py", "content": "def sub(a, b):\n"}},
+        {"tool": "write_file", "args": {"path": "app/new.py", "content": "def f():\n"}},
+        {"tool": "write_file", "args": {"path": "app/a.py", "content": "A = 2\n"}},
+        FINISH,
+    ]
+    result, provider = run(root, firewall, turns)
+    assert result.status == "succeeded", result.message
+    dropped, created, plain = observations(provider)
+    assert "it no longer defines `add`, `Calc`;" in dropped
+    assert "note:" not in created  # a new file replaced nothing
+    assert "note:" not in plain  # nothing defined before, nothing lost
+    assert result.violations == []  # reading what a write replaces is no violation

@@ -120,6 +120,7 @@ def _commands(repo: Path, plan_path: Path, run_id: str) -> dict[str, list[str]]:
         "doctor": ["doctor"],
         "cancel": ["cancel", run_id],
         "resume": ["resume", run_id, "--script", str(planner)],
+        "eval": ["eval", str(Path(__file__).resolve().parents[1] / "tasks" / "eval-real-model")],
     }
 
 
@@ -158,6 +159,10 @@ def test_every_command_keeps_to_80_columns_in_a_pipe(run: tuple[Path, Path, str]
     assert BRANCH in outputs["status-run"] or BRANCH in outputs["execute"]
     assert FAILING in outputs["inspect-task"]
     assert "pkg/util.py" in outputs["status-run"] + outputs["inspect"]  # the blocked write
+    # the eval table's case names, and its "yes", are not folded down a squeezed column
+    lines = outputs["eval"].splitlines()
+    assert any(line.strip() == "real-model-whole-files" for line in lines), outputs["eval"]
+    assert "agree: yes" in outputs["eval"]
     for name in ("validate", "show", "dry-run"):
         for task in (FIRST, SECOND, THIRD):
             assert task in outputs[name], (name, task, outputs[name])

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +24,7 @@ from typer.testing import CliRunner
 from anti_sprawl.cli.app import app
 
 from .conftest import GIT_ENV
-from .fake_llm_server import FakeLLMServer
+from .fake_llm_server import FakeLLMServer, openai_completion, openai_tool_call
 
 runner = CliRunner()
 pytestmark = pytest.mark.usefixtures("python_on_path")
@@ -36,10 +37,16 @@ def recorded(name: str) -> dict[str, Any]:
 
 
 def replay(
-    tmp_path: Path, server: FakeLLMServer, name: str, calls: slice
+    tmp_path: Path,
+    server: FakeLLMServer,
+    name: str,
+    calls: slice,
+    then: Sequence[dict[str, Any]] = (),
+    exit_code: int = 1,
+    attempts: int = 1,
 ) -> tuple[Path, dict[str, Any]]:
-    """``execute`` (one attempt) of the recorded plan on the recorded repository, served the
-    recorded responses ``calls``."""
+    """``execute`` (``attempts`` attempts) of the recorded plan on the recorded repository,
+    served the recorded responses ``calls`` and then the responses ``then``."""
     run = recorded(name)
     repo = tmp_path / "calc"
     repo.mkdir()
@@ -49,14 +56,14 @@ def replay(
     for argv in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "calc"]):
         subprocess.run(["git", *argv], cwd=repo, env=env, check=True)
     plan = tmp_path / "plan.yaml"
-    tasks = [{**task, "max_attempts": 1} for task in run["plan"]["tasks"]]
+    tasks = [{**task, "max_attempts": attempts} for task in run["plan"]["tasks"]]
     plan.write_text(yaml.safe_dump({**run["plan"], "tasks": tasks}))
-    for call in run["calls"][calls]:
-        server.enqueue(call["response"])
+    for body in [call["response"] for call in run["calls"][calls]] + list(then):
+        server.enqueue(body)
     args = ["execute", str(plan), "--repo", str(repo), "--json", "--provider", "openai"]
     args += ["--base-url", server.url, "--model", run["calls"][0]["request"]["model"]]
     result = runner.invoke(app, args)
-    assert result.exit_code == 1, result.output
+    assert result.exit_code == exit_code, result.output
     return repo, json.loads(result.stdout)
 
 
@@ -99,6 +106,51 @@ def test_the_recorded_false_claim_over_an_empty_diff_fails_no_changes(
     assert continued.startswith("Continue with your tools")  # prose is not taken for a call
 
 
+def test_the_recorded_whole_files_in_prose_are_written_and_land(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """stalled_run4's third reply: no tool call, "Here is the complete implementation", then
+    ``### calc.py`` and ``### test_calc.py`` each over the whole new file in a fenced block
+    (and the files restated further down, indented). Sent ten times, it wrote nothing; now its
+    two files are written through the firewall, and with the model's recorded finish (from
+    subtract_run1) the node lands with its tests passing."""
+    finish = recorded("subtract_run1.json")["calls"][11]["response"]
+    repo, state = replay(
+        tmp_path, server, "stalled_run4.json", slice(0, 3), then=[finish], exit_code=0
+    )
+    node = state["tasks"]["subtract"]
+    assert (node["status"], node["files_changed"]) == ("succeeded", ["calc.py", "test_calc.py"])
+    events = transcript(repo, state)
+    recovered = [e for e in events if e["event"] == "recovered"]
+    assert [[c["arguments"]["path"] for c in e["tool_calls"]] for e in recovered] == [
+        ["calc.py", "test_calc.py"]
+    ]
+    assert all(c["from_text"] for c in recovered[0]["tool_calls"])
+    show = ["git", "show", "anti-sprawl/add-subtract:calc.py"]
+    landed = subprocess.run(show, cwd=repo, capture_output=True, text=True, check=True).stdout
+    assert "def subtract(a, b):\n    return a - b" in landed
+    assert "def add(a, b):" in landed
+    # the model was answered with the writes' results, as if it had called write_file
+    answered = server.requests[3].body["messages"]
+    assert [m["role"] for m in answered[-3:]] == ["assistant", "tool", "tool"]
+    assert fx_branch_commits(repo) == 1
+
+
+def test_a_retry_after_an_attempt_that_only_talked_is_told_how_to_write_files(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """stalled_run4 over two attempts: the first ends stalled (the same reply over and over);
+    the second attempt's first message names the form the model wrote correct files in."""
+    _, state = replay(tmp_path, server, "stalled_run4.json", slice(0, 20), attempts=2)
+    assert state["tasks"]["subtract"]["attempt_log"][0]["reason"] == "stalled"
+    retry = next(
+        r.body["messages"][-1]["content"]
+        for r in server.requests
+        if len(r.body["messages"]) == 2 and "This is attempt 2" in r.body["messages"][-1]["content"]
+    )
+    assert "- how to go on: call the tools. To change a file without a tool call" in retry
+
+
 def fx_branch_commits(repo: Path) -> int:
     out = subprocess.run(
         ["git", "rev-list", "--count", "main..anti-sprawl/add-subtract"],
@@ -111,15 +163,17 @@ def fx_branch_commits(repo: Path) -> int:
 
 def test_the_recorded_real_model_eval_cases_score_no_false_success() -> None:
     """tasks/eval-real-model: the recorded turns as scripted cases. On main before issue 23 the
-    false claim scored green (1 of 2 nodes succeeded with an empty diff); now none does."""
+    false claim scored green (1 of 2 nodes succeeded with an empty diff); now none does, and
+    the whole files the model wrote in prose land."""
     from anti_sprawl.eval import load_cases, run_case
     from anti_sprawl.eval.metrics import aggregate
 
     cases = load_cases(Path(__file__).resolve().parents[1] / "tasks" / "eval-real-model")
     results = [run_case(case) for case in cases]
-    assert [r.passed for r in results] == [True, True], [r.failed_checks for r in results]
+    assert [r.passed for r in results] == [True, True, True], [r.failed_checks for r in results]
     summary = aggregate("baseline", results)
-    assert (summary.tasks, summary.tasks_succeeded, summary.empty_successes) == (2, 0, 0)
+    # the whole-files case lands (its files written from the prose reply); no empty success
+    assert (summary.tasks, summary.tasks_succeeded, summary.empty_successes) == (3, 1, 0)
 
 
 def test_the_recorded_planner_submission_written_as_text_is_planned(
@@ -192,5 +246,110 @@ def test_the_recorded_same_reply_over_and_over_ends_the_attempt_stalled(
     node = state["tasks"]["subtract"]
     assert (node["status"], node["reason"]) == ("failed", "stalled")
     assert "the same reply 3 times in a row" in node["message"]
-    assert len(server.requests) == 6  # two writes, one reply, then the same reply three times
+    # two writes, a reply whose whole files are written, a near copy of it (one typo less:
+    # written again), then that copy three times more
+    assert len(server.requests) == 7
+    assert (
+        server.requests[-1]
+        .body["messages"][-1]["content"]
+        .startswith("The files in your reply are already written")
+    )
     assert fx_branch_commits(repo=tmp_path / "calc") == 0
+
+
+def _planned_from(tmp_path: Path, server: FakeLLMServer, name: str, calls: slice) -> Any:
+    """``plan_requirement`` (lean) of the recorded requirement on the recorded repository,
+    served the recorded responses ``calls``."""
+    from anti_sprawl.planner.planner import plan_requirement
+    from anti_sprawl.providers import OpenAIProvider
+
+    run = recorded(name)
+    repo = tmp_path / "calc"
+    repo.mkdir()
+    for rel, body in run["repo"].items():
+        (repo / rel).write_text(body)
+    env = {**os.environ, **GIT_ENV}
+    for argv in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "calc"]):
+        subprocess.run(["git", *argv], cwd=repo, env=env, check=True)
+    for call in run["calls"][calls]:
+        server.enqueue(call["response"])
+    provider = OpenAIProvider("-", base_url=server.url)
+    return plan_requirement(run["requirement"], repo, provider, lean=True)
+
+
+def test_the_recorded_plan_in_prose_is_the_submission(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """planner_run5's first reply explains the plan and then writes it whole as a fenced JSON
+    block. It was refused as "a tool call mixed with other text" and the planner stalled after
+    four calls; now the block is the submission, validated like any other."""
+    result = _planned_from(tmp_path, server, "planner_run5.json", slice(0, 1))
+    assert result.ok, result.report
+    assert [(t.task_id, t.write_scope) for t in result.plan.tasks] == [
+        ("task1", ["calc.py"]),
+        ("task2", ["test_calc.py"]),
+    ]
+    assert (result.rounds, len(server.requests)) == (1, 1)
+
+
+def test_the_recorded_calls_over_many_lines_are_run_and_the_plan_judged(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """planner_run5's replies 2-4: three reads on a line each, then a submit_plan over 25
+    lines, braces doubled unevenly. They were "not valid JSON" three times; now the reads run
+    and the plan is judged on what it says: its test command is no command."""
+    result = _planned_from(tmp_path, server, "planner_run5.json", slice(1, 4))
+    assert (result.outcome, result.rounds, result.tool_calls) == ("invalid", 3, 9)
+    assert {p.code for p in result.report.errors} == {"bad_command"}
+    assert "test_command" in result.report.errors[0].message
+
+
+def test_the_recorded_calls_followed_by_commentary_run(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """subtract_run6, attempt 1: calls written as one JSON object and then a fenced block
+    restating the arguments as Python (``obj['arguments'] = {...}``). They were "not valid
+    JSON" before, and the model answered the nudge with confusion; now the call runs. The
+    model's own work is still wrong (calc.py without add()), and nothing lands."""
+    repo, state = replay(tmp_path, server, "subtract_run6.json", slice(0, 10))
+    node = state["tasks"]["subtract"]
+    events = transcript(repo, state)
+    ran = [e["call"]["name"] for e in events if e["event"] == "tool"]
+    # before: write_file, then three nudges for "not valid JSON" among the ten calls
+    assert ran == ["write_file", "run_tests", "finish", "request_scope", "write_file", "finish"]
+    assert (node["status"], node["reason"]) == ("failed", "tests")
+    assert "SyntaxError" in node["tests"]["tail"]  # its test file: `def test Subtract():`
+    assert fx_branch_commits(repo) == 0
+
+
+def test_the_recorded_call_written_out_after_prose_is_a_submission(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """planner_run7: after the first submission's five errors, each reply explains the fixes
+    and then writes the whole submit_plan call (name and arguments) as a fenced JSON block.
+    Each was refused as "a tool call mixed with other text" and planning stalled; now each is
+    a submission, and the model's plan is judged on what it says."""
+    result = _planned_from(tmp_path, server, "planner_run7.json", slice(0, 5))
+    assert (result.outcome, result.rounds) == ("invalid", 3)
+    # reply 2 writes four such blocks (one per fix): which is the plan is not clear, so it
+    # stays prose and is answered with a nudge; replies 1, 3 and 4 are the three submissions
+    assert len(server.requests) == 4
+    assert "base_unresolved" in {p.code for p in result.report.errors}
+
+
+def test_a_recorded_bare_code_block_is_answered_with_what_it_lacks(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """subtract_run8, attempt 3: the new calc.py as a bare ```python block with no line naming
+    the file, several times; each was answered "a tool call mixed with other text". Now the
+    model is told the block lacks the path, which paths it may write, and the form."""
+    replay(tmp_path, server, "subtract_run8.json", slice(10, 11), then=[FINISH_NOTHING])
+    told = server.requests[1].body["messages"][-1]["content"]
+    assert told.startswith("Your reply showed code in a fenced block, but the line before it")
+    assert "(calc.py, test_calc.py)" in told
+
+
+FINISH_NOTHING = openai_completion(
+    tool_calls=[openai_tool_call("c1", "finish", json.dumps({"summary": "nothing"}))],
+    finish_reason="tool_calls",
+)

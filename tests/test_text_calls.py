@@ -38,6 +38,12 @@ SHAPES = {
     "closing fence only": json.dumps({"name": "write_file", "arguments": WRITE}) + "\n```",
     "triple-quoted with a line continuation": '{"name": "write_file", "arguments": '
     '{"path": "pkg/a.py", "content": """\\\nA = 1\n"""}}',
+    # subtract_run6: one whole call, then a fenced block restating its arguments as Python
+    "followed by commentary": json.dumps({"name": "write_file", "arguments": WRITE})
+    + '\n```\nobj[\'arguments\'] = {\n    "path": "pkg/a.py"\n}\n```',
+    "fenced, followed by commentary": "```json\n"
+    + json.dumps({"name": "write_file", "arguments": WRITE})
+    + "\n```\nThis writes the file.",
 }
 
 
@@ -91,3 +97,19 @@ def test_a_run_of_text_calls_lands_and_the_manifest_says_they_were_recovered(
     assert "assistant (tool call recovered from text)" in sources
     transcript = (run_dir / "artifacts" / "a" / "transcript.jsonl").read_text()
     assert '"from_text": true' in transcript
+
+
+def test_fenced_calls_one_after_another_are_each_a_call() -> None:
+    """Recorded (make real-model, 2026-12-02): a write with triple-quoted content and then
+    run_tests, each in its own ```json block, nothing else in the reply."""
+    text = (
+        '```json\n{\n    "name": "write_file",\n    "arguments": {\n        "path": "pkg/a.py",\n'
+        '        "content": """\nA = 1\n""",\n        "append": false\n    }\n}\n```\n'
+        '```json\n{\n    "name": "run_tests",\n    "arguments": {\n        "args": []\n    }\n}\n```'
+    )
+    calls = recover_text_calls(text, WORKER_TOOLS)
+    assert [(c.name, c.arguments) for c in calls] == [
+        ("write_file", {"path": "pkg/a.py", "content": "\nA = 1\n", "append": False}),
+        ("run_tests", {"args": []}),
+    ]
+    assert text_call_problem(text + "\nand more", WORKER_TOOLS) is not None

@@ -8,6 +8,8 @@ error observations. Nothing here chooses a boundary: the firewall holds the node
 
 from __future__ import annotations
 
+import re
+
 from ..fs.firewall import EditError, Firewall
 from ..redact import PLACEHOLDER
 from .tools import MoveFileArgs, PathArgs, WriteFileArgs
@@ -29,10 +31,37 @@ def refuse_placeholder(text: str) -> None:
 def write_file(fw: Firewall, args: WriteFileArgs) -> str:
     """Create, replace or extend one file."""
     refuse_placeholder(args.content)
+    before = None if args.append else fw.current_text(args.path)
     kept = fw.write_text(args.path, args.content, append=args.append)
     verb = "appended to" if args.append else "wrote"
     note = f"; {kept}" if kept else ""
-    return f"{verb} {args.path} ({len(args.content)} chars{note})"
+    done = f"{verb} {args.path} ({len(args.content)} chars{note})"
+    gone = [n for n in _top_level_names(before or "") if n not in _top_level_names(args.content)]
+    if gone:
+        # a small model rewrote calc.py with only the function it added, dropping add()
+        # (recorded: tests/fixtures/real_model/subtract_run6.json, subtract_run8.json)
+        done += (
+            f"\nnote: this replaced the whole file, and it no longer defines {_names(gone)}; "
+            "if that was not meant, write the file again with them, or add to a file with "
+            "append: true or edit_file"
+        )
+    return done
+
+
+# A definition at the start of a line: Python, JavaScript/TypeScript, Go, Rust, Ruby.
+_DEFINITION = re.compile(
+    r"^(?:export\s+)?(?:async\s+)?(?:def|class|function|func|fn|pub\s+fn)\s+([A-Za-z_]\w*)",
+    re.M,
+)
+
+
+def _top_level_names(text: str) -> list[str]:
+    return list(dict.fromkeys(_DEFINITION.findall(text)))
+
+
+def _names(names: list[str]) -> str:
+    shown = ", ".join(f"`{n}`" for n in names[:_LISTED])
+    return shown + (f" and {len(names) - _LISTED} more" if len(names) > _LISTED else "")
 
 
 def delete_file(fw: Firewall, args: PathArgs) -> str:

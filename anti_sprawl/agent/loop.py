@@ -78,8 +78,9 @@ class Transcript:
 class Policy(Protocol):
     """What the worker and the planner decide differently."""
 
-    def text_turn(self, response: ModelResponse) -> str | Ending:
-        """A turn without tool calls: the message to send next, or the end."""
+    def text_turn(self, response: ModelResponse) -> str | Ending | list[ToolCall]:
+        """A turn without tool calls: the message to send next, the end, or the tool calls
+        the policy reads in its text (the worker's whole-file blocks, agent/file_blocks.py)."""
         ...
 
     def cut_turn(self, max_output_tokens: int) -> str | Ending:
@@ -187,12 +188,20 @@ class Loop:
         if cut:
             return self._after_cut(policy, fitted.request.max_output_tokens)
         if not response.tool_calls:
-            follow = policy.text_turn(response)
-            if isinstance(follow, Ending):
-                return follow
-            self.messages.append(UserMessage(content=follow))
-            return None
+            return self._after_text(policy, response)
         return self._tools(policy, response.tool_calls)
+
+    def _after_text(self, policy: Policy, response: ModelResponse) -> Ending | None:
+        follow = policy.text_turn(response)
+        if isinstance(follow, Ending):
+            return follow
+        if isinstance(follow, list):
+            # The turn is kept as the one that made these calls, so their results answer it.
+            self.messages[-1] = AssistantMessage(text=response.text, tool_calls=follow)
+            self.log({"event": "recovered", "tool_calls": [c.model_dump() for c in follow]})
+            return self._tools(policy, follow)
+        self.messages.append(UserMessage(content=follow))
+        return None
 
     def _charge(self, fitted: Ticket, response: ModelResponse) -> tuple[Usage, str | None]:
         charged = self.budget.charge(fitted, response)

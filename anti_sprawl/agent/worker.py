@@ -44,6 +44,7 @@ from .artifacts import ArtifactStore, Observer
 from .budget import Budget, RunBudget
 from .digest import Compactor
 from .dispatch import Ending, ToolOutcome
+from .file_blocks import has_unlabelled_code, whole_file_blocks
 from .handlers import read_handlers, tool_table, write_handlers
 from .loop import TRANSCRIPT, Loop, Transcript
 from .tools import FinishArgs, RequestScopeArgs
@@ -61,6 +62,18 @@ __all__ = [
 # How the loop ended: a finish, or one of the worker's failures (lifecycle.FailReason).
 Reason = Literal["finished"] | WorkerFailure
 CONTINUE_PROMPT = "Continue with your tools; call `finish` when the task is done."
+# Told after a turn without a tool call: small models write code correctly in a fenced block
+# and badly inside a JSON string (recorded: "\\n" for line breaks, add() dropped,
+# tests/fixtures/real_model/subtract_run6.json), so that form is offered (agent/file_blocks.py).
+WHOLE_FILE_HINT = (
+    "To change a file without a tool call, write its path on a line of its own, then its "
+    "complete new content in a fenced code block: it is written for you."
+)
+# After a prose reply whose whole files were written (agent/file_blocks.py) comes again.
+WRITTEN_PROMPT = (
+    "The files in your reply are already written, as shown. Call `run_tests` to check them, "
+    "then call `finish` with a summary; do not send the files again."
+)
 # The same reply, without a tool call, this many times in a row ends the attempt as ``stalled``:
 # recorded from Qwen2.5-Coder-1.5B (tests/fixtures/real_model/stalled_run4.json), which wrote
 # one summary ten times over, each call a minute on a CPU, until its call cap.
@@ -181,6 +194,7 @@ class _Worker:
         self.truncated = 0
         self._last_reply: str | None = None
         self._same_replies = 0
+        self._written_replies: set[str] = set()
         self.tool_errors: list[str] = []
         self.tests: TestOutcome | None = None
         handlers = {
@@ -257,9 +271,12 @@ class _Worker:
 
     # -- the policy ----------------------------------------------------------------------
 
-    def text_turn(self, response: ModelResponse) -> str | Ending:
-        self.compactor.text_turn()
+    def text_turn(self, response: ModelResponse) -> str | Ending | list[ToolCall]:
         reply = response.text.strip()
+        writes = self._whole_files(reply)
+        if writes:
+            return writes
+        self.compactor.text_turn()
         self._same_replies = self._same_replies + 1 if reply == self._last_reply else 1
         self._last_reply = reply
         if self._same_replies >= SAME_REPLY_LIMIT:
@@ -268,9 +285,37 @@ class _Worker:
                 f"the model sent the same reply {self._same_replies} times in a row without "
                 "calling a tool",
             )
+        if reply in self._written_replies:
+            return WRITTEN_PROMPT
+        if has_unlabelled_code(reply):
+            scope = ", ".join(self.ctx.firewall.write_scope.entries)
+            return (
+                "Your reply showed code in a fenced block, but the line before it does not name "
+                f"a file you may write ({scope}), so nothing was written. {WHOLE_FILE_HINT}"
+            )
         if response.text_call_problem:
-            return text_call_nudge(response.text_call_problem, self.loop.specs)
-        return CONTINUE_PROMPT
+            nudge = text_call_nudge(response.text_call_problem, self.loop.specs)
+            return f"{nudge} {WHOLE_FILE_HINT}"
+        return f"{CONTINUE_PROMPT} {WHOLE_FILE_HINT}"
+
+    def _whole_files(self, reply: str) -> list[ToolCall]:
+        """``write_file`` calls for the whole files a prose reply shows (agent/file_blocks.py),
+        once per reply: the same reply again is a repeat, not new work."""
+        if reply in self._written_replies or "```" not in reply:
+            return []
+        blocks = whole_file_blocks(reply, self.ctx.firewall.write_scope.matches)
+        if not blocks:
+            return []
+        self._written_replies.add(reply)
+        return [
+            ToolCall(
+                id=f"call_file_{self.loop.calls}_{n}",  # ids any provider accepts
+                name="write_file",
+                arguments={"path": path, "content": content},
+                from_text=True,
+            )
+            for n, (path, content) in enumerate(blocks, 1)
+        ]
 
     def cut_turn(self, max_output_tokens: int) -> str | Ending:
         """A response cut at the output limit: its tool call is lost; say so, and how to go on."""

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from rich.console import Console
 from rich.table import Table
 
+from ..tables import print_table
 from .metrics import Aggregate, CaseResult, SuiteResult, VariantResult
 
 __all__ = ["comparison_rows", "markdown_report", "render_suite"]
@@ -144,7 +145,8 @@ def _planner_lines(variant: VariantResult) -> list[str]:
 def render_suite(suite: SuiteResult, console: Console) -> None:
     """Per-variant case tables, failed checks, and the comparison when there are ablations."""
     for variant in suite.variants:
-        console.print(_variant_table(variant))
+        # case names are never broken: one block per case when the table cannot fit
+        print_table(console, _variant_table(variant), {"case", "run"})
         for line in [*_planner_lines(variant), *_failures(variant)]:
             console.print(f"  {line}", markup=False, highlight=False)
     if len(suite.variants) > 1:
@@ -154,7 +156,7 @@ def render_suite(suite: SuiteResult, console: Console) -> None:
             table.add_column(variant.name, justify="right")
         for label, values in comparison_rows(suite):
             table.add_row(label, *values)
-        console.print(table)
+        print_table(console, table, {"metric"})
         for line in _ratio_lines(suite):
             console.print(line, markup=False, highlight=False)
     base = suite.baseline.aggregate

@@ -156,6 +156,14 @@ class Firewall:
         except Refusal as refusal:
             raise self._refuse("read", path, refusal) from None
 
+    def current_text(self, path: str) -> str | None:
+        """The text of the file a write to ``path`` would replace; None when there is none
+        or it cannot be read. Never a violation: the write that follows states any refusal."""
+        try:
+            return self._redact(for_model(self._c.read(split_request(path, want_file=True))))
+        except Refusal:
+            return None
+
     def write_text(self, path: str, content: str, *, append: bool = False) -> str:
         """Create, replace or (``append``) extend an in-scope file; parents made in scope.
 

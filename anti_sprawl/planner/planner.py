@@ -37,7 +37,7 @@ from ..plan.model import Plan
 from ..plan.validate import Problem, Report, validate
 from ..providers.base import ModelRequest, ModelResponse, Provider, ToolCall, Usage, UserMessage
 from ..providers.limits import cut_message
-from ..providers.text_calls import text_call_nudge
+from ..providers.text_calls import fenced_objects, text_call_nudge
 from .assist import (
     default_budgets,
     estimated_tokens,
@@ -206,6 +206,7 @@ class _Session:
     # the (code, message) pairs of the last invalid submission: a repeat earns the skeleton
     _last_errors: set[tuple[str, str]] = field(default_factory=set)
     _told_unwritten: bool = False
+    _prose_plans: set[str] = field(default_factory=set)  # replies read as a plan (once each)
     # the valid plan sent back once for that warning: still the answer if none better comes
     _held: tuple[Plan, dict[str, Any], Report] | None = None
     lean: bool = False  # the lean prompt (prompt.planner_system)
@@ -267,13 +268,35 @@ class _Session:
 
     # -- the policy ----------------------------------------------------------------------
 
-    def text_turn(self, response: ModelResponse) -> str | Ending:
+    def text_turn(self, response: ModelResponse) -> str | Ending | list[ToolCall]:
+        plan = self._plan_in_prose(response.text)
+        if plan is not None:
+            return [plan]
         self.nudges += 1
         if self.nudges > MAX_NUDGES:
             return Ending("stalled", "the model did not call submit_plan")
         if response.text_call_problem:
             return text_call_nudge(response.text_call_problem, self.loop.specs)
         return NUDGE
+
+    def _plan_in_prose(self, text: str) -> ToolCall | None:
+        """A reply that explains the plan and then writes it whole as one fenced JSON block
+        (recorded from Qwen2.5-Coder-1.5B, tests/fixtures/real_model/planner_run5.json), or the
+        whole submit_plan call so (planner_run7.json), is that submission: it is validated like
+        any other. Only one block with a task list
+        counts, and only once per reply (the same reply again is not a new submission)."""
+        plans = [
+            plan
+            for data in fenced_objects(text)
+            # the plan itself, or the call written out: {"name": "submit_plan", "arguments": ...}
+            for plan in [data.get("arguments") if data.get("name") == SUBMIT_PLAN_TOOL else data]
+            if isinstance(plan, dict) and isinstance(plan.get("tasks"), list)
+        ]
+        if len(plans) != 1 or text in self._prose_plans:
+            return None
+        self._prose_plans.add(text)
+        call_id = f"call_prose_plan_{len(self._prose_plans)}"
+        return ToolCall(id=call_id, name=SUBMIT_PLAN_TOOL, arguments=plans[0], from_text=True)
 
     def cut_turn(self, max_output_tokens: int) -> str | Ending:
         self.nudges += 1

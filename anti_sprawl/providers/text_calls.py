@@ -6,10 +6,11 @@ Qwen2.5-Coder 0.5B and 1.5B under llama.cpp). The shapes seen: a bare JSON objec
 ```json block, ``<tool_call>`` tags, doubled braces ``{{...}}``, and several such objects one
 per line (the planner's reads and its ``submit_plan`` in one reply, with the opening brace
 doubled and every closing one: ``{{"name": ..., "arguments": {...}}}}``, recorded in
-tests/fixtures/real_model/planner_run3.json). Content that is *only* such objects (or only such
-tagged blocks) and names a known tool, or whose object matches
-exactly one tool's required arguments, becomes tool calls marked ``from_text`` (the manifest
-and the transcript say so). Anything else that looks like a call is left as text, with
+tests/fixtures/real_model/planner_run3.json), or one whole call followed by commentary.
+Content that is *only* such objects (or only such tagged blocks) and names a known tool, or
+whose object matches exactly one tool's required arguments, or that opens with one whole call
+of a known tool, becomes tool calls marked ``from_text`` (the manifest and the transcript say
+so). Anything else that looks like a call is left as text, with
 ``text_call_problem`` saying what was wrong, for the nudge the model is sent next.
 """
 
@@ -23,9 +24,11 @@ from typing import Any
 
 from .base import ToolCall, ToolSpec
 
-__all__ = ["recover_text_calls", "text_call_nudge", "text_call_problem"]
+__all__ = ["fenced_objects", "recover_text_calls", "text_call_nudge", "text_call_problem"]
 
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*\n?(.*?)\n?```$", re.S)
+# A fenced block that starts a line, anywhere in a longer reply.
+_FENCED_BLOCK = re.compile(r"^```[a-zA-Z]*[ \t]*\n(.*?)\n```[ \t]*$", re.S | re.M)
 _TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.S)
 _NAME_KEYS = ("name", "tool", "tool_name", "function")
 _ARG_KEYS = ("arguments", "parameters", "args", "input")
@@ -36,6 +39,9 @@ _LOOKS_LIKE_CALL = re.compile(r"^\s*(\{|```|<tool_call>)|\"(name|arguments)\"\s*
 def _objects(text: str) -> list[str] | None:
     """The JSON texts ``text`` consists of, or None when it is something else too."""
     body = text.strip()
+    blocks = _FENCED_BLOCK.findall(body)
+    if len(blocks) > 1 and not _FENCED_BLOCK.sub("", body).strip():
+        return [_undouble_outer(block.strip()) for block in blocks]  # one fenced call each
     fenced = _FENCE.match(body)
     if fenced:
         body = fenced.group(1).strip()
@@ -47,11 +53,26 @@ def _objects(text: str) -> list[str] | None:
         return blocks if blocks and not rest else None
     if not body.startswith("{"):
         return None
-    lines = [line.strip() for line in body.splitlines() if line.strip()]
-    several = len(lines) > 1 and all(ln.startswith("{") and ln.endswith("}") for ln in lines)
-    if several and _load(body) is None:  # not one object written over several lines
-        return [_undouble_outer(ln) for ln in lines]
+    if _load(body) is None:  # not one object written over several lines
+        calls = _one_per_line(body)
+        if len(calls) > 1:
+            return [_undouble_outer(call) for call in calls]
     return [_undouble_outer(body)]
+
+
+def _one_per_line(body: str) -> list[str]:
+    """Several objects, each opening at the start of a line; a call may go on over indented
+    lines (recorded: three reads on a line each, then a ``submit_plan`` over 25 lines,
+    tests/fixtures/real_model/planner_run5.json)."""
+    calls: list[list[str]] = []
+    for line in body.splitlines():
+        if not line.strip():
+            continue
+        if line.startswith("{") or not calls:
+            calls.append([line])
+        else:
+            calls[-1].append(line)
+    return ["\n".join(lines).strip() for lines in calls]
 
 
 def _undouble_outer(body: str) -> str:
@@ -121,12 +142,37 @@ def recover_text_calls(text: str, tools: Sequence[ToolSpec]) -> list[ToolCall]:
     if not tools or not text.strip():
         return []
     blocks = _objects(text)
-    if not blocks:
-        return []
-    calls = [_call(_load(block), tools) for block in blocks]
-    if any(call is None for call in calls):
-        return []
-    return [call for call in calls if call is not None]
+    calls = [_call(_load(block), tools) for block in blocks or []]
+    if calls and all(call is not None for call in calls):
+        return [call for call in calls if call is not None]
+    leading = _leading_call(text, tools)
+    return [leading] if leading is not None else []
+
+
+def _leading_call(text: str, tools: Sequence[ToolSpec]) -> ToolCall | None:
+    """A reply that opens with one whole call of a known tool and then goes on (recorded:
+    ``{"name": "run_tests", ...}`` and then a fenced block restating its arguments as Python,
+    tests/fixtures/real_model/subtract_run6.json): that call; the rest is commentary."""
+    body = text.strip()
+    if body.startswith("```"):
+        body = body.partition("\n")[2].lstrip()
+    if not body.startswith("{"):
+        return None
+    try:
+        data, _ = json.JSONDecoder().raw_decode(body)
+    except ValueError:
+        return None
+    return _call(data, tools)
+
+
+def fenced_objects(text: str) -> list[dict[str, Any]]:
+    """The JSON objects of a prose reply's fenced blocks, read as leniently as calls are
+    (doubled braces, triple-quoted strings); blocks that are not objects are left out.
+
+    For a policy that knows what a document of its own looks like in prose: the planner's plan
+    written as a ```json block after a page of explanation (planner/planner.py)."""
+    found = [_load(block.strip()) for block in _FENCED_BLOCK.findall(text)]
+    return [data for data in found if isinstance(data, dict)]
 
 
 def text_call_problem(text: str, tools: Sequence[ToolSpec]) -> str | None:

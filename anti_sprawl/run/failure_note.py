@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
+from ..agent.worker import WHOLE_FILE_HINT
 from ..context.manifest import make_item
 from ..lifecycle import FailReason
 from ..providers.base import Usage
@@ -89,6 +90,11 @@ class AttemptRecord(BaseModel):
     finished_at: str | None = None
 
 
+# Failures of an attempt that talked instead of calling tools (recorded from a small local
+# model: tests/fixtures/real_model/): its retry is told the form it can write files in.
+TEXT_TURN_FAILURES = frozenset({"stalled", "calls", "no_changes"})
+
+
 def _tail(text: str) -> str:
     lines = text.splitlines()[-TAIL_LINES:]
     out = "\n".join(lines)
@@ -133,6 +139,8 @@ def render_note(note: FailureNote, attempt: int) -> str:
     ]
     if note.files_changed:
         lines.append(f"- files it had changed: {', '.join(note.files_changed)}")
+    if note.reason in TEXT_TURN_FAILURES:
+        lines.append(f"- how to go on: call the tools. {WHOLE_FILE_HINT}")
     body: list[str] = []
     if note.message:
         body += ["failure:", note.message]

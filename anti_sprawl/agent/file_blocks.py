@@ -1,0 +1,97 @@
+"""Whole files a model wrote in its reply's prose, read as the writes it meant.
+
+A small local model that cannot call tools often answers a coding task the way a chat model
+would: "Here is the complete implementation", a line naming the file, and the whole new file in
+a fenced block (recorded from Qwen2.5-Coder-1.5B under llama.cpp, tests/fixtures/real_model/
+stalled_run4.json: ``### calc.py`` then a ```python block with add() and subtract(), sent ten
+times over while nothing was written). Aider calls this the "whole" edit format and uses it for
+exactly such models. The worker (agent/worker.py) turns a reply that has no tool calls but has
+such blocks into ``write_file`` calls, marked ``from_text`` like the calls
+providers/text_calls.py recovers, and they go through the same firewall and the same caps.
+
+Only what is unambiguous counts: a fence that starts a line, whose label (the line just before
+it, less Markdown decoration, or the fence's own info string) is exactly a path the node may
+write. The first such block per path wins (models restate the file further down, indented, as
+"Updated calc.py"); a label that names anything else, or an empty block, is prose.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+__all__ = ["has_unlabelled_code", "whole_file_blocks"]
+
+_OPEN = re.compile(r"^```([^`\s]*)\s*$")
+_CLOSE = "```"
+# Decoration around a file name on its own line: headings, list bullets, bold, code spans,
+# a trailing colon, and a leading "File:" (as in "**File: calc.py**").
+_DECORATION = re.compile(r"^[#>*\-+\s]*(?:\d+[.)]\s+)?(?:file(?:name)?\s*:\s*)?", re.I)
+_MAX_LABEL = 200
+
+
+def _label(line: str) -> str:
+    text = _DECORATION.sub("", line.strip(), count=1)
+    text = text.strip().strip("*").strip().rstrip(":").strip().strip("*`'\"").strip()
+    return text.removeprefix("./")
+
+
+def whole_file_blocks(text: str, may_write: Callable[[str], bool]) -> list[tuple[str, str]]:
+    """``(path, content)`` for each fenced block ``text`` labels with a writable path, in order,
+    the first block per path only; [] when there is none."""
+    lines = text.splitlines()
+    found: dict[str, str] = {}
+    i = 0
+    while i < len(lines):
+        opened = _OPEN.match(lines[i])
+        if not opened:
+            i += 1
+            continue
+        end = next((j for j in range(i + 1, len(lines)) if lines[j].rstrip() == _CLOSE), None)
+        if end is None:
+            break  # an unclosed fence: the reply was cut or is not a file
+        path = _path_of(lines, i, opened.group(1), may_write)
+        body = "\n".join(lines[i + 1 : end])
+        if path is not None and path not in found and body.strip():
+            found[path] = body + "\n"
+        i = end + 1
+    return list(found.items())
+
+
+def _path_of(
+    lines: list[str], fence: int, info: str, may_write: Callable[[str], bool]
+) -> str | None:
+    """The writable path that labels the block opening at ``lines[fence]``, if any."""
+    candidates = [info.removeprefix("./")] if "." in info or "/" in info else []
+    before = next((lines[k] for k in range(fence - 1, -1, -1) if lines[k].strip()), "")
+    if before and len(before) <= _MAX_LABEL:
+        candidates.append(_label(before))
+    for candidate in candidates:
+        if candidate and " " not in candidate and _safe(candidate) and may_write(candidate):
+            return candidate
+    return None
+
+
+def _safe(path: str) -> bool:
+    """A plain relative path: the firewall checks it again, this only keeps noise out."""
+    return not path.startswith("/") and ".." not in path.split("/") and "\x00" not in path
+
+
+def has_unlabelled_code(text: str) -> bool:
+    """Whether ``text`` has a closed fenced block of code (not JSON) at the start of a line:
+    what a model that meant to write a file sends without the line naming it (recorded: a
+    whole new calc.py as a bare ```python block, subtract_run8.json)."""
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        opened = _OPEN.match(lines[i])
+        if not opened:
+            i += 1
+            continue
+        end = next((j for j in range(i + 1, len(lines)) if lines[j].rstrip() == _CLOSE), None)
+        if end is None:
+            return False
+        if opened.group(1).lower() not in ("json", "tool_call"):
+            return True
+        i = end + 1  # past this block's closing fence, which opens nothing
+    return False

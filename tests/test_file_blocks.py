@@ -1,0 +1,72 @@
+"""Whole files in a prose reply (agent/file_blocks.py): which blocks count as writes."""
+
+from __future__ import annotations
+
+import pytest
+
+from anti_sprawl.agent.file_blocks import has_unlabelled_code, whole_file_blocks
+from anti_sprawl.fs.scopes import Scope
+
+WRITABLE = Scope(["calc.py", "tests/**"]).matches
+
+
+@pytest.mark.parametrize(
+    "label",
+    [
+        "### calc.py",
+        "calc.py",
+        "**calc.py**",
+        "`calc.py`:",
+        "File: calc.py",
+        "**File: `calc.py`**",
+        "1. calc.py",
+        "- ./calc.py",
+    ],
+)
+def test_a_line_naming_a_writable_file_labels_the_block_after_it(label: str) -> None:
+    text = f"Here it is:\n\n{label}\n```python\ndef f():\n    return 1\n```\nDone."
+    assert whole_file_blocks(text, WRITABLE) == [("calc.py", "def f():\n    return 1\n")]
+
+
+def test_the_info_string_may_name_the_file() -> None:
+    text = "```tests/test_calc.py\nassert True\n```"
+    assert whole_file_blocks(text, WRITABLE) == [("tests/test_calc.py", "assert True\n")]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "### other.py\n```python\nx = 1\n```",  # not in the write scope
+        "Here is calc.py with a change:\n```python\nx = 1\n```",  # a sentence, not a label
+        "### ../calc.py\n```python\nx = 1\n```",
+        "### /etc/calc.py\n```python\nx = 1\n```",
+        "### calc.py\n```python\nx = 1\n",  # never closed: a cut reply
+        "- calc.py\n    ```python\n    x = 1\n    ```",  # an indented fence: an illustration
+        "no code at all",
+    ],
+)
+def test_anything_less_plain_stays_prose(text: str) -> None:
+    assert whole_file_blocks(text, WRITABLE) == []
+
+
+def test_the_first_block_per_file_wins_and_order_is_kept() -> None:
+    text = (
+        "### tests/test_calc.py\n```python\nfirst test\n```\n"
+        "### calc.py\n```python\nfirst calc\n```\n"
+        "Updated version:\n\n### calc.py\n```python\nsecond calc\n```\n"
+    )
+    assert whole_file_blocks(text, WRITABLE) == [
+        ("tests/test_calc.py", "first test\n"),
+        ("calc.py", "first calc\n"),
+    ]
+
+
+def test_an_empty_block_is_not_an_empty_file() -> None:
+    assert whole_file_blocks("calc.py\n```\n\n```", WRITABLE) == []
+
+
+def test_only_code_outside_json_calls_is_unlabelled_code() -> None:
+    two_calls = '```json\n{"name": "finish"}\n```\n```json\n{"name": "finish"}\n```'
+    assert not has_unlabelled_code(two_calls)  # the closing fence opens nothing
+    assert has_unlabelled_code("Here:\n```python\ndef subtract(a, b):\n    return a - b\n```")
+    assert not has_unlabelled_code("```python\nnever closed")
