@@ -279,3 +279,25 @@ def test_a_plan_of_many_nodes_parses_each_python_file_once(tmp_path: Path) -> No
     assert result.exit_code == 0, result.output
     assert "first prompts at" in result.output
     assert parse_count() - before == len(files)  # 31 modules for 30 nodes, each parsed once
+
+
+def test_pieces_joined_across_an_unsafe_boundary_are_counted_exactly() -> None:
+    """The first call's split count (issue 29, item 3): an item followed by a section header
+    (which opens with a blank line) is counted as the item's own count less its last lines'
+    plus those lines with the header; exact on real blocks, briefs and every header."""
+    from anti_sprawl.context.essentials import _run_tokens
+    from anti_sprawl.context.sections import SECTION_HEADERS, render_brief
+    from anti_sprawl.tokens import count_tokens
+    from anti_sprawl.trust import wrap_data
+
+    root = Path(__file__).resolve().parent.parent
+    sources = sorted((root / "anti_sprawl" / "context").glob("*.py"))
+    plan = Plan.model_validate(plan_data())
+    firsts = [wrap_data("file", p.name, p.read_text()) for p in sources]
+    firsts += [render_brief(plan, t) for t in plan.tasks]
+    firsts += ["no newline at all", "ends with spaces   \n", "é\n\nü  \n", "a\n b\n\tc\n"]
+    headers = [*SECTION_HEADERS.values(), "\n", "  x\n"]
+    for first in firsts:
+        for header in headers:
+            run = [(first, count_tokens(first)), (header, count_tokens(header))]
+            assert _run_tokens(run) == count_tokens(first + header), (first[-40:], header)

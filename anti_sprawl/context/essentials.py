@@ -83,12 +83,13 @@ def _first_call(prompt: AssembledPrompt, heads: dict[str, tuple[str, int]] | Non
 
     With ``heads`` (a cache shared by the nodes of one plan: stable prefix -> the request text
     before the message and its count), counted in pieces where that cannot change the count:
-    what precedes the message (system and tools, the same for every node) once, and the message as the sum of its items' counts (``manifest_items``, counted
-    when they were assembled). A piece boundary is safe when the text before it ends with a
+    what precedes the message (system and tools, the same for every node) once, and the
+    message as the sum of its items' counts (``manifest_items``, counted when they were
+    assembled). A piece boundary is safe when the text before it ends with a
     newline and the text after it starts with a visible ASCII character: no cl100k pre-token
     joins a newline to a following non-space, so no token spans the boundary. Pieces with an
     unsafe boundary between them are counted together (a section header opening with a blank
-    line joins the item before it)."""
+    line joins the item before it), from the first one's last safe split (``_run_tokens``)."""
     message = prompt.first_user_message
     if heads is not None and prompt.stable_prefix in heads:
         # request_text joins system, tools and message with newlines: the same system and
@@ -127,13 +128,41 @@ def _first_call(prompt: AssembledPrompt, heads: dict[str, tuple[str, int]] | Non
         heads[prompt.stable_prefix] = (head, head_tokens)
     total = head_tokens
     for run in runs:
-        total += run[0][1] if len(run) == 1 else count_tokens("".join(t for t, _ in run))
+        total += run[0][1] if len(run) == 1 else _run_tokens(run)
     return total
 
 
 def _safe_split(before: str, after: str) -> bool:
     first = after[:1]
     return before.endswith("\n") and first.isascii() and first.isprintable() and first != " "
+
+
+def _run_tokens(run: list[tuple[str, int]]) -> int:
+    """Tokens of pieces joined across unsafe boundaries, exactly: the first piece's own count
+    up to its last safe split (its count less its tail's), plus its tail and the rest counted
+    together. The rest is short (a section header after an item), so a node's distinct
+    brief or a shared file block is not encoded again for every node (issue 29, item 3)."""
+    first, first_tokens = run[0]
+    rest = "".join(t for t, _ in run[1:])
+    cut = _last_safe_cut(first)
+    if cut is None:
+        return count_tokens(first + rest)
+    tail = first[cut:]
+    return first_tokens - count_tokens(tail) + count_tokens(tail + rest)
+
+
+def _last_safe_cut(text: str, tries: int = 8) -> int | None:
+    """The start of one of ``text``'s last lines where splitting it is safe (``_safe_split``),
+    looking back over at most ``tries`` lines; None when none is."""
+    end = len(text) - 1  # a cut leaves a non-empty tail
+    for _ in range(tries):
+        newline = text.rfind("\n", 0, end)
+        if newline < 0:
+            return None
+        if _safe_split(text[: newline + 1], text[newline + 1 :]):
+            return newline + 1
+        end = newline
+    return None
 
 
 def _one(
