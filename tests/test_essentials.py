@@ -186,10 +186,12 @@ def test_a_node_on_a_25k_token_module_completes_under_a_24k_cap(tmp_path: Path) 
 def test_the_shared_start_view_gives_every_node_the_prompt_its_own_firewall_gives(
     tmp_path: Path,
 ) -> None:
-    """Issue 29 item 3: one view of the commit for all nodes, the same prompts as one firewall
-    per node (files, forms, refusals, essentials), and the split first-call count exact."""
+    """Issue 29 item 3: one view of the commit for all nodes, read from git into memory, gives
+    the same prompts as one firewall per node over the exported files (files, forms, refusals,
+    essentials), and the split first-call count is exact."""
     from anti_sprawl.context.assemble import assemble_worker_prompt
-    from anti_sprawl.context.essentials import _first_call, _snapshot
+    from anti_sprawl.context.commit_files import read_commit_files
+    from anti_sprawl.context.essentials import _first_call
     from anti_sprawl.context.start_view import StartView
     from anti_sprawl.fs.firewall import Firewall
     from anti_sprawl.providers.base import ModelRequest, UserMessage, request_text
@@ -197,14 +199,20 @@ def test_the_shared_start_view_gives_every_node_the_prompt_its_own_firewall_give
 
     repo = big_repo(tmp_path)
     (repo / "pkg" / "blob.bin").write_bytes(b"\x00\x01binary\x00" * 50)  # refused: unreadable
-    commit_all(repo, "a binary")
+    (repo / "pkg" / "latin.py").write_bytes("X = 'caf\xe9'\n".encode("latin-1"))  # unreadable
+    (repo / "pkg" / "crlf.py").write_bytes(b"import os\r\n\r\ndef f(x):\r\n    return x\r\n")
+    (repo / "pkg" / "back\\slash.py").write_text("Y = 2\n")  # a name no read serves: denied
+    (repo / "pkg" / "server.key").write_text("KEY\n")  # a denied name: never listed
+    commit_all(repo, "files a read refuses or reshapes")
     plan = Plan.model_validate(plan_data())
     head = start_commit(repo, None)
     assert head is not None
     scopes = [Scope([*t.read_scope, *t.write_scope]) for t in plan.tasks]
+    everything = Scope([e for t in plan.tasks for e in (*t.read_scope, *t.write_scope)])
     heads: dict[str, tuple[str, int]] = {}
-    with _snapshot(repo, head, scopes) as (root, files), StartView(root, files) as view:
-        assert "pkg/blob.bin" in files
+    files = read_commit_files(repo, head, scopes)
+    assert "pkg/blob.bin" in files.paths
+    with StartView(files) as view, scope_snapshot(repo, head, everything) as root:
         for node in plan.tasks:
             shared = assemble_worker_prompt(
                 plan=plan, node=node, upstream=(), view=view, check_fit=False
@@ -230,5 +238,66 @@ def test_the_shared_start_view_gives_every_node_the_prompt_its_own_firewall_give
             )
             assert split == whole == _first_call(shared)
         assert heads, "the head count was cached (the split applied)"
-    reads = {c.path: c.reason for c in own.choices}
-    assert any(path == "pkg/blob.bin" and reason == "unreadable" for path, reason in reads.items())
+        assert not any(view.root.iterdir()), "the view wrote nothing to disk"
+    reasons = {c.path: c.reason for c in own.choices}
+    assert reasons["pkg/blob.bin"] == "unreadable"
+    assert reasons["pkg/latin.py"] == "unreadable"
+    assert reasons["pkg/back\\slash.py"] == "denied"
+    assert "pkg/server.key" not in reasons
+    assert "pkg/crlf.py" in reasons
+    assert "\r" not in own.first_user_message
+
+
+def test_a_plan_of_many_nodes_parses_each_python_file_once(tmp_path: Path) -> None:
+    """Issue 29 item 3: validate --repo parses each module once for its reference warnings
+    and for every node's outline, references and imports (``outline.parsed``'s count)."""
+    from anti_sprawl.outline.parsed import parse_count
+
+    n = 30
+    stamp = tmp_path.name  # texts no earlier test parsed: the cache lives as long as the process
+    files = {"shared/base.py": f'"""{stamp}"""\n\n\ndef helper(x):\n    return x + 1\n'}
+    for i in range(n):
+        files[f"pkg/mod_{i}.py"] = (
+            f'"""{stamp} {i}"""\nfrom shared.base import helper\n\n\n'
+            f"class C{i}:\n    def m(self, a):\n        return helper(a) + {i}\n"
+        )
+    repo = fx.make_repo(tmp_path, files)
+    tasks = [
+        fx.node(
+            f"t{i}",
+            [f"t{i - 1}"] if i else [],
+            f"pkg/mod_{i}.py",
+            "",
+            read_scope=["shared/", *([f"pkg/mod_{i - 1}.py"] if i else [])],
+        )
+        for i in range(n)
+    ]
+    plan_path, _ = fx.write_inputs(tmp_path, fx.plan(tasks=tasks), {"workers": {}})
+    before = parse_count()
+    args = ["validate", str(plan_path), "--repo", str(repo), "--no-baseline"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "first prompts at" in result.output
+    assert parse_count() - before == len(files)  # 31 modules for 30 nodes, each parsed once
+
+
+def test_pieces_joined_across_an_unsafe_boundary_are_counted_exactly() -> None:
+    """The first call's split count (issue 29, item 3): an item followed by a section header
+    (which opens with a blank line) is counted as the item's own count less its last lines'
+    plus those lines with the header; exact on real blocks, briefs and every header."""
+    from anti_sprawl.context.essentials import _run_tokens
+    from anti_sprawl.context.sections import SECTION_HEADERS, render_brief
+    from anti_sprawl.tokens import count_tokens
+    from anti_sprawl.trust import wrap_data
+
+    root = Path(__file__).resolve().parent.parent
+    sources = sorted((root / "anti_sprawl" / "context").glob("*.py"))
+    plan = Plan.model_validate(plan_data())
+    firsts = [wrap_data("file", p.name, p.read_text()) for p in sources]
+    firsts += [render_brief(plan, t) for t in plan.tasks]
+    firsts += ["no newline at all", "ends with spaces   \n", "é\n\nü  \n", "a\n b\n\tc\n"]
+    headers = [*SECTION_HEADERS.values(), "\n", "  x\n"]
+    for first in firsts:
+        for header in headers:
+            run = [(first, count_tokens(first)), (header, count_tokens(header))]
+            assert _run_tokens(run) == count_tokens(first + header), (first[-40:], header)

@@ -794,3 +794,49 @@ def test_denied_reads_change_nothing_in_repo(lay: Layout) -> None:
         with pytest.raises(FirewallError):
             fw.read_text(path)
     assert snapshot(lay.repo) == before
+
+
+def test_text_of_serves_bytes_exactly_as_read_text_serves_the_file(lay: Layout) -> None:
+    """Issue 29 item 3: the start commit's view checks git's bytes with ``text_of`` instead of
+    reading an exported copy; for every regular file, what it serves or refuses (and why) is
+    what ``read_text`` gives for the file holding those bytes."""
+    extra = {
+        "src/crlf.py": b"a = 1\r\nb = 2\r\n",
+        "src/mixed.py": b"a = 1\r\nb = 2\n",
+        "src/nul.py": b"x\x00y",
+        "src/latin.py": "caf\xe9\n".encode("latin-1"),
+        "src/big.txt": b"z" * 300,
+        "src/.env.local": b"TOKEN=CANARY-ENV\n",
+        "src/id_rsa": b"-----BEGIN-----\n",
+        "src/back\\slash.py": b"q = 1\n",
+        "src/tab\tname.py": b"t = 1\n",
+        "elsewhere/out.py": b"o = 1\n",
+    }
+    for rel, data in extra.items():
+        (lay.repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (lay.repo / rel).write_bytes(data)
+    files = sorted(
+        p.relative_to(lay.repo).as_posix()
+        for p in lay.repo.rglob("*")
+        if p.is_file() and not p.is_symlink() and p.stat().st_nlink == 1
+    )
+    assert set(extra) <= set(files)
+
+    def outcome(call: Callable[[], str]) -> str:
+        try:
+            return "text:" + call()
+        except FirewallError as exc:
+            return "refused:" + exc.violation.reason
+
+    with lay.firewall(max_read_bytes=200) as fw:
+        for rel in files:
+            data = (lay.repo / rel).read_bytes()
+            read = outcome(lambda r=rel: fw.read_text(r))
+            assert outcome(lambda r=rel, d=data: fw.text_of(r, d)) == read, rel
+    assert read_text_of(lay, "src/crlf.py") == "a = 1\nb = 2\n"
+    assert read_text_of(lay, "src/mixed.py") == "a = 1\r\nb = 2\n"
+
+
+def read_text_of(lay: Layout, rel: str) -> str:
+    with lay.firewall() as fw:
+        return fw.text_of(rel, (lay.repo / rel).read_bytes())

@@ -176,7 +176,7 @@ def assemble_worker_prompt(
         write_texts, read_texts = view.read_scoped(node, dropped, choices)
         facts = view.facts
         used = uses_by_file(write_texts, read_texts, facts.refs)  # what the change will use
-        imported = imported_by(write_texts, read_texts, view.imports)
+        imported = imported_by(write_texts, read_texts)
     elif firewall is not None:
         write_texts, read_texts = read_scoped_files(firewall, node, dropped, choices)
         facts = None

@@ -5,15 +5,16 @@ A node whose essentials (rules, tools, brief, upstream results, write-scope file
 smallest forms) plus room for one more turn exceed its ``token_budget`` cannot start; found
 mid-run, it fails after earlier nodes spent their tokens. ``first_prompts`` assembles each
 node's lean first prompt from the files of the commit the run would start from (``HEAD`` or
-the plan's base): the scope files of that commit are exported to a temporary directory
-(secret names never, symlinks and submodules never) and read through a real ``Firewall``.
+the plan's base): the scope files of that commit are read from git (secret names never,
+symlinks and submodules never, context/commit_files.py) and each checked as a real
+``Firewall`` checks a file it reads (context/start_view.py).
 Upstream results do not exist yet: each dependency counts ``UPSTREAM_ALLOWANCE`` tokens.
 """
 
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -22,9 +23,7 @@ from rich.console import Console
 from rich.table import Table
 
 from ..errors import RunError
-from ..fs.file_index import FileIndex
 from ..fs.firewall import Firewall
-from ..fs.repofiles import is_secret_path
 from ..fs.scopes import Scope
 from ..git.cmd import run_git
 from ..plan.model import Plan, TaskNode
@@ -33,6 +32,7 @@ from ..providers.base import ModelRequest, UserMessage, request_text
 from ..tables import print_table
 from ..tokens import count_tokens
 from .assemble import AssembledPrompt, assemble_worker_prompt
+from .commit_files import read_commit_files
 from .manifest import FileChoice
 from .start_view import StartView
 
@@ -48,8 +48,6 @@ __all__ = [
 ]
 
 UPSTREAM_ALLOWANCE = 1_000  # tokens per dependency result: a typical finish summary
-MAX_EXPORT_BYTES = 1_000_000  # the firewall's read cap: a larger blob would not be read anyway
-MAX_EXPORT_TOTAL = 256 * 1024 * 1024
 
 
 class NodeFirstPrompt(BaseModel):
@@ -75,69 +73,9 @@ def scope_snapshot(repo: Path, commit: str | None, scope: Scope) -> Iterator[Pat
     if commit is None:
         yield repo
         return
-    with _snapshot(repo, commit, [scope]) as (root, _):
-        yield root
-
-
-@contextmanager
-def _snapshot(repo: Path, commit: str, scopes: Sequence[Scope]) -> Iterator[tuple[Path, list[str]]]:
-    """``commit``'s files that any of ``scopes`` matches, exported to a temporary directory
-    (one ``ls-tree`` and one ``cat-file --batch``), and their paths. The matching goes through a
-    ``FileIndex``: a plan's thousand scopes are not each tested against every file."""
-    eligible = _exportable(
-        run_git(["ls-tree", "-r", "-z", "-l", "--full-tree", commit], repo).stdout
-    )
-    index = FileIndex(path for _, path, _ in eligible)
-    matched: set[str] = set()
-    for scope in scopes:
-        matched.update(index.matching(scope))
-    wanted: list[tuple[str, str]] = []
-    total = 0
-    for sha, path, size in eligible:
-        if path not in matched:
-            continue
-        total += size
-        if total > MAX_EXPORT_TOTAL:
-            break
-        wanted.append((sha, path))
     with tempfile.TemporaryDirectory(prefix="anti-sprawl-snapshot-") as tmp:
-        root = Path(tmp)
-        _export(repo, root, wanted)
-        yield root, [path for _, path in wanted]
-
-
-def _exportable(listing: bytes) -> list[tuple[str, str, int]]:
-    """(blob, path, size) of each regular file of an ``ls-tree -r -z -l`` listing that may be
-    exported: no symlinks or submodules, no secret names, none over the read cap."""
-    out: list[tuple[str, str, int]] = []
-    for record in filter(None, listing.split(b"\0")):
-        meta, _, raw = record.partition(b"\t")
-        mode, kind, sha, size = meta.decode().split()
-        path = raw.decode("utf-8", "surrogateescape")
-        if kind != "blob" or mode not in ("100644", "100755") or size == "-":
-            continue  # symlinks, submodules
-        if any(p in ("", ".", "..") for p in path.split("/")) or is_secret_path(path):
-            continue
-        if int(size) <= MAX_EXPORT_BYTES:
-            out.append((sha, path, int(size)))
-    return out
-
-
-def _export(repo: Path, root: Path, wanted: list[tuple[str, str]]) -> None:
-    """Write each (blob, path) of ``wanted`` under ``root``, read in one ``cat-file --batch``."""
-    if not wanted:
-        return
-    batch = "".join(f"{sha}\n" for sha, _ in wanted).encode()
-    out = run_git(["cat-file", "--batch"], repo, input_bytes=batch).stdout
-    pos = 0
-    for _, path in wanted:
-        header_end = out.index(b"\n", pos)
-        length = int(out[pos:header_end].split()[2])
-        data = out[header_end + 1 : header_end + 1 + length]
-        pos = header_end + 1 + length + 1
-        target = root / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+        read_commit_files(repo, commit, [scope]).export(Path(tmp))
+        yield Path(tmp)
 
 
 def _first_call(prompt: AssembledPrompt, heads: dict[str, tuple[str, int]] | None = None) -> int:
@@ -145,12 +83,13 @@ def _first_call(prompt: AssembledPrompt, heads: dict[str, tuple[str, int]] | Non
 
     With ``heads`` (a cache shared by the nodes of one plan: stable prefix -> the request text
     before the message and its count), counted in pieces where that cannot change the count:
-    what precedes the message (system and tools, the same for every node) once, and the message as the sum of its items' counts (``manifest_items``, counted
-    when they were assembled). A piece boundary is safe when the text before it ends with a
+    what precedes the message (system and tools, the same for every node) once, and the
+    message as the sum of its items' counts (``manifest_items``, counted when they were
+    assembled). A piece boundary is safe when the text before it ends with a
     newline and the text after it starts with a visible ASCII character: no cl100k pre-token
     joins a newline to a following non-space, so no token spans the boundary. Pieces with an
     unsafe boundary between them are counted together (a section header opening with a blank
-    line joins the item before it)."""
+    line joins the item before it), from the first one's last safe split (``_run_tokens``)."""
     message = prompt.first_user_message
     if heads is not None and prompt.stable_prefix in heads:
         # request_text joins system, tools and message with newlines: the same system and
@@ -189,13 +128,41 @@ def _first_call(prompt: AssembledPrompt, heads: dict[str, tuple[str, int]] | Non
         heads[prompt.stable_prefix] = (head, head_tokens)
     total = head_tokens
     for run in runs:
-        total += run[0][1] if len(run) == 1 else count_tokens("".join(t for t, _ in run))
+        total += run[0][1] if len(run) == 1 else _run_tokens(run)
     return total
 
 
 def _safe_split(before: str, after: str) -> bool:
     first = after[:1]
     return before.endswith("\n") and first.isascii() and first.isprintable() and first != " "
+
+
+def _run_tokens(run: list[tuple[str, int]]) -> int:
+    """Tokens of pieces joined across unsafe boundaries, exactly: the first piece's own count
+    up to its last safe split (its count less its tail's), plus its tail and the rest counted
+    together. The rest is short (a section header after an item), so a node's distinct
+    brief or a shared file block is not encoded again for every node (issue 29, item 3)."""
+    first, first_tokens = run[0]
+    rest = "".join(t for t, _ in run[1:])
+    cut = _last_safe_cut(first)
+    if cut is None:
+        return count_tokens(first + rest)
+    tail = first[cut:]
+    return first_tokens - count_tokens(tail) + count_tokens(tail + rest)
+
+
+def _last_safe_cut(text: str, tries: int = 8) -> int | None:
+    """The start of one of ``text``'s last lines where splitting it is safe (``_safe_split``),
+    looking back over at most ``tries`` lines; None when none is."""
+    end = len(text) - 1  # a cut leaves a non-empty tail
+    for _ in range(tries):
+        newline = text.rfind("\n", 0, end)
+        if newline < 0:
+            return None
+        if _safe_split(text[: newline + 1], text[newline + 1 :]):
+            return newline + 1
+        end = newline
+    return None
 
 
 def _one(
@@ -288,11 +255,8 @@ def first_prompts(plan: Plan, repo: Path, commit: str | None) -> list[NodeFirstP
         if entries not in scopes:
             scopes[entries] = Scope(entries)
     heads: dict[str, tuple[str, int]] = {}
-    with (
-        _snapshot(repo, commit, list(scopes.values())) as (root, files),
-        StartView(root, files) as view,
-    ):
-        return [_one(plan, node, root, view, heads) for node in plan.tasks]
+    with StartView(read_commit_files(repo, commit, list(scopes.values()))) as view:
+        return [_one(plan, node, view.root, view, heads) for node in plan.tasks]
 
 
 def add_problems(report: Report, fits: list[NodeFirstPrompt]) -> Report:

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from typing import Literal
 
+from ..outline.parsed import file_entries
 from ..outline.pyrefs import ModuleRefs
 from ..outline.python import OutlineLine
 from ..outline.regions import source_lines
-from ..outline.views import Level, file_outline, render_outline
+from ..outline.views import Level, render_outline
 from ..trust import wrap_data
 from .read_scoped import Part, Section, part
 from .used import used_entries
@@ -39,7 +40,7 @@ class FileFacts:
     def entries(self, path: str, text: str) -> list[OutlineLine] | None:
         key = (path, text)
         if key not in self._entries:
-            self._entries[key] = file_outline(path, text)
+            self._entries[key] = file_entries(path, text)
         return self._entries[key]
 
     def n_lines(self, path: str, text: str) -> int:

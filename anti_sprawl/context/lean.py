@@ -33,9 +33,10 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..agent.worker import WorkerLimits
+from ..outline.parsed import file_entries
 from ..outline.python import OutlineLine
 from ..outline.regions import Terms, source_lines
-from ..outline.views import Level, file_outline, region_view, render_outline
+from ..outline.views import Level, region_view, render_outline
 from ..trust import wrap_data
 from .file_facts import FileFacts
 from .manifest import ChoiceReason, DroppedItem, FileChoice, FileForm
@@ -105,7 +106,7 @@ class Scoped:
         else:
             block = wrap_data("file", self.path, self.text)
             self.whole = part(section, f"file:{self.path}", "file", self.path, "untrusted", block)
-            self.entries = file_outline(self.path, self.text)
+            self.entries = file_entries(self.path, self.text)
             self.n_lines = len(source_lines(self.text))
         self.detailed = detail_lines(self.entries, self.used)
 

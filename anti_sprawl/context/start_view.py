@@ -1,21 +1,23 @@
 """One view of the start commit for every node's first prompt: read once, outlined once.
 
 ``validate --repo`` and ``execute``'s pre-flight assemble every node's lean first prompt
-(context/essentials.py). Each node used to get its own ``Firewall`` over the exported
+(context/essentials.py). Each node used to get its own ``Firewall`` over an exported
 snapshot, list it, read its files and parse and tokenize each of them again: at 1,000 nodes
 that did not finish in 150 s while plain ``validate`` took 4 s (issue 29, item 3). Here the
-snapshot's file list (one ``ls-tree`` of the commit) becomes one ``FileIndex``; each file is
-read once, through one firewall that serves exactly those files (deny rules, size cap and
-binary check as every node's firewall applies them); each node gets the files its own scopes
-match, in the same forms and with the same refusals recorded as ``read_scoped_files`` gives
-it; and what a file's text yields (outline, references, tokens) is computed once
-(``file_facts``). A node whose scopes match more than ``MAX_SCOPED_FILES`` files gets its own
-firewall and listing, as before, so which files it keeps stays exactly the run's.
+commit's scoped files, read from git once (context/commit_files.py), become one
+``FileIndex``; each file's bytes are checked once by one firewall that serves exactly those
+files, as it checks a file it reads (``Firewall.text_of``: deny rules, size cap, binary check,
+line breaks), with nothing written to disk; each node gets the files its own scopes match, in
+the same forms and with the same refusals recorded as ``read_scoped_files`` gives it; and what
+a file's text yields (outline, references, tokens) is computed once (``file_facts``). A node
+whose scopes match more than ``MAX_SCOPED_FILES`` files gets its own firewall and listing over
+the files exported to a directory (once, for the first such node), so which files it keeps
+stays exactly the run's.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import tempfile
 from pathlib import Path
 from typing import Literal
 
@@ -23,8 +25,8 @@ from ..fs.deny_rules import DEFAULT_ALLOW, DEFAULT_DENY, DenyRules
 from ..fs.file_index import FileIndex
 from ..fs.firewall import Firewall, FirewallError
 from ..fs.scopes import FileSet, Scope
-from ..outline.pyfacts import python_imports
 from ..plan.model import TaskNode
+from .commit_files import CommitFiles
 from .file_facts import FileFacts
 from .manifest import DroppedItem, FileChoice
 from .read_scoped import MAX_SCOPED_FILES, read_scoped_files, refuse_file
@@ -35,22 +37,26 @@ _Unreadable = Literal["unreadable", "denied"]
 
 
 class StartView:
-    """The files of one snapshot directory (``files``: its regular files, repo-relative),
-    shared by every node's first-prompt assembly. Use as a context manager."""
+    """The files of one commit (``files``), shared by every node's first-prompt assembly.
+    Use as a context manager: ``root`` is a temporary directory, empty unless a node needed
+    the files on disk."""
 
-    def __init__(self, root: Path, files: Iterable[str]):
+    def __init__(self, files: CommitFiles):
         rules = DenyRules(DEFAULT_DENY, DEFAULT_ALLOW)
-        visible = [f for f in files if _visible(f, rules)]  # what a firewall's listing shows
-        self.root = root
+        visible = [f for f in files.paths if _visible(f, rules)]  # what a listing shows
+        self._tmp = tempfile.TemporaryDirectory(prefix="anti-sprawl-start-view-")
+        self.root = Path(self._tmp.name)
         self.facts = FileFacts()
+        self._files = files
+        self._exported = False
         self._index = FileIndex(visible)
-        self._firewall = Firewall(root, FileSet(visible), [], durable=False)
+        self._firewall = Firewall(self.root, FileSet(visible), [], durable=False)
         self._texts: dict[str, str] = {}
         self._refused: dict[str, _Unreadable] = {}
-        self._imports: dict[str, list[str]] = {}
 
     def close(self) -> None:
         self._firewall.close()
+        self._tmp.cleanup()
 
     def __enter__(self) -> StartView:
         return self
@@ -64,6 +70,9 @@ class StartView:
         """What ``read_scoped.read_scoped_files`` gives ``node`` through its own firewall."""
         paths = self._index.matching(Scope([*node.read_scope, *node.write_scope]))
         if len(paths) > MAX_SCOPED_FILES:  # which ones it keeps depends on its own listing
+            if not self._exported:
+                self._files.export(self.root)
+                self._exported = True
             with Firewall(self.root, node.read_scope, node.write_scope, durable=False) as fw:
                 return read_scoped_files(fw, node, dropped, choices)
         write_scope = Scope(node.write_scope)
@@ -79,17 +88,11 @@ class StartView:
             (write_texts if writable else read_texts)[path] = text
         return write_texts, read_texts
 
-    def imports(self, path: str, text: str) -> list[str]:
-        """``outline.pyfacts.python_imports`` of a file of this view, parsed once."""
-        if path not in self._imports:
-            self._imports[path] = python_imports(text, path)
-        return self._imports[path]
-
     def _text(self, path: str) -> str | None:
         """The file's text, read once; None when the firewall refuses it (``_refused``)."""
         if path not in self._texts and path not in self._refused:
             try:
-                self._texts[path] = self._firewall.read_text(path)
+                self._texts[path] = self._firewall.text_of(path, self._files.data(path))
             except FirewallError as exc:
                 bad = exc.violation.reason in ("binary", "too_large")
                 self._refused[path] = "unreadable" if bad else "denied"

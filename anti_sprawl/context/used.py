@@ -11,10 +11,10 @@ manifest records each one with its reason (``used_by:<file>``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from itertools import pairwise
 
-from ..outline.pyfacts import python_imports
+from ..outline.parsed import python_module
 from ..outline.pyrefs import ModuleRefs
 from ..outline.python import OutlineLine
 from ..outline.references import References, module_index
@@ -54,18 +54,14 @@ def uses_by_file(
     return out
 
 
-def imported_by(
-    writes: Mapping[str, str],
-    reads: Mapping[str, str],
-    imports: Callable[[str, str], list[str]] = lambda path, text: python_imports(text, path),
-) -> set[str]:
+def imported_by(writes: Mapping[str, str], reads: Mapping[str, str]) -> set[str]:
     """Read-scope files a write file imports directly: where new uses most often come from
-    (``imports``: a file's imported names, ``python_imports`` unless a cache serves them)."""
+    (a file's imported names from its one parse, ``outline.parsed``)."""
     index = module_index(reads)
     found: set[str] = set()
     for path, text in writes.items():
         if path.endswith(".py"):
-            for name in imports(path, text):
+            for name in python_module(text, path).imports:
                 found.update(index.get(name, ()))
     return found
 

@@ -183,6 +183,10 @@ class Confinement:
                 os.close(rfd)
         except OSError as exc:
             raise refusal_from_os(exc) from None
+        return self.decode(data)
+
+    def decode(self, data: bytes) -> str:
+        """A file's bytes as the text a read serves: capped, UTF-8, no NUL in the first 8 KiB."""
         if len(data) > self.max_read_bytes:
             raise Refusal("too_large", f"more than {self.max_read_bytes} bytes")
         if b"\x00" in data[:_BINARY_PROBE]:

@@ -164,6 +164,18 @@ class Firewall:
         except Refusal:
             return None
 
+    def text_of(self, path: str, data: bytes) -> str:
+        """What ``read_text(path)`` serves when ``path`` is a regular, singly linked file
+        holding ``data``: the same path checks (request, deny rules, scope), cap, binary check
+        and CRLF handling, without opening anything. For file contents read from git rather
+        than a directory (the start commit's view, context/start_view.py)."""
+        try:
+            parts = split_request(path, want_file=True)
+            self._c.require("/".join(parts), write=False)
+            return self._redact(for_model(self._c.decode(data)))
+        except Refusal as refusal:
+            raise self._refuse("read", path, refusal) from None
+
     def write_text(self, path: str, content: str, *, append: bool = False) -> str:
         """Create, replace or (``append``) extend an in-scope file; parents made in scope.
 

@@ -12,7 +12,7 @@ import ast
 from collections.abc import Iterator
 from typing import NamedTuple
 
-__all__ = ["PythonFacts", "from_base", "python_imports", "scan_python"]
+__all__ = ["PythonFacts", "from_base", "python_imports", "scan_python", "tree_facts"]
 
 
 def python_imports(source: str, module_path: str) -> list[str]:
@@ -40,6 +40,11 @@ def scan_python(source: str, module_path: str) -> PythonFacts | None:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
+    return tree_facts(tree, module_path)
+
+
+def tree_facts(tree: ast.Module, module_path: str) -> PythonFacts:
+    """``scan_python`` of a module already parsed (``outline.parsed``)."""
     package = [p for p in module_path.split("/")[:-1] if p not in ("", ".")]
     found: dict[str, None] = {}
     symbols: dict[str, None] = {}

@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from .pyfacts import from_base
 
-__all__ = ["Binding", "ModuleRefs", "module_refs"]
+__all__ = ["Binding", "ModuleRefs", "module_refs", "tree_refs"]
 
 _ANNOTATION_CHARS = 200  # a string annotation longer than this is not parsed
 _SELF = frozenset({"self", "cls"})
@@ -49,17 +49,49 @@ def module_refs(source: str, module_path: str) -> ModuleRefs | None:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
+    return tree_refs(tree, module_path)
+
+
+def tree_refs(tree: ast.Module, module_path: str) -> ModuleRefs:
+    """``module_refs`` of a module already parsed (``outline.parsed``). The tree is walked
+    once (``_walk``, in ``ast.walk``'s order); every fact is read from that one list."""
     package = [p for p in module_path.split("/")[:-1] if p not in ("", ".")]
     refs = ModuleRefs({}, {}, {}, [], Counter(), {}, {})
     _top_level(tree.body, refs)
-    for node in ast.walk(tree):
+    nodes, parents = _walk(tree)
+    self_attrs = _self_attrs(nodes, parents)
+    for i, node in enumerate(nodes):
         if isinstance(node, ast.Import | ast.ImportFrom):
             _bind(node, package, refs)
         elif isinstance(node, ast.ClassDef):
             refs.bases.setdefault(node.name, [c for b in node.bases if (c := _chain(b))])
-            refs.self_uses.setdefault(node.name, set()).update(_self_attrs(node))
-    _uses(tree, refs.uses)
+            refs.self_uses.setdefault(node.name, set()).update(self_attrs.get(i, ()))
+    _uses(nodes, refs.uses)
+    for root in _string_annotations(nodes):
+        _uses(_walk(root)[0], refs.uses)
     return refs
+
+
+def _walk(root: ast.AST) -> tuple[list[ast.AST], list[int]]:
+    """Every node below ``root`` (itself first) in ``ast.walk``'s breadth-first order, and
+    the index of each one's parent (-1 for ``root``): ``ast.iter_child_nodes`` inlined."""
+    nodes: list[ast.AST] = [root]
+    parents = [-1]
+    i = 0
+    while i < len(nodes):
+        node = nodes[i]
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, ast.AST):
+                nodes.append(value)
+                parents.append(i)
+            elif isinstance(value, list):
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        nodes.append(item)
+                        parents.append(i)
+        i += 1
+    return nodes, parents
 
 
 def _top_level(body: list[ast.stmt], refs: ModuleRefs) -> None:
@@ -133,37 +165,41 @@ def _chain(node: ast.expr) -> tuple[str, ...] | None:
     return (node.id, *reversed(parts))
 
 
-def _self_attrs(node: ast.ClassDef) -> set[str]:
-    found: set[str] = set()
-    for sub in ast.walk(node):
+def _self_attrs(nodes: list[ast.AST], parents: list[int]) -> dict[int, set[str]]:
+    """Per class (its index in ``nodes``), the attributes read through ``self``/``cls``
+    anywhere below it, nested classes and functions included."""
+    found: dict[int, set[str]] = {}
+    for i, sub in enumerate(nodes):
         if (
             isinstance(sub, ast.Attribute)
             and isinstance(sub.value, ast.Name)
             and sub.value.id in _SELF
         ):
-            found.add(sub.attr)
+            up = parents[i]
+            while up >= 0:
+                if isinstance(nodes[up], ast.ClassDef):
+                    found.setdefault(up, set()).add(sub.attr)
+                up = parents[up]
     return found
 
 
-def _uses(tree: ast.AST, uses: Counter[tuple[str, ...]]) -> None:
-    """Maximal dotted chains of loaded names, string annotations included."""
-    for root in [tree, *_string_annotations(tree)]:
-        nodes = list(ast.walk(root))
-        inner = {id(n.value) for n in nodes if isinstance(n, ast.Attribute)}
-        for node in nodes:
-            if id(node) in inner or not isinstance(node, ast.Attribute | ast.Name):
-                continue
-            if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-                continue
-            chain = _chain(node)
-            if chain and chain[0] not in _SELF:
-                uses[chain] += 1
+def _uses(nodes: list[ast.AST], uses: Counter[tuple[str, ...]]) -> None:
+    """Maximal dotted chains of loaded names among ``nodes`` (one tree, walked)."""
+    inner = {id(n.value) for n in nodes if isinstance(n, ast.Attribute)}
+    for node in nodes:
+        if id(node) in inner or not isinstance(node, ast.Attribute | ast.Name):
+            continue
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+            continue
+        chain = _chain(node)
+        if chain and chain[0] not in _SELF:
+            uses[chain] += 1
 
 
-def _string_annotations(tree: ast.AST) -> list[ast.AST]:
-    """``x: "Foo"``-style annotations, parsed (short ones only)."""
+def _string_annotations(nodes: list[ast.AST]) -> list[ast.AST]:
+    """``x: "Foo"``-style annotations among ``nodes``, parsed (short ones only)."""
     parsed: list[ast.AST] = []
-    for node in ast.walk(tree):
+    for node in nodes:
         annotation = None
         if isinstance(node, ast.arg | ast.AnnAssign):
             annotation = node.annotation

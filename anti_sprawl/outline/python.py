@@ -22,6 +22,8 @@ __all__ = [
     "outline_lines",
     "outline_python",
     "python_outline_lines",
+    "tree_outline_lines",
+    "unparsed_lines",
 ]
 
 FALLBACK_LINES = 20
@@ -43,7 +45,12 @@ def python_outline_lines(source: str, path: str = "") -> list[OutlineLine]:
     try:
         tree = ast.parse(source, filename=path or "<unknown>")
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
-        return _unparsed(source, path, exc)
+        return unparsed_lines(source, path, exc)
+    return tree_outline_lines(tree)
+
+
+def tree_outline_lines(tree: ast.Module) -> list[OutlineLine]:
+    """``python_outline_lines`` of a module already parsed (``outline.parsed``)."""
     lines: list[OutlineLine] = []
     _doc(tree, lines, "", 0)
     _outline_body(tree.body, lines, indent="", top=True)
@@ -73,7 +80,8 @@ def outlinable(path: str) -> bool:
     return path.lower().endswith(_PY_SUFFIXES) or language_for(path) is not None
 
 
-def _unparsed(source: str, path: str, exc: BaseException) -> list[OutlineLine]:
+def unparsed_lines(source: str, path: str, exc: BaseException) -> list[OutlineLine]:
+    """What stands for the outline of a module that does not parse: its first lines."""
     lines = source.splitlines()
     where = f" at line {exc.lineno}" if isinstance(exc, SyntaxError) and exc.lineno else ""
     shown = min(FALLBACK_LINES, len(lines))

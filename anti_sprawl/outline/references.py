@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from functools import lru_cache
 from typing import NamedTuple
 
-from .pyrefs import Binding, ModuleRefs, module_refs
+from .parsed import python_module
+from .pyrefs import Binding, ModuleRefs
 
 __all__ = ["MAX_STARS", "Definition", "References", "Use", "module_index"]
 
@@ -80,14 +80,6 @@ def module_index(files: Iterable[str]) -> dict[str, list[str]]:
     return dict(index)
 
 
-@lru_cache(maxsize=4096)
-def _module_refs(text: str, path: str) -> ModuleRefs | None:
-    """``module_refs``, once per (text, path) in this process: ``validate --repo`` resolves the
-    same files for its reference warnings and again for every node's first prompt (issue 29,
-    item 3). The facts are only ever read, so one object serves every ``References``."""
-    return module_refs(text, path)
-
-
 class References:
     """Resolves the names files use, reading each file at most once (``read`` may return None
     for a file that cannot be read: its names then lead nowhere).
@@ -113,7 +105,10 @@ class References:
             return None
         if path not in self._facts:
             text = self._read(path)
-            self._facts[path] = _module_refs(text, path) if text is not None else None
+            # parsed once per (text, path) in this process, with the file's outline and
+            # imports (outline/parsed.py): validate --repo reads the same files for its
+            # reference warnings and for every node's first prompt (issue 29, item 3)
+            self._facts[path] = python_module(text, path).refs if text is not None else None
         return self._facts[path]
 
     def module(self, dotted: str) -> _Module | None:

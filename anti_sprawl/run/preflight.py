@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import UsageError
 from ..git.cmd import GitError, run_git
@@ -15,7 +16,9 @@ from ..plan.model import Plan
 from ..plan.validate import validate
 from ..sandbox.policy import SandboxPolicy
 from ..sandbox.sandbox import SandboxInfo, probe_sandbox, umask_problem, unavailable_message
-from .node import ExecuteOptions
+
+if TYPE_CHECKING:  # the run's machinery loads only when a run needs it (validate --repo: not)
+    from .node import ExecuteOptions
 
 __all__ = [
     "base_branch_of",
