@@ -17,8 +17,16 @@ most landings replay onto a moved tip) with a counting ``git`` first on ``PATH``
 orchestrator's git is the one on its start-up ``PATH`` (host_tools.py), so the wrapper is the
 git every call uses. The timed runs do not use it.
 
+Seconds per node, flat or not (issue 29: within 1.3x from 40 to 320 nodes): runs of 40 and 320
+nodes (``--flat``) at ``--jobs 1`` (``--flat-jobs``), with full worktrees and with ``--sparse``;
+each prints the whole run's seconds per node at both sizes, and, within the large run, the
+seconds per node of its last 40 nodes against its nodes 2-41, from the time each node's
+``succeeded`` line reached stderr (start-up and wind-up in neither). Each node adds a file, so
+a full checkout grows with the run; the git floor's own 320 rounds show what that costs git.
+
 Prints figures and ratios measured in this run; asserts nothing about time.
-Run: ``.venv/bin/python benchmarks/per_node.py [--small 10] [--large 100]``.
+Run: ``.venv/bin/python benchmarks/per_node.py [--small 10] [--large 100] [--flat 40 320]
+[--skip-floor]`` (``--skip-floor``: the flatness runs only).
 """
 
 from __future__ import annotations
