@@ -13,8 +13,9 @@ is never overwritten with its placeholder.
 
 A text is redacted many times on its way out (a record on each journal change, a prompt
 section in every request that holds it): results are kept by content hash per redactor, so
-each distinct text is scanned once (issue 29); the catalogue and values of a redactor never
-change, so a kept result stays right.
+each distinct text is scanned once (issue 29), short ones too (a record's field names and
+statuses, the tool schemas' ``"string"`` and ``"object"``: most of the texts a node redacts);
+the catalogue and values of a redactor never change, so a kept result stays right.
 
 It imports nothing of ours, so every layer can use it: the provider errors redact the SDK's
 messages with it, and ``providers/redacting.py`` wraps a provider so each request is redacted
@@ -102,7 +103,7 @@ _HTTP_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("api-key", re.compile(r"\bsk-[A-Za-z0-9_-]{8,}")),  # shorter than a real key: test keys
 )
 _M = TypeVar("_M", bound=BaseModel)
-_SHORT = 16  # shorter texts are scanned directly, not kept
+_SHORT = 16  # shorter texts are kept under themselves (cheaper than a digest)
 _CACHED_MAX = 1 << 20  # longer texts are scanned each time, not kept
 _CACHE_ENTRIES = 4096
 
@@ -141,7 +142,16 @@ class Redactor:
     ):
         self._values = sorted({v for v in values if len(v) >= min_value}, key=len, reverse=True)
         self._shapes = SECRET_SHAPES + (_HTTP_SHAPES if http else ())
-        self._done: OrderedDict[bytes, str] = OrderedDict()
+        self._ready()
+
+    def _ready(self) -> None:
+        """The derived state: each shape's replacement, built once, and the kept results (a
+        short text is its own key, a longer one its digest)."""
+        self._subs = [
+            (pattern, functools.partial(_replace, placeholder(kind)))
+            for kind, pattern in self._shapes
+        ]
+        self._done: OrderedDict[str | bytes, str] = OrderedDict()
         self._done_lock = threading.Lock()
 
     def __getstate__(self) -> dict[str, Any]:
@@ -152,13 +162,14 @@ class Redactor:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self._values = state["_values"]
         self._shapes = state["_shapes"]
-        self._done = OrderedDict()
-        self._done_lock = threading.Lock()
+        self._ready()
 
     def __call__(self, text: str) -> str:
-        if len(text) < _SHORT or len(text) > _CACHED_MAX:
+        if len(text) > _CACHED_MAX:
             return self._redact(text)
-        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        key: str | bytes = text
+        if len(text) >= _SHORT:
+            key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
         with self._done_lock:
             found = self._done.get(key)
             if found is not None:
@@ -175,8 +186,8 @@ class Redactor:
         for value in self._values:
             if value in text:
                 text = text.replace(value, placeholder("env"))
-        for kind, pattern in self._shapes:
-            text = pattern.sub(functools.partial(_replace, placeholder(kind)), text)
+        for pattern, replace in self._subs:
+            text = pattern.sub(replace, text)
         return text
 
     def findings(self, text: str) -> list[Finding]:

@@ -17,8 +17,16 @@ most landings replay onto a moved tip) with a counting ``git`` first on ``PATH``
 orchestrator's git is the one on its start-up ``PATH`` (host_tools.py), so the wrapper is the
 git every call uses. The timed runs do not use it.
 
+Seconds per node, flat or not (issue 29: within 1.3x from 40 to 320 nodes): runs of 40 and 320
+nodes (``--flat``) at ``--jobs 1`` (``--flat-jobs``), with full worktrees and with ``--sparse``;
+each prints the whole run's seconds per node at both sizes, and, within the large run, the
+seconds per node of its last 40 nodes against its nodes 2-41, from the time each node's
+``succeeded`` line reached stderr (start-up and wind-up in neither). Each node adds a file, so
+a full checkout grows with the run; the git floor's own 320 rounds show what that costs git.
+
 Prints figures and ratios measured in this run; asserts nothing about time.
-Run: ``.venv/bin/python benchmarks/per_node.py [--small 10] [--large 100]``.
+Run: ``.venv/bin/python benchmarks/per_node.py [--small 10] [--large 100] [--flat 40 320]
+[--skip-floor]`` (``--skip-floor``: the flatness runs only).
 """
 
 from __future__ import annotations
@@ -31,6 +39,7 @@ import resource
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -95,24 +104,91 @@ def write_inputs(root: Path, n: int, seed: int = 29) -> tuple[Path, Path]:
     return plan_path, script_path
 
 
-def run_cli(root: Path, n: int, jobs: int, env: dict[str, str]) -> tuple[float, float]:
-    """(CPU seconds incl. every waited-for child, wall seconds) of one scripted execute."""
+def run_cli(
+    root: Path,
+    n: int,
+    jobs: int,
+    env: dict[str, str],
+    finished: list[float] | None = None,
+    extra: tuple[str, ...] = (),
+) -> tuple[float, float]:
+    """(CPU seconds incl. every waited-for child, wall seconds) of one scripted execute.
+
+    ``finished`` gets the time (seconds from the start) of each node's ``succeeded`` line on
+    stderr, as the line arrives: the progress a node's landing prints."""
     root.mkdir(parents=True)
     repo = make_repo(root)
     plan, script = write_inputs(root, n)
     args = ["execute", str(plan), "--repo", str(repo), "--script", str(script)]
+    argv = [*CLI, *args, "--jobs", str(jobs), "--json", *extra]
     cpu, start = children_cpu(), time.perf_counter()
-    proc = subprocess.run(
-        [*CLI, *args, "--jobs", str(jobs), "--json"], capture_output=True, text=True, env=env
-    )
+    with subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    ) as proc:
+        assert proc.stdout is not None
+        assert proc.stderr is not None
+        out: list[str] = []
+        reader = threading.Thread(target=lambda: out.append(proc.stdout.read()))  # type: ignore[union-attr]
+        reader.start()
+        err: list[str] = []
+        for line in proc.stderr:
+            if finished is not None and line.startswith("n") and ": succeeded" in line:
+                finished.append(time.perf_counter() - start)
+            err.append(line)
+        reader.join()
+        returncode = proc.wait()
     wall, cpu = time.perf_counter() - start, children_cpu() - cpu
-    if proc.returncode != 0:
-        raise SystemExit(f"run of {n} nodes failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+    if returncode != 0:
+        tail = "".join(err)[-2000:]
+        raise SystemExit(f"run of {n} nodes failed:\n{''.join(out)[-2000:]}\n{tail}")
     return cpu, wall
 
 
-def git_floor(root: Path, n: int) -> tuple[float, float]:
-    """(CPU, wall) of ``n`` rounds of the git a node cannot do without, one after another."""
+def window_ratio(times: list[float], window: int) -> tuple[float, float]:
+    """Seconds per node over the first and the last ``window`` nodes of a run, each measured
+    between node finishes, so start-up and wind-up are in neither."""
+    return (times[window] - times[0]) / window, (times[-1] - times[-1 - window]) / window
+
+
+def flatness(root: Path, sizes: tuple[int, int], jobs: int, env: dict[str, str]) -> None:
+    """Seconds per node of a small and a large run, and the large run's last nodes against
+    its first: anything a node costs that grows with the run (a scan of every task, the
+    journal, the views, the checkout of a tree that grows by a file a node) shows as a ratio
+    above 1. Full worktrees and ``--sparse`` ones; and the git floor's own rounds."""
+    small, large = sizes
+    for label, extra in (("full checkout", ()), ("--sparse", ("--sparse",))):
+        done: dict[int, list[float]] = {small: [], large: []}
+        walls = {
+            n: run_cli(root / f"flat-{label[:6].strip('-')}-{n}", n, jobs, env, done[n], extra)[1]
+            for n in sizes
+        }
+        per = {n: walls[n] / n for n in sizes}
+        print(
+            f"seconds per node, {label}, --jobs {jobs}: {per[small] * 1000:.0f} ms ({small} "
+            f"nodes, {walls[small]:.1f} s), {per[large] * 1000:.0f} ms ({large} nodes, "
+            f"{walls[large]:.1f} s): {per[large] / per[small]:.2f}x"
+        )
+        if len(done[large]) != large:
+            print(f"  (saw {len(done[large])} of {large} nodes finish on stderr)")
+            continue
+        first, last = window_ratio(done[large], small)
+        print(
+            f"  within the {large}-node run: nodes 2-{small + 1} {first * 1000:.0f} ms each, "
+            f"the last {small} {last * 1000:.0f} ms each: {last / first:.2f}x"
+        )
+    rounds: list[float] = []
+    git_floor(root / f"flat-floor-{large}", large, rounds)
+    first, last = window_ratio(rounds, small)
+    print(
+        f"  the git floor's {large} rounds (a full checkout each): the first {small} "
+        f"{first * 1000:.0f} ms each, the last {small} {last * 1000:.0f} ms each: "
+        f"{last / first:.2f}x"
+    )
+
+
+def git_floor(root: Path, n: int, rounds: list[float] | None = None) -> tuple[float, float]:
+    """(CPU, wall) of ``n`` rounds of the git a node cannot do without, one after another;
+    ``rounds`` gets the time each round ended (seconds from the start)."""
     root.mkdir(parents=True)
     repo = make_repo(root)
     env = {**os.environ, **IDENT}
@@ -134,6 +210,8 @@ def git_floor(root: Path, n: int) -> tuple[float, float]:
         subprocess.run(
             ["git", "worktree", "remove", "--force", str(wt)], cwd=repo, check=True, env=env
         )
+        if rounds is not None:
+            rounds.append(time.perf_counter() - start)
     return children_cpu() - cpu, time.perf_counter() - start
 
 
@@ -147,6 +225,9 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--small", type=int, default=10)
     parser.add_argument("--large", type=int, default=100)
+    parser.add_argument("--flat", type=int, nargs=2, default=(40, 320), metavar=("N", "M"))
+    parser.add_argument("--flat-jobs", type=int, default=1)
+    parser.add_argument("--skip-floor", action="store_true", help="only the flatness runs")
     args = parser.parse_args()
     small, large = args.small, args.large
     extra = large - small
@@ -154,6 +235,10 @@ def main() -> int:
         root = Path(tmp)
         env = {**os.environ, "ANTI_SPRAWL_CACHE_DIR": str(root / "cache")}
         print(f"== per node: {small}- vs {large}-node scripted runs, no test command")
+        print(f"load average at the start {os.getloadavg()[0]:.1f}")
+        if args.skip_floor:
+            flatness(root, tuple(args.flat), args.flat_jobs, env)
+            return 0
         for jobs in (1, 4):
             # The floor right before each pair of runs: a shared machine's load moves.
             floor = [git_floor(root / f"floor-j{jobs}-{n}", n) for n in (small, large)]
@@ -177,6 +262,8 @@ def main() -> int:
         parts = ", ".join(f"{k} {v:.1f}" for k, v in sorted(per.items(), key=lambda kv: -kv[1]))
         print(f"git processes per node (10 vs 30 nodes, --jobs 4): {total:.1f} ({parts})")
         print(f"git processes per node of the floor: 5; load average now {os.getloadavg()[0]:.1f}")
+        flatness(root, tuple(args.flat), args.flat_jobs, env)
+        print(f"load average at the end {os.getloadavg()[0]:.1f}")
     return 0
 
 

@@ -140,3 +140,26 @@ def test_a_change_that_adds_a_secret_is_not_committed(tmp_path: Path) -> None:
     assert "aws-access-key in pkg/a.py" in shown
     assert SAMPLES["aws-access-key"] not in fx.git(repo, "log", "-p", "--all")
     assert sorted(fx.task_trailers(repo)) == ["b"]
+
+
+class _CountingRedactor(Redactor):
+    """The real redactor, counting its scans (a subclass, not a patch)."""
+
+    scans = 0
+
+    def _redact(self, text: str) -> str:
+        self.scans += 1
+        return super()._redact(text)
+
+
+def test_each_text_is_scanned_once_short_ones_too() -> None:
+    redactor = _CountingRedactor(["hunter2hunter2"])
+    # Short texts (a schema's "string", a short URL with a password, an env value) are kept
+    # under themselves, longer ones under their digest: every distinct text is scanned once.
+    texts = ["string", "x://u:pw@h", "hunter2hunter2", "a longer text, past the short cut"]
+    first = [redactor(t) for t in texts]
+    again = [redactor(t) for t in texts * 3]
+    assert redactor.scans == len(texts)
+    assert again == first * 3
+    assert first[:3] == ["string", "x://[REDACTED:url-password]@h", "[REDACTED:env]"]
+    assert first[3] == texts[3]

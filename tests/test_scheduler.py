@@ -25,6 +25,21 @@ def test_get_ready_follows_dependencies() -> None:
     assert s.get_ready() == ["d"]
 
 
+def test_get_ready_with_a_limit_hands_out_in_plan_order_as_nodes_become_ready() -> None:
+    # Plan order is not the dict order here: ready nodes come out by their plan position,
+    # the ones past the limit stay for the next call, and a resumed (marked) node is never
+    # handed out.
+    deps = {"a": [], "b": [], "c": ["a"], "d": [], "e": ["a"]}
+    s = DagScheduler(deps, order=["d", "e", "c", "b", "a"])
+    s.mark("b", "succeeded")
+    assert s.get_ready(limit=1) == ["d"]
+    assert s.get_ready(limit=5) == ["a"]
+    s.done("a", "succeeded")
+    assert s.get_ready(limit=1) == ["e"]
+    assert s.get_ready() == ["c"]
+    assert s.get_ready() == []
+
+
 def test_failure_skips_descendants_only() -> None:
     s = DagScheduler(DIAMOND)
     s.get_ready()

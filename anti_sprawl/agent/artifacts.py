@@ -1,6 +1,6 @@
 """Artifacts: full tool outputs and transcripts kept on disk, referenced as ``artifact://``.
 
-Tool outputs are written whole (temp file + rename); a transcript grows by one JSON line per
+Tool outputs are written whole (temp file + rename, no fsync: fs/files.py); a transcript grows by one JSON line per
 event (``append``), read back with ``read_json_lines``.
 
 ``Observer`` turns a tool's output into what the model sees (redacted, long output stored
@@ -59,14 +59,14 @@ class ArtifactStore:
                 self._counter[task] = _highest_number(self.root / task)
             n = self._counter[task] = self._counter[task] + 1
         name = f"{n:04d}-{_UNSAFE.sub('_', kind)}.txt"
-        atomic_write_text(self.root / task / name, text)
+        atomic_write_text(self.root / task / name, text, durable=False)
         return self.ref(task, name)
 
     def put(self, task_id: str, name: str, text: str) -> str:
         """Store (or overwrite) a named artifact, e.g. the transcript."""
         task = _UNSAFE.sub("_", task_id)
         safe = _UNSAFE.sub("_", name)
-        atomic_write_text(self.root / task / safe, text)
+        atomic_write_text(self.root / task / safe, text, durable=False)
         return self.ref(task, safe)
 
     def ref(self, task_id: str, name: str) -> str:

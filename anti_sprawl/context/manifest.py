@@ -174,7 +174,9 @@ def manifest_path(manifests: Path, task_id: str, n: int) -> Path:
 def save_manifest(manifests: Path, manifest: ContextManifest) -> Path:
     """Write ``manifest`` atomically to ``<manifests>/<task_id>/<n>.json``; returns the path."""
     path = manifest_path(manifests, manifest.task_id, manifest.n)
-    atomic_write_text(path, manifest.model_dump_json(indent=2) + "\n")
+    # No fsync (fs/files.py): two a node, and the journal, not a manifest, is what a resume
+    # reads; a power loss may lose the newest, which `inspect` then names.
+    atomic_write_text(path, manifest.model_dump_json(indent=2) + "\n", durable=False)
     return path
 
 

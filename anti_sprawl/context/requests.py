@@ -10,7 +10,8 @@ parts of call ``n`` (``n`` as in the call's manifest). Both names are flat under
 folder, so a Dask node's staged files come back with its other artifacts
 (run/remote_result.py keeps ``artifacts/<task>/<name>`` only); not under ``manifests/``,
 whose ``*.json`` are all manifests. Everything is redacted before it is hashed and written,
-like the manifests (run/node_work.py).
+like the manifests (run/node_work.py). Written without an fsync (fs/files.py): a power loss
+may lose the newest, and ``load_request`` then says it was not kept.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def _part(folder: Path, value: Any) -> str:
     sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
     path = folder / f"part-{sha}.json"
     if not path.exists():
-        atomic_write_text(path, text + "\n")
+        atomic_write_text(path, text + "\n", durable=False)
     return sha
 
 
@@ -56,7 +57,7 @@ def save_request(
         "messages": [_part(folder, m) for m in data.get("messages", [])],
     }
     path = request_path(artifacts, task_id, n)
-    atomic_write_text(path, json.dumps(index, indent=2) + "\n")
+    atomic_write_text(path, json.dumps(index, indent=2) + "\n", durable=False)
     return path
 
 

@@ -112,6 +112,7 @@ class _Attempt:
                 scopes.write,
                 deny=DEFAULT_DENY if scopes.deny is None else scopes.deny,
                 redact=self.env.redactor,
+                durable=False,  # the commit is the record; a crash discards the worktree
             ) as firewall,
         ):
             prepared = self._prepare(ws, scopes)

@@ -104,7 +104,8 @@ def store_files(
         ):
             continue
         path = roots[parts[0]] / folder / parts[2]
-        atomic_write_text(path, redactor(data.decode("utf-8", "replace")))
+        # Manifests and artifacts, as a local node writes them: no fsync (fs/files.py).
+        atomic_write_text(path, redactor(data.decode("utf-8", "replace")), durable=False)
         if parts[0] == manifests_dir:
             manifests.append(path)
         else:

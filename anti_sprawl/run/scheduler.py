@@ -40,6 +40,11 @@ class DagScheduler:
         self.skipped_because: dict[str, str] = {}
         self.abandoned: set[str] = set()  # still running when run_dag gave up waiting
         self._handed_out: set[str] = set()
+        # Nodes whose dependencies have all succeeded, by plan position: a finish pushes its
+        # newly ready dependents, so handing out nodes never scans the whole plan (a scan per
+        # finish made a run's scheduling grow with the square of its nodes).
+        self._ready = [(self._rank[t], t) for t, ds in self._waiting.items() if not ds]
+        heapq.heapify(self._ready)
 
     def mark(self, task: str, outcome: NodeVerdict) -> None:
         """Record an outcome known before running (e.g. from a resumed journal)."""
@@ -52,13 +57,12 @@ class DagScheduler:
 
         With ``limit``, at most that many (the rest stay pending for a later call).
         """
-        ready = [
-            t
-            for t in self._order
-            if self.status[t] == "pending" and not self._waiting[t] and t not in self._handed_out
-        ]
-        if limit is not None:
-            ready = ready[: max(0, limit)]
+        ready: list[str] = []
+        wanted = len(self._order) if limit is None else max(0, limit)
+        while self._ready and len(ready) < wanted:
+            _, t = heapq.heappop(self._ready)
+            if self.status[t] == "pending" and not self._waiting[t] and t not in self._handed_out:
+                ready.append(t)
         for t in ready:
             self._handed_out.add(t)
             self.status[t] = "running"
@@ -69,7 +73,11 @@ class DagScheduler:
         self.status[task] = outcome
         if outcome == "succeeded":
             for child in self._dependents[task]:
-                self._waiting[child].discard(task)
+                waiting = self._waiting[child]
+                if task in waiting:
+                    waiting.discard(task)
+                    if not waiting:
+                        heapq.heappush(self._ready, (self._rank[child], child))
             return []
         skipped: list[str] = []
         stack = list(self._dependents[task])
