@@ -124,3 +124,34 @@ def test_a_non_utf8_repository_path_is_one_line(tmp_path: Path) -> None:
     assert not (repo / ".anti-sprawl").exists()
     assert fx.checkout_fingerprint(repo) == before
     fx.git(repo, "fsck", "--strict")
+
+
+def test_a_repository_due_for_gc_gets_none_from_the_runs_commits(tmp_path: Path) -> None:
+    """A background ``git gc --auto`` (due once ~6,700 loose objects are written: a 3,000-node
+    run) locks files in the worktree admin dirs the run is deleting, and a node failed
+    ``storage`` for it (issue 22). The run's git commands never start one: here gc is due at
+    once (``gc.auto=1`` and two loose objects in ``objects/17``) and would run in the
+    foreground, yet every node lands and nothing is packed."""
+    repo = fx.make_repo(tmp_path)
+    env = {**os.environ, **GIT_ENV}
+    for key, value in (("gc.auto", "1"), ("gc.autoDetach", "false")):
+        subprocess.run(["git", "config", key, value], cwd=repo, check=True, env=env)
+    blobs, n = tmp_path / "blobs", 0
+    blobs.mkdir()
+    while len(list((repo / ".git" / "objects" / "17").glob("*"))) < 2:
+        paths = []
+        for _ in range(200):
+            n += 1
+            (blobs / str(n)).write_text(f"loose {n}\n")
+            paths.append(str(blobs / str(n)))
+        hashed = "\n".join(paths) + "\n"
+        cmd = ["git", "hash-object", "-w", "--stdin-paths"]
+        subprocess.run(cmd, cwd=repo, input=hashed, text=True, check=True, capture_output=True)
+    plan_path, script_path = fx.write_inputs(tmp_path, fx.plan(), fx.script())
+    done = _cli("execute", str(plan_path), "--repo", str(repo), "--script", str(script_path))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert sorted(fx.task_trailers(repo)) == ["a", "b", "c"]
+    counts = subprocess.run(
+        ["git", "count-objects", "-v"], cwd=repo, capture_output=True, text=True, check=True
+    ).stdout
+    assert "packs: 0" in counts.splitlines(), counts

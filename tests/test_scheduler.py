@@ -40,6 +40,26 @@ def test_get_ready_with_a_limit_hands_out_in_plan_order_as_nodes_become_ready() 
     assert s.get_ready() == []
 
 
+def test_nodes_released_out_of_order_are_handed_out_in_plan_order() -> None:
+    """A node becomes ready when its last dependency succeeds, whatever the order they finish
+    in; get_ready hands the ready ones out in plan order, up to the limit, each once, and never
+    one a failure skipped meanwhile."""
+    deps = {"p": [], "q": [], "late": ["q"], "early": ["p"], "gone": ["p", "q"], "x": ["q"]}
+    s = DagScheduler(deps, order=["early", "gone", "late", "p", "q", "x"])
+    assert s.get_ready() == ["p", "q"]
+    s.done("q", "succeeded")  # releases late and x
+    s.done("p", "succeeded")  # releases early and gone, which come first in the plan
+    assert s.get_ready(limit=3) == ["early", "gone", "late"]
+    assert s.get_ready(limit=0) == []
+    assert s.get_ready() == ["x"]
+    t = DagScheduler(deps)
+    t.get_ready()
+    t.done("q", "failed")  # late, gone and x are skipped before they could be handed out
+    t.done("p", "succeeded")
+    assert t.get_ready() == ["early"]
+    assert t.status["gone"] == "skipped"
+
+
 def test_failure_skips_descendants_only() -> None:
     s = DagScheduler(DIAMOND)
     s.get_ready()

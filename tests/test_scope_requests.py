@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import pty
 import select
 import subprocess
@@ -27,8 +28,17 @@ from typer.testing import CliRunner
 from anti_sprawl.cli.app import app
 from anti_sprawl.cli.scope_requests import ScopeRequestsChoice
 from anti_sprawl.fs.scope_grant import ScopeGrant, requested_path
+from anti_sprawl.plan.graph import Ordering, dependency_edges
+from anti_sprawl.plan.model import Plan
 from anti_sprawl.run.ablations import Ablations
-from anti_sprawl.run.scope_grants import SCOPE_REQUESTS, Neighbour, confirmed, granted_writes
+from anti_sprawl.run.scope_grants import (
+    SCOPE_REQUESTS,
+    Neighbour,
+    Neighbours,
+    confirmed,
+    granted_writes,
+    unordered_with,
+)
 
 from . import e2e_fixture as fx
 
@@ -392,6 +402,45 @@ def test_a_remote_workers_claimed_grants_are_judged_again_by_the_run() -> None:
     assert not judged[("write", "./pkg/u2.py")].granted  # not the canonical path it claims
     assert judged[("read", "README.md")].granted
     assert granted_writes(judged.values()) == kept_in_order(claims, kept)
+
+
+def test_a_jobs_neighbours_are_the_unordered_nodes_with_the_grants_known_when_it_was_built() -> (
+    None
+):
+    """``Neighbours`` (what a job carries, computed when a write request reads it) is what
+    ``unordered_with`` gives, with the grants recorded when the job was built, and a Dask job
+    pickles it as that tuple."""
+    plan = Plan.model_validate(
+        {
+            "plan_id": "p",
+            "requirement": "r",
+            "tasks": [
+                {"task_id": "a", "name": "a", "goal": "g", "write_scope": ["pkg/a.py"]},
+                {"task_id": "b", "name": "b", "goal": "g", "write_scope": ["pkg/b.py"]},
+                {
+                    "task_id": "c",
+                    "name": "c",
+                    "goal": "g",
+                    "dependencies": ["a"],
+                    "read_scope": ["docs/"],
+                    "write_scope": ["pkg/c.py"],
+                },
+            ],
+        }
+    )
+    grant = ScopeGrant(mode="write", path="pkg/util.py", granted=True, why="granted")
+    granted = {"b": [grant]}
+    ordering = Ordering(dependency_edges(plan))
+    lazy = Neighbours(plan, "c", granted, ordering)
+    granted["b"] = []  # recorded after the job was built: not this job's business
+    want = unordered_with(plan, "c", {"b": [grant]}, ordering)
+    assert [n.task_id for n in want] == ["b"]  # a is c's dependency
+    assert want[0].write == ("pkg/b.py", "pkg/util.py")
+    assert tuple(lazy) == want
+    assert len(lazy) == 1
+    assert lazy[0] == want[0]
+    assert pickle.loads(pickle.dumps(lazy)) == want
+    assert "task 'b' writes 'pkg/util.py'" in confirmed(lazy, [grant])[0].why
 
 
 def kept_in_order(claims: list[ScopeGrant], kept: list[str]) -> list[str]:

@@ -45,7 +45,7 @@ from .node_job import NodeEnv, NodeJob, NodeOutcome, NodePaths
 from .node_work import record_failure, run_node_job
 from .result import TaskResult, now, upstream_summary
 from .revised_plan import write_revised_plan
-from .scope_grants import GrantLedger, Neighbour, unordered_with
+from .scope_grants import GrantLedger, Neighbours
 from .settings import RunHooks, RunSettings
 from .span_attributes import attempt_ended, attempt_started
 
@@ -120,6 +120,11 @@ class NodeRunner:
             ask_scope=opts.hooks.ask_scope,
         )
         self._ordering: Ordering | None = None  # built once, for the first job that needs it
+        # task -> its recorded scope grants, kept as records are journaled (``_emit``): a job
+        # takes them without a pass over every task (issue 22: a cost that grew with the plan).
+        self._granted = {t: r.scope_grants for t, r in state.tasks.items() if r.scope_grants}
+        self._granted_lock = threading.Lock()  # node threads journal while others take a copy
+        self._nodes = {node.task_id: node for node in self.plan.tasks}
 
     def _charged(self, spent: Usage) -> None:
         """After every model call: the run's totals are on disk before the next one."""
@@ -157,6 +162,11 @@ class NodeRunner:
         for name in type(record).model_fields:
             setattr(record, name, getattr(clean, name))
         self.journal.update(record)
+        with self._granted_lock:
+            if record.scope_grants:
+                self._granted[record.task_id] = list(record.scope_grants)
+            else:
+                self._granted.pop(record.task_id, None)
         if self.opts.hooks.on_event:
             self.opts.hooks.on_event(record)
 
@@ -183,7 +193,7 @@ class NodeRunner:
         try:
             if self.opts.stop.is_set():
                 return "failed"  # handed out just before a stop: never started, stays pending
-            return self._attempts(self.plan.task(task_id))
+            return self._attempts(self._nodes[task_id])
         finally:
             with self._active_lock:
                 self._active -= 1
@@ -287,13 +297,13 @@ class NodeRunner:
             neighbours=self._neighbours(node.task_id),
         )
 
-    def _neighbours(self, task_id: str) -> tuple[Neighbour, ...]:
-        """The nodes unordered with ``task_id``, their scopes and grants recorded so far."""
+    def _neighbours(self, task_id: str) -> Neighbours:
+        """The nodes unordered with ``task_id``, their scopes and grants recorded so far
+        (computed only if a write request needs them: scope_grants.py)."""
         if self._ordering is None:
             self._ordering = Ordering(dependency_edges(self.plan))
-        tasks = self.journal.state.tasks
-        grants = {t: r.scope_grants for t, r in tasks.items() if r.scope_grants}
-        return unordered_with(self.plan, task_id, grants, self._ordering)
+        with self._granted_lock:
+            return Neighbours(self.plan, task_id, self._granted, self._ordering)
 
     def _foreign_transcripts(self, task_id: str) -> str:
         """The clean-slate ablation only: the polluted context a shared chat history would give

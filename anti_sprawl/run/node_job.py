@@ -26,7 +26,7 @@ A job never raises for a failure of its node: a ``RunError`` or a bug fails the 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -79,7 +79,7 @@ class NodeJob:
     first_call: int = 0  # calls of earlier attempts: manifest numbers go on from here
     # The nodes the DAG leaves unordered with this one, with their scopes and recorded grants:
     # what a write request is judged against wherever the job runs (run/scope_grants.py).
-    neighbours: tuple[Neighbour, ...] = ()
+    neighbours: Sequence[Neighbour] = ()  # scope_grants.Neighbours: computed when read
 
     @property
     def node(self) -> TaskNode:

@@ -13,7 +13,8 @@ absolute (docs/security.md P5); the plan grows under it, on the record. ``--scop
   (or on a Dask worker) ``ask`` is ``never``.
 
 The DAG is static, so the overlap check needs only the plan (``unordered_with``, computed
-where the job is built and sent with it, so it holds on a Dask worker too) plus the grants
+where the job is built and sent with it, so it holds on a Dask worker too; ``Neighbours``
+computes it only when a write request reads it) plus the grants
 of those nodes this process knows (``GrantLedger``: every local node shares one; a remote
 node knows its neighbours' grants recorded before it started). The central process
 re-checks a remote node's claimed writes against the same rules before it lands anything
@@ -27,9 +28,9 @@ from __future__ import annotations
 import os
 import stat
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal, overload
 
 import pathspec
 
@@ -47,6 +48,7 @@ __all__ = [
     "SCOPE_REQUESTS",
     "GrantLedger",
     "Neighbour",
+    "Neighbours",
     "ScopePolicy",
     "ScopeRequests",
     "confirmed",
@@ -92,6 +94,56 @@ def unordered_with(
             )
         )
     return tuple(out)
+
+
+class Neighbours(Sequence[Neighbour]):
+    """``unordered_with(plan, task_id, granted, ordering)``, computed when first read.
+
+    Every job carries its node's neighbours, but only a write request reads them, and they
+    cost a pass over the plan: in a plan of independent nodes each has all the others, so
+    building them for every job made a node cost more at node 3,000 than at node 3 (issue 22;
+    ``benchmarks/long_run.py``). ``granted`` is taken as the job is built (the grants recorded
+    so far); a pickled copy (a Dask job, run/dask_executor.py) is the computed tuple, so a
+    remote worker judges what the run's process would.
+    """
+
+    def __init__(
+        self,
+        plan: Plan,
+        task_id: str,
+        granted: Mapping[str, Sequence[ScopeGrant]],
+        ordering: Ordering,
+    ):
+        self._args = (plan, task_id, dict(granted), ordering)
+        self._items: tuple[Neighbour, ...] | None = None
+        self._lock = threading.Lock()
+
+    def _all(self) -> tuple[Neighbour, ...]:
+        with self._lock:
+            if self._items is None:
+                self._items = unordered_with(*self._args)
+            return self._items
+
+    @overload
+    def __getitem__(self, index: int) -> Neighbour: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Neighbour, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> Neighbour | tuple[Neighbour, ...]:
+        return self._all()[index]
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+    def __iter__(self) -> Iterator[Neighbour]:
+        return iter(self._all())
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return tuple, (self._all(),)
+
+    def __repr__(self) -> str:
+        return f"Neighbours({self._args[1]!r})"
 
 
 class GrantLedger:
@@ -149,7 +201,7 @@ class ScopePolicy:
         ask: Asker | None = None,
         limit: int = MAX_GRANTS,
     ):
-        self.mode, self.node, self.neighbours = mode, node, tuple(neighbours)
+        self.mode, self.node, self.neighbours = mode, node, neighbours  # read on a write request
         self.ws, self.firewall, self.ledger, self.ask, self.limit = ws, firewall, ledger, ask, limit
         self.log: list[ScopeGrant] = []
 
