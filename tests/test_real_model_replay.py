@@ -353,3 +353,31 @@ FINISH_NOTHING = openai_completion(
     tool_calls=[openai_tool_call("c1", "finish", json.dumps({"summary": "nothing"}))],
     finish_reason="tool_calls",
 )
+
+
+def test_the_recorded_files_under_bold_labels_are_written_and_their_wrong_test_fails(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """subtract_run9, attempt 3, after the retry note named the whole-file form: the model
+    wrote both files in prose under ``**File: calc.py**`` and ``**File: test_calc.py**``.
+    They are written (calc.py keeps add() and gains subtract()); its own test asserts
+    subtract(2, 3) == 5 without importing it, so the node fails its tests and nothing lands."""
+    repo, state = replay(tmp_path, server, "subtract_run9.json", slice(21, 23), then=[FINISH_ALL])
+    node = state["tasks"]["subtract"]
+    events = transcript(repo, state)
+    written = [c["arguments"]["path"] for e in events if e["event"] == "recovered"
+               for c in e["tool_calls"]]  # fmt: skip
+    assert written == ["calc.py", "test_calc.py"]
+    assert (node["status"], node["reason"]) == ("failed", "tests")
+    assert "NameError" in node["tests"]["tail"] or "assert" in node["tests"]["tail"]
+    assert fx_branch_commits(repo) == 0
+
+
+FINISH_ALL = openai_completion(
+    tool_calls=[
+        openai_tool_call(
+            "c2", "finish", json.dumps({"summary": "done", "files": ["calc.py", "test_calc.py"]})
+        )
+    ],
+    finish_reason="tool_calls",
+)
