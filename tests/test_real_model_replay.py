@@ -36,6 +36,18 @@ def recorded(name: str) -> dict[str, Any]:
     return data
 
 
+def recorded_repo(tmp_path: Path, run: dict[str, Any]) -> Path:
+    """The recorded run's repository, committed as ``main`` under ``tmp_path/calc``."""
+    repo = tmp_path / "calc"
+    repo.mkdir()
+    for rel, text in run["repo"].items():
+        (repo / rel).write_text(text)
+    env = {**os.environ, **GIT_ENV}
+    for argv in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "calc"]):
+        subprocess.run(["git", *argv], cwd=repo, env=env, check=True)
+    return repo
+
+
 def replay(
     tmp_path: Path,
     server: FakeLLMServer,
@@ -48,13 +60,7 @@ def replay(
     """``execute`` (``attempts`` attempts) of the recorded plan on the recorded repository,
     served the recorded responses ``calls`` and then the responses ``then``."""
     run = recorded(name)
-    repo = tmp_path / "calc"
-    repo.mkdir()
-    for rel, text in run["repo"].items():
-        (repo / rel).write_text(text)
-    env = {**os.environ, **GIT_ENV}
-    for argv in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "calc"]):
-        subprocess.run(["git", *argv], cwd=repo, env=env, check=True)
+    repo = recorded_repo(tmp_path, run)
     plan = tmp_path / "plan.yaml"
     tasks = [{**task, "max_attempts": attempts} for task in run["plan"]["tasks"]]
     plan.write_text(yaml.safe_dump({**run["plan"], "tasks": tasks}))
@@ -186,13 +192,7 @@ def test_the_recorded_planner_submission_written_as_text_is_planned(
     from anti_sprawl.providers import OpenAIProvider
 
     run = recorded("planner_run2.json")
-    repo = tmp_path / "calc"
-    repo.mkdir()
-    for rel, text in run["repo"].items():
-        (repo / rel).write_text(text)
-    env = {**os.environ, **GIT_ENV}
-    for argv in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "calc"]):
-        subprocess.run(["git", *argv], cwd=repo, env=env, check=True)
+    repo = recorded_repo(tmp_path, run)
     server.enqueue(run["calls"][0]["response"])
     provider = OpenAIProvider("-", base_url=server.url)
     result = plan_requirement(run["requirement"], repo, provider, lean=True)
@@ -220,13 +220,7 @@ def test_the_recorded_calls_one_per_line_are_read_and_the_broken_one_named(
     assert [p["name"] for p in parsed[:3]] == ["read_file", "read_file", "list_dir"]
     assert parsed[0]["arguments"] == {"path": "./calc.py"}
     assert parsed[3] is None
-    repo = tmp_path / "calc"
-    repo.mkdir()
-    for rel, body in run["repo"].items():
-        (repo / rel).write_text(body)
-    env = {**os.environ, **GIT_ENV}
-    for argv in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "calc"]):
-        subprocess.run(["git", *argv], cwd=repo, env=env, check=True)
+    repo = recorded_repo(tmp_path, run)
     for call in run["calls"]:
         server.enqueue(call["response"])
     provider = OpenAIProvider("-", base_url=server.url)
@@ -264,13 +258,7 @@ def _planned_from(tmp_path: Path, server: FakeLLMServer, name: str, calls: slice
     from anti_sprawl.providers import OpenAIProvider
 
     run = recorded(name)
-    repo = tmp_path / "calc"
-    repo.mkdir()
-    for rel, body in run["repo"].items():
-        (repo / rel).write_text(body)
-    env = {**os.environ, **GIT_ENV}
-    for argv in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "calc"]):
-        subprocess.run(["git", *argv], cwd=repo, env=env, check=True)
+    repo = recorded_repo(tmp_path, run)
     for call in run["calls"][calls]:
         server.enqueue(call["response"])
     provider = OpenAIProvider("-", base_url=server.url)

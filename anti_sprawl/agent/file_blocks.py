@@ -18,7 +18,7 @@ write. The first such block per path wins (models restate the file further down,
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 __all__ = ["has_unlabelled_code", "whole_file_blocks"]
 
@@ -41,6 +41,17 @@ def whole_file_blocks(text: str, may_write: Callable[[str], bool]) -> list[tuple
     the first block per path only; [] when there is none."""
     lines = text.splitlines()
     found: dict[str, str] = {}
+    for start, end, info in _blocks(lines):
+        path = _path_of(lines, start, info, may_write)
+        body = "\n".join(lines[start + 1 : end])
+        if path is not None and path not in found and body.strip():
+            found[path] = body + "\n"
+    return list(found.items())
+
+
+def _blocks(lines: list[str]) -> Iterator[tuple[int, int, str]]:
+    """``(opening line, closing line, info string)`` of each closed fenced block that starts
+    a line, in order; an unclosed fence ends the scan (the reply was cut or is not a file)."""
     i = 0
     while i < len(lines):
         opened = _OPEN.match(lines[i])
@@ -49,13 +60,9 @@ def whole_file_blocks(text: str, may_write: Callable[[str], bool]) -> list[tuple
             continue
         end = next((j for j in range(i + 1, len(lines)) if lines[j].rstrip() == _CLOSE), None)
         if end is None:
-            break  # an unclosed fence: the reply was cut or is not a file
-        path = _path_of(lines, i, opened.group(1), may_write)
-        body = "\n".join(lines[i + 1 : end])
-        if path is not None and path not in found and body.strip():
-            found[path] = body + "\n"
-        i = end + 1
-    return list(found.items())
+            return
+        yield i, end, opened.group(1)
+        i = end + 1  # past this block's closing fence, which opens nothing
 
 
 def _path_of(
@@ -81,17 +88,6 @@ def has_unlabelled_code(text: str) -> bool:
     """Whether ``text`` has a closed fenced block of code (not JSON) at the start of a line:
     what a model that meant to write a file sends without the line naming it (recorded: a
     whole new calc.py as a bare ```python block, subtract_run8.json)."""
-    lines = text.splitlines()
-    i = 0
-    while i < len(lines):
-        opened = _OPEN.match(lines[i])
-        if not opened:
-            i += 1
-            continue
-        end = next((j for j in range(i + 1, len(lines)) if lines[j].rstrip() == _CLOSE), None)
-        if end is None:
-            return False
-        if opened.group(1).lower() not in ("json", "tool_call"):
-            return True
-        i = end + 1  # past this block's closing fence, which opens nothing
-    return False
+    return any(
+        info.lower() not in ("json", "tool_call") for _, _, info in _blocks(text.splitlines())
+    )
