@@ -283,8 +283,8 @@ class _Session:
         """A reply that explains the plan and then writes it whole as one fenced JSON block
         (recorded from Qwen2.5-Coder-1.5B, tests/fixtures/real_model/planner_run5.json), or the
         whole submit_plan call so (planner_run7.json), is that submission: it is validated like
-        any other. Only one block with a task list
-        counts, and only once per reply (the same reply again is not a new submission)."""
+        any other. Only one block with a task list counts, and only once per reply (the same
+        reply again is not a new submission)."""
         plans = [
             plan
             for data in fenced_objects(text)
