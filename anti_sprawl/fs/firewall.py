@@ -152,7 +152,7 @@ class Firewall:
         A file whose line breaks are all CRLF is returned with ``\\n`` (``text_fidelity``).
         """
         try:
-            return self._redact(for_model(self._c.read(split_request(path, want_file=True))))
+            return self._served(path)
         except Refusal as refusal:
             raise self._refuse("read", path, refusal) from None
 
@@ -160,9 +160,13 @@ class Firewall:
         """The text of the file a write to ``path`` would replace; None when there is none
         or it cannot be read. Never a violation: the write that follows states any refusal."""
         try:
-            return self._redact(for_model(self._c.read(split_request(path, want_file=True))))
+            return self._served(path)
         except Refusal:
             return None
+
+    def _served(self, path: str) -> str:
+        """What ``read_text`` serves for ``path``; raises the ``Refusal`` unrecorded."""
+        return self._redact(for_model(self._c.read(split_request(path, want_file=True))))
 
     def text_of(self, path: str, data: bytes) -> str:
         """What ``read_text(path)`` serves when ``path`` is a regular, singly linked file
