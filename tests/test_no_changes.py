@@ -132,3 +132,63 @@ def test_a_finish_naming_files_outside_the_diff_is_refused(
     assert "your changes touch pkg/a.py" in refused["content"]
     a = json.loads(result.stdout)["tasks"]["a"]
     assert (a["attempts"], a["summary"]["summary"]) == (1, "Wrote pkg/a.py.")
+
+
+UTIL = (
+    "def helper() -> int:\n    '''Two.'''\n\n    return 2\n\n\ndef other() -> int:\n    return 3\n"
+)
+
+
+def util_plan(goal: str) -> dict[str, Any]:
+    node = fx.node("a", [], "pkg/util.py", "", goal=goal, read_scope=["pkg/util.py"])
+    return {**plan(), "tasks": [node]}
+
+
+def execute_on_util(
+    tmp_path: Path, server: FakeLLMServer, goal: str, rewrites: list[str]
+) -> tuple[Path, dict[str, Any]]:
+    """Each rewrite of pkg/util.py (which starts as UTIL) is one attempt: write, finish."""
+    for n, text in enumerate(rewrites):
+        server.enqueue(turn(2 * n, "write_file", {"path": "pkg/util.py", "content": text}))
+        server.enqueue(turn(2 * n + 1, "finish", {"summary": CLAIM, "files": ["pkg/util.py"]}))
+    repo = fx.make_repo(tmp_path, {**fx.FILES, "pkg/util.py": UTIL})
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(util_plan(goal)))
+    args = ["execute", str(path), "--repo", str(repo), "--json", "--provider", "openai"]
+    args += ["--base-url", server.url, "--model", "local-test"]
+    result = runner.invoke(app, args)
+    return repo, {"exit": result.exit_code, **json.loads(result.stdout)["tasks"]["a"]}
+
+
+def test_a_change_that_only_removes_text_fails_no_changes_and_the_retry_is_told(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """What the real model did in run 5 (tests/fixtures/real_model/subtract_run10.json): the
+    file rewritten with its docstring and a function gone, re-indented, under a claim."""
+    stripped = "def helper()->int:\n  return 2\ndef other() -> int: return 3"
+    added = UTIL + "\n\ndef subtract(a: int, b: int) -> int:\n    return a - b\n"
+    repo, a = execute_on_util(tmp_path, server, "Add subtract(a, b) to util.py", [stripped, added])
+    assert a["exit"] == 0
+    first, second = a["attempt_log"]
+    assert (first["outcome"], first["reason"]) == ("failed", "no_changes")
+    assert "only deleted text or changed whitespace" in first["note"]["message"]
+    retry = server.requests[2].body["messages"]
+    told = next(m["content"] for m in retry if m["role"] == "user")
+    assert "only deleted text or changed whitespace" in told
+    assert second["outcome"] == "succeeded"
+    assert fx.task_trailers(repo) == ["a"]
+
+
+def test_a_goal_that_asks_for_a_removal_may_only_remove(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    kept = "def helper() -> int:\n    '''Two.'''\n\n    return 2\n"
+    repo, a = execute_on_util(tmp_path, server, "Remove the unused other() from util.py", [kept])
+    assert (a["exit"], a["status"], a["attempts"]) == (0, "succeeded", 1)
+    assert fx.git(repo, "show", "anti-sprawl/demo:pkg/util.py") + "\n" == kept
+
+
+def test_a_reordering_is_a_change(tmp_path: Path, server: FakeLLMServer) -> None:
+    swapped = "def other() -> int:\n    return 3\n\n\ndef helper() -> int:\n    return 2\n"
+    _, a = execute_on_util(tmp_path, server, "Put other() first in util.py", [swapped])
+    assert (a["exit"], a["status"], a["attempts"]) == (0, "succeeded", 1)

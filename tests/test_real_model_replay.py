@@ -371,17 +371,16 @@ FINISH_ALL = openai_completion(
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap (issue 23): a diff that adds no line the files did not already hold "
-    "(only deletions and whitespace) still succeeds",
-)
 def test_the_recorded_change_that_adds_nothing_does_not_succeed(
     tmp_path: Path, server: FakeLLMServer
 ) -> None:
     """subtract_run10, attempt 3: calc.py rewritten as add() alone (its docstring, blank lines
     and final newline gone), test_calc.py as its old test reflowed, and a finish claiming
     "Added the subtract function and test". The old tests pass and the diff is not empty, so
-    the node succeeded in the real run: a false success that the empty-diff rule misses."""
-    _, state = replay(tmp_path, server, "subtract_run10.json", slice(7, 9), exit_code=0)
-    assert state["tasks"]["subtract"]["status"] == "failed"
+    the node succeeded in the real run. Now it fails ``no_changes`` with a note that says the
+    change only took text away, and nothing lands (git/substance.py)."""
+    repo, state = replay(tmp_path, server, "subtract_run10.json", slice(7, 9))
+    node = state["tasks"]["subtract"]
+    assert (node["status"], node["reason"]) == ("failed", "no_changes")
+    assert "only deleted text or changed whitespace" in node["message"]
+    assert fx_branch_commits(repo) == 0

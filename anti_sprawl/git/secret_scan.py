@@ -21,7 +21,7 @@ from ..redact import Finding, Redactor
 from .cmd import run_git
 from .workspace import ChangeFacts, Trailers, Workspace, compose_message
 
-__all__ = ["commit_secrets", "message_secret", "staged_secrets"]
+__all__ = ["commit_secrets", "message_secret", "parse_batch", "staged_secrets"]
 
 _NULL_SHA = "0" * 40  # stands for "no old blob" (any object format's null id reads as one)
 
@@ -58,10 +58,10 @@ def _read_blobs(git: Callable[[list[str], bytes], bytes], shas: list[str]) -> di
     if not wanted:
         return {}
     data = git(["cat-file", "--batch"], "".join(f"{s}\n" for s in wanted).encode())
-    return dict(_parse_batch(data))
+    return dict(parse_batch(data))
 
 
-def _parse_batch(data: bytes) -> Iterator[tuple[str, bytes]]:
+def parse_batch(data: bytes) -> Iterator[tuple[str, bytes]]:
     """``<sha> <type> <size>\\n<content>\\n`` records of ``git cat-file --batch``."""
     pos = 0
     while pos < len(data):

@@ -86,7 +86,8 @@ class TaskNode(BaseModel):
     expect_changes: bool = Field(
         default=True,
         description="False for a verify-only node that may legitimately change no file; "
-        "otherwise a node whose diff is empty fails (no_changes) and is retried.",
+        "otherwise a node whose diff is empty, or only deletes text or changes whitespace "
+        "while its goal asks for more than a removal, fails (no_changes) and is retried.",
     )
 
 

@@ -34,6 +34,7 @@ from ..fs.path_rules import Violation
 from ..git.audit import audit, changes
 from ..git.cmd import run_git
 from ..git.secret_scan import message_secret, staged_secrets
+from ..git.substance import goal_allows_removal, only_removes
 from ..git.workspace import ChangeFacts, Workspace, commit, stage
 from ..lifecycle import NodeVerdict
 from ..providers.base import ModelRequest, Usage
@@ -279,6 +280,17 @@ class _Attempt:
             reduce(record, result, ws, job.base, None, violations, None)
             record.fail("no_changes", no_changes_message(job.node.goal))
             return None
+        if (
+            result.status == "succeeded"
+            and job.node.expect_changes
+            and not goal_allows_removal(job.node.goal)
+            and only_removes(ws, checked.kept)
+        ):
+            # Text only taken away or re-spaced, under a goal that asks for more: a recorded
+            # real-model false success (git/substance.py).
+            reduce(record, result, ws, job.base, None, violations, None)
+            record.fail("no_changes", removal_only_message(job.node.goal))
+            return None
         final = tests() if tests and result.status == "succeeded" else None
         if result.status != "succeeded" or (final is not None and not final.passed):
             reduce(record, result, ws, job.base, None, violations, final)
@@ -345,6 +357,16 @@ def no_changes_message(goal: str) -> str:
         "you changed no file, so nothing was committed; the goal asks for: "
         f"{goal.strip()[:500]}. Make the change with write_file or edit_file inside your "
         "write scope, then call finish (a plan marks a verify-only node expect_changes: false)"
+    )
+
+
+def removal_only_message(goal: str) -> str:
+    """What a node whose change only deleted text or changed whitespace is told."""
+    return (
+        "your change only deleted text or changed whitespace in files that already existed; "
+        f"it adds nothing the goal asks for: {goal.strip()[:500]}. Keep the existing code and "
+        "add the new code with write_file (the whole file, old and new parts) or edit_file, "
+        "then call finish (a plan marks a verify-only node expect_changes: false)"
     )
 
 
