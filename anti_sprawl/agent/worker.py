@@ -47,6 +47,7 @@ from .dispatch import Ending, ToolOutcome
 from .file_blocks import has_unlabelled_code, whole_file_blocks
 from .handlers import read_handlers, tool_table, write_handlers
 from .loop import TRANSCRIPT, Loop, Transcript
+from .test_hints import import_hints
 from .tools import FinishArgs, RequestScopeArgs
 
 __all__ = [
@@ -366,7 +367,12 @@ class _Worker:
         limit = f"; {run.limit}" if run.limit else ""
         head = f"tests {verdict} (exit code {run.exit_code}{limit}): {' '.join(run.command)}"
         status = "ok" if run.passed else "failed"
-        return ToolOutcome(f"{head}\n{run.tail}", status=status, summary=head)
+        text = f"{head}\n{run.tail}"
+        if not run.passed:
+            firewall = self.ctx.firewall
+            hints = import_hints(run.tail, firewall.write_scope.entries, firewall.current_text)
+            text += "".join(f"\n{hint}" for hint in hints)
+        return ToolOutcome(text, status=status, summary=head)
 
     def _request_scope(self, args: Any) -> ToolOutcome:
         """One line per path: granted, or why not; the worker may then finish with what it has."""
