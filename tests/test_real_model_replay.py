@@ -384,3 +384,20 @@ def test_the_recorded_change_that_adds_nothing_does_not_succeed(
     assert (node["status"], node["reason"]) == ("failed", "no_changes")
     assert "only deleted text or changed whitespace" in node["message"]
     assert fx_branch_commits(repo) == 0
+
+
+def test_the_recorded_name_error_names_the_missing_import(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """subtract_run11, attempt 1: subtract() appended to calc.py and its test appended to
+    test_calc.py, which imports only add; run_tests fails with a NameError. The observation the
+    model reads next names the import that is missing (agent/test_hints.py)."""
+    repo, state = replay(tmp_path, server, "subtract_run11.json", slice(0, 3), then=[FINISH_ALL])
+    seen = server.requests[3].body["messages"][-1]
+    assert seen["role"] == "tool"
+    assert "NameError: name 'subtract' is not defined" in seen["content"]
+    assert "hint: subtract is defined in calc.py" in seen["content"]
+    assert "`from calc import subtract`" in seen["content"]
+    node = state["tasks"]["subtract"]
+    assert (node["status"], node["reason"]) == ("failed", "tests")
+    assert fx_branch_commits(repo) == 0
