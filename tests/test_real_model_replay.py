@@ -239,7 +239,7 @@ def test_the_recorded_same_reply_over_and_over_ends_the_attempt_stalled(
     _, state = replay(tmp_path, server, "stalled_run4.json", slice(0, 10))
     node = state["tasks"]["subtract"]
     assert (node["status"], node["reason"]) == ("failed", "stalled")
-    assert "the same reply 3 times in a row" in node["message"]
+    assert "the same reply 3 times without calling a tool in between" in node["message"]
     # two writes, a reply whose whole files are written, a near copy of it (one typo less:
     # written again), then that copy three times more
     assert len(server.requests) == 7
@@ -401,3 +401,13 @@ def test_the_recorded_name_error_names_the_missing_import(
     node = state["tasks"]["subtract"]
     assert (node["status"], node["reason"]) == ("failed", "tests")
     assert fx_branch_commits(repo) == 0
+
+
+def test_the_recorded_alternating_echo_stalls(tmp_path: Path, server: FakeLLMServer) -> None:
+    """subtract_run11, attempt 1, calls 5-10: after one prose answer the model echoed the source
+    tag of calc.py, then of test_calc.py, by turns, until its call cap. The third time the same
+    reply comes back with no tool call between, the attempt ends as stalled (call 9)."""
+    _, state = replay(tmp_path, server, "subtract_run11.json", slice(0, 10))
+    node = state["tasks"]["subtract"]
+    assert (node["status"], node["reason"]) == ("failed", "stalled")
+    assert len(server.requests) == 9

@@ -177,7 +177,7 @@ def test_the_same_reply_three_times_in_a_row_ends_the_attempt_stalled(
     turns = [same, same, read, same, same, same, FINISH]
     result, provider = run(root, firewall, turns, budget=20_000, max_tool_calls=5)
     assert (result.status, result.reason) == ("failed", "stalled")
-    assert "the same reply 3 times in a row" in result.message
+    assert "the same reply 3 times without calling a tool in between" in result.message
     assert len(provider.requests) == 6  # the read broke the first run of two
 
 

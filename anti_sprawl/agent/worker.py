@@ -16,6 +16,7 @@ sandboxed runner the orchestrator hands in. Caps:
 
 from __future__ import annotations
 
+import collections
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -75,9 +76,10 @@ WRITTEN_PROMPT = (
     "The files in your reply are already written, as shown. Call `run_tests` to check them, "
     "then call `finish` with a summary; do not send the files again."
 )
-# The same reply, without a tool call, this many times in a row ends the attempt as ``stalled``:
+# The same reply this many times, with no tool call between, ends the attempt as ``stalled``:
 # recorded from Qwen2.5-Coder-1.5B (tests/fixtures/real_model/stalled_run4.json), which wrote
-# one summary ten times over, each call a minute on a CPU, until its call cap.
+# one summary ten times over, each call a minute on a CPU, until its call cap; and alternating
+# between two echoed replies (subtract_run11.json, calls 5-10) until the cap.
 SAME_REPLY_LIMIT = 3
 CALL_SLACK = 2  # model calls beyond max_tool_calls: a text-only turn or two, and the last call
 
@@ -193,8 +195,8 @@ class _Worker:
         limits = ctx.limits
         self.tool_calls = 0
         self.truncated = 0
-        self._last_reply: str | None = None
-        self._same_replies = 0
+        # each text reply since the last tool call, and how often it was sent
+        self._replies: collections.Counter[str] = collections.Counter()
         self._written_replies: set[str] = set()
         self.tool_errors: list[str] = []
         self.tests: TestOutcome | None = None
@@ -278,13 +280,12 @@ class _Worker:
         if writes:
             return writes
         self.compactor.text_turn()
-        self._same_replies = self._same_replies + 1 if reply == self._last_reply else 1
-        self._last_reply = reply
-        if self._same_replies >= SAME_REPLY_LIMIT:
+        self._replies[reply] += 1
+        if self._replies[reply] >= SAME_REPLY_LIMIT:
             return Ending(
                 "stalled",
-                f"the model sent the same reply {self._same_replies} times in a row without "
-                "calling a tool",
+                f"the model sent the same reply {self._replies[reply]} times without calling a tool "
+                "in between",
             )
         if reply in self._written_replies:
             return WRITTEN_PROMPT
@@ -325,7 +326,7 @@ class _Worker:
         return cut_message(max_output_tokens)
 
     def before_tool(self, call: ToolCall) -> Ending | None:
-        self._last_reply, self._same_replies = None, 0  # a tool call breaks a run of replies
+        self._replies.clear()  # a tool call breaks a run of replies
         if self.tool_calls >= self.ctx.limits.max_tool_calls:
             return Ending(
                 "tool_calls", f"tool-call cap of {self.ctx.limits.max_tool_calls} reached"
