@@ -26,6 +26,7 @@ import http.client
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -291,14 +292,17 @@ def main() -> int:
         "with other work may read a 3.7k-token planner prompt at 4 tokens/s",
     )
     args = parser.parse_args()
+    # A plain `kill` runs the cleanup below too: the server is stopped, not left reading an
+    # abandoned prompt until its time limit.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     args.home.mkdir(parents=True, exist_ok=True)
     model = install(args.home)
     python = args.home / "venv" / "bin" / "python"
     proc, port = serve(python, model, args.minutes, args.home)
     recorder = Recorder(port, args.record) if args.record else None
     url = f"http://127.0.0.1:{recorder.port if recorder else port}/v1"
+    work = Path(tempfile.mkdtemp(prefix="real-model-"))
     try:
-        work = Path(tempfile.mkdtemp(prefix="real-model-"))
         repo = make_repo(work)
         plan = work / "plan.yaml"
         planned = False
@@ -318,11 +322,11 @@ def main() -> int:
             ["execute", str(plan), "--json"], url, repo, args.request_timeout
         )
         report(recorder, code, seconds, out)
-        shutil.rmtree(work, ignore_errors=True)
         return code
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def report(recorder: Recorder | None, code: int, seconds: float, out: str) -> None:
