@@ -46,6 +46,8 @@ SHAPES = {
     + "\n```\nThis writes the file.",
 }
 
+RECORDED_DOCSTRING_IN_TRIPLE_QUOTES = '```json\n{\n  "name": "write_file",\n  "arguments": {\n    "path": "calc.py",\n    "content": """A tiny calculator."""\\n\\n\\n\\ndef add(a, b):\\n    return a + b\\n""",\n    "append": true\n  }\n}\n```'
+
 
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_each_shape_becomes_one_call(shape: str) -> None:
@@ -60,6 +62,10 @@ def test_each_shape_becomes_one_call(shape: str) -> None:
         ('Sure: {"name": "write_file", "arguments": {}} and then tests', "mixed with other text"),
         ('{"name": "write_file", "arguments": {"path": ', "not valid JSON"),
         ('{"name": "make_coffee", "arguments": {}}', "make_coffee, which is not a tool here"),
+        # make real-model, 2026-12-03, call 3 verbatim: a docstring inside triple-quoted
+        # content leaves one '"""' over, which the repair used to retry until RecursionError
+        # failed the node as an internal error
+        (RECORDED_DOCSTRING_IN_TRIPLE_QUOTES, "not valid JSON"),
     ],
 )
 def test_what_is_not_a_call_is_left_as_text_and_said_why(text: str, problem: str | None) -> None:
