@@ -248,13 +248,11 @@ def test_the_shared_start_view_gives_every_node_the_prompt_its_own_firewall_give
     assert "\r" not in own.first_user_message
 
 
-def test_a_plan_of_many_nodes_parses_each_python_file_once(tmp_path: Path) -> None:
-    """Issue 29 item 3: validate --repo parses each module once for its reference warnings
-    and for every node's outline, references and imports (``outline.parsed``'s count)."""
-    from anti_sprawl.outline.parsed import parse_count
-
-    n = 30
-    stamp = tmp_path.name  # texts no earlier test parsed: the cache lives as long as the process
+def chain_plan(tmp_path: Path, n: int) -> tuple[Path, Path, dict[str, str]]:
+    """A repository of ``n`` modules and a plan whose node ``i`` writes module ``i`` and
+    reads ``shared/`` and module ``i - 1`` (texts no earlier test parsed: the parse cache
+    lives as long as the process)."""
+    stamp = tmp_path.name
     files = {"shared/base.py": f'"""{stamp}"""\n\n\ndef helper(x):\n    return x + 1\n'}
     for i in range(n):
         files[f"pkg/mod_{i}.py"] = (
@@ -273,12 +271,52 @@ def test_a_plan_of_many_nodes_parses_each_python_file_once(tmp_path: Path) -> No
         for i in range(n)
     ]
     plan_path, _ = fx.write_inputs(tmp_path, fx.plan(tasks=tasks), {"workers": {}})
+    return repo, plan_path, files
+
+
+def test_a_plan_of_many_nodes_parses_each_python_file_once(tmp_path: Path) -> None:
+    """Issue 29 item 3: validate --repo parses each module once for its reference warnings
+    and for every node's outline, references and imports (``outline.parsed``'s count)."""
+    from anti_sprawl.outline.parsed import parse_count
+
+    repo, plan_path, files = chain_plan(tmp_path, 30)
     before = parse_count()
     args = ["validate", str(plan_path), "--repo", str(repo), "--no-baseline"]
     result = runner.invoke(app, args)
     assert result.exit_code == 0, result.output
     assert "first prompts at" in result.output
     assert parse_count() - before == len(files)  # 31 modules for 30 nodes, each parsed once
+
+
+def test_a_large_plan_tables_the_nodes_nearest_their_budget_and_json_lists_all(
+    tmp_path: Path,
+) -> None:
+    """Past ``TABLE_ROWS`` nodes the first-prompt table shows every node that cannot start
+    and then the tightest, one line says how many more fit, and --json lists every node."""
+    from anti_sprawl.context.essentials import TABLE_ROWS
+
+    n = TABLE_ROWS + 5
+    repo, plan_path, _ = chain_plan(tmp_path, n)
+    data = yaml.safe_load(plan_path.read_text())
+    data["tasks"][7]["token_budget"] = 1_000  # cannot start
+    data["tasks"][9]["token_budget"] = 9_000  # fits, with the least room of those that do
+    plan_path.write_text(yaml.safe_dump(data))
+    args = ["validate", str(plan_path), "--repo", str(repo), "--no-baseline"]
+    result = runner.invoke(app, [*args], env={"COLUMNS": "120"})
+    assert result.exit_code == 1, result.output
+    rows = [line.split("│")[1].strip() for line in result.output.splitlines() if "│ t" in line]
+    assert len(rows) == TABLE_ROWS
+    assert rows == sorted(rows, key=lambda task: int(task[1:]))  # in plan order
+    assert {"t7", "t9"} <= set(rows)
+    assert f"the {TABLE_ROWS} of {n} nodes nearest their budget" in result.output
+    assert f"{n - TABLE_ROWS} more nodes fit, each with at least" in result.output
+    doc = json.loads(runner.invoke(app, [*args, "--json"]).stdout)
+    listed = {row["task_id"]: row for row in doc["first_prompts"]}
+    assert len(listed) == n
+    assert (listed["t7"]["fits"], listed["t9"]["fits"]) == (False, True)
+    assert listed["t7"]["smallest_budget"] > 1_000
+    assert listed["t9"]["token_budget"] == 9_000
+    assert sum(not row["fits"] for row in listed.values()) == 1
 
 
 def test_pieces_joined_across_an_unsafe_boundary_are_counted_exactly() -> None:

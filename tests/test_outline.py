@@ -248,3 +248,25 @@ def test_scan_python_reports_defined_names() -> None:
     assert {"Order", "size", "pay", "create_order"} <= set(facts.symbols)
     assert "orders.bus" in facts.imports
     assert scan_python("def broken(:\n", "x.py") is None
+
+
+@pytest.mark.parametrize("module", ["argparse", "asyncio.base_events", "dataclasses", "typing"])
+def test_signatures_read_as_ast_unparse_writes_them(module: str) -> None:
+    """The outline joins plain signatures itself (outline/python.py ``_params``, issue 29):
+    on every function of real standard-library modules it writes what ``ast.unparse`` of
+    the signature, long or secret-looking defaults elided, writes."""
+    import importlib
+
+    from anti_sprawl.outline import python as outline
+
+    source = Path(importlib.import_module(module).__file__ or "").read_text()
+    functions = [
+        n
+        for n in ast.walk(ast.parse(source))
+        if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+    ]
+    assert len(functions) > 50
+    for f in functions:
+        assert outline._params(f.args) == ast.unparse(outline._safe_defaults(f.args)), f.name
+        if f.returns is not None:
+            assert outline._unparse(f.returns) == ast.unparse(f.returns), f.name

@@ -173,7 +173,12 @@ def validate(
         fits = first_prompts(report.plan, repo, commit)
         report = add_problems(report, fits)
     if as_json:
-        print_json(report.model_dump(mode="json"))
+        document = report.model_dump(mode="json")
+        if fits:
+            from ..context.essentials import first_prompt_rows
+
+            document["first_prompts"] = first_prompt_rows(fits)
+        print_json(document)
     else:
         render_report(report, stdout(), source=str(plan_file))
         if fits:

@@ -37,10 +37,12 @@ from .manifest import FileChoice
 from .start_view import StartView
 
 __all__ = [
+    "TABLE_ROWS",
     "UPSTREAM_ALLOWANCE",
     "NodeFirstPrompt",
     "add_problems",
     "check_first_prompts",
+    "first_prompt_rows",
     "first_prompts",
     "render_first_prompts",
     "scope_snapshot",
@@ -223,13 +225,33 @@ def start_commit(repo: Path, base: str | None) -> str | None:
     return None
 
 
+# Rows the first-prompt table shows; beyond it, the nodes nearest their budget. A 1,000-row
+# table scrolled every problem off the screen and was a sixth of validate --repo's time (issue
+# 29, item 3); ``validate --repo --json`` lists every node (``first_prompt_rows``).
+TABLE_ROWS = 40
+
+
+def _headroom(f: NodeFirstPrompt) -> int:
+    return f.token_budget - (f.essentials + f.reserve)
+
+
 def render_first_prompts(fits: list[NodeFirstPrompt], console: Console, commit: str | None) -> None:
-    """Per node: the lean first call, its essentials plus reserve, and the cap."""
+    """Per node: the lean first call, its essentials plus reserve, and the cap; of a plan
+    with more than ``TABLE_ROWS`` nodes, every node that does not fit and then those with the
+    least headroom, in plan order, and one line for the rest."""
     where = f"at {commit[:12]}" if commit else "in the working directory"
+    shown = fits
+    keep: set[int] = set()
+    if len(fits) > TABLE_ROWS:
+        bad = [f for f in fits if not f.fits]
+        tightest = sorted((f for f in fits if f.fits), key=_headroom)
+        keep = {id(f) for f in [*bad, *tightest[: max(TABLE_ROWS - len(bad), 0)]]}
+        shown = [f for f in fits if id(f) in keep]
+        where += f": the {len(shown):,} of {len(fits):,} nodes nearest their budget"
     table = Table(title=f"first prompts {where}", title_justify="left")
     for column in ("task", "first call", "essentials + reserve", "token_budget", "fits"):
         table.add_column(column, justify="left" if column in ("task", "fits") else "right")
-    for f in fits:
+    for f in shown:
         verdict = "yes" if f.fits else f"no: needs {f.smallest_budget:,}"
         table.add_row(
             f.task_id,
@@ -240,6 +262,31 @@ def render_first_prompts(fits: list[NodeFirstPrompt], console: Console, commit: 
             style=None if f.fits else "red",
         )
     print_table(console, table, {"task"})
+    rest = [f for f in fits if id(f) not in keep] if keep else []
+    if rest:
+        least = min(map(_headroom, rest))
+        console.print(
+            f"{len(rest):,} more nodes fit, each with at least {least:,} tokens to spare "
+            "(--json lists every node)",
+            markup=False,
+            highlight=False,
+        )
+
+
+def first_prompt_rows(fits: list[NodeFirstPrompt]) -> list[dict[str, object]]:
+    """Every node's row of the first-prompt table, for ``validate --repo --json``."""
+    return [
+        {
+            "task_id": f.task_id,
+            "first_call": f.first_call,
+            "essentials": f.essentials,
+            "reserve": f.reserve,
+            "token_budget": f.token_budget,
+            "fits": f.fits,
+            "smallest_budget": f.smallest_budget,
+        }
+        for f in fits
+    ]
 
 
 def first_prompts(plan: Plan, repo: Path, commit: str | None) -> list[NodeFirstPrompt]:

@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 from .pyfacts import from_base
 
-__all__ = ["Binding", "ModuleRefs", "module_refs", "tree_refs"]
+__all__ = ["Binding", "ModuleRefs", "module_refs", "name_chain", "tree_refs"]
 
 _ANNOTATION_CHARS = 200  # a string annotation longer than this is not parsed
 _SELF = frozenset({"self", "cls"})
@@ -54,33 +54,121 @@ def module_refs(source: str, module_path: str) -> ModuleRefs | None:
 
 def tree_refs(tree: ast.Module, module_path: str) -> ModuleRefs:
     """``module_refs`` of a module already parsed (``outline.parsed``). The tree is walked
-    once (``_walk``, in ``ast.walk``'s order); every fact is read from that one list."""
+    once (``_walk``, in ``ast.walk``'s order) and every fact is read in one pass over that
+    list: five passes were a fifth of ``validate --repo`` at 1,000 nodes (issue 29, item 3)."""
     package = [p for p in module_path.split("/")[:-1] if p not in ("", ".")]
     refs = ModuleRefs({}, {}, {}, [], Counter(), {}, {})
     _top_level(tree.body, refs)
     nodes, parents = _walk(tree)
-    self_attrs = _self_attrs(nodes, parents)
-    for i, node in enumerate(nodes):
-        if isinstance(node, ast.Import | ast.ImportFrom):
-            _bind(node, package, refs)
-        elif isinstance(node, ast.ClassDef):
-            refs.bases.setdefault(node.name, [c for b in node.bases if (c := _chain(b))])
-            refs.self_uses.setdefault(node.name, set()).update(self_attrs.get(i, ()))
-    _uses(nodes, refs.uses)
-    for root in _string_annotations(nodes):
-        _uses(_walk(root)[0], refs.uses)
+    classes: dict[int, ast.ClassDef] = {}  # index in nodes -> class, in walk order
+    self_attrs: dict[int, set[str]] = {}
+    annotations: list[ast.AST] = []
+    _read_nodes(nodes, parents, package, refs, classes, self_attrs, annotations)
+    for i, node in classes.items():
+        refs.bases.setdefault(node.name, [c for b in node.bases if (c := name_chain(b))])
+        refs.self_uses.setdefault(node.name, set()).update(self_attrs.get(i, ()))
+    for root in annotations:
+        _read_nodes(_walk(root)[0], None, package, None, None, None, None, uses=refs.uses)
     return refs
+
+
+def _read_nodes(
+    nodes: list[ast.AST],
+    parents: list[int] | None,
+    package: list[str],
+    refs: ModuleRefs | None,
+    classes: dict[int, ast.ClassDef] | None,
+    self_attrs: dict[int, set[str]] | None,
+    annotations: list[ast.AST] | None,
+    *,
+    uses: Counter[tuple[str, ...]] | None = None,
+) -> None:
+    """One pass over walked ``nodes``: the maximal dotted chains of loaded names (into
+    ``refs.uses`` or ``uses``) and, with ``refs``, import bindings, classes, the attributes
+    read through ``self``/``cls`` below each class and the string annotations to parse. In
+    walk order an attribute comes before the expression it reads, so by the time a node is
+    reached, ``inner`` already says whether it is part of a longer chain."""
+    counts = refs.uses if refs is not None else uses
+    assert counts is not None
+    inner: set[int] = set()
+    for i, node in enumerate(nodes):
+        kind = type(node)
+        if kind is ast.Attribute:
+            assert isinstance(node, ast.Attribute)
+            inner.add(id(node.value))
+            if self_attrs is not None and parents is not None:
+                _self_attr(node, i, nodes, parents, self_attrs)
+            if id(node) not in inner:
+                chain = name_chain(node)
+                if chain and chain[0] not in _SELF:
+                    counts[chain] += 1
+        elif kind is ast.Name:
+            assert isinstance(node, ast.Name)
+            if id(node) not in inner and type(node.ctx) is ast.Load and node.id not in _SELF:
+                counts[(node.id,)] += 1
+        elif refs is not None and classes is not None:
+            _read_statement(node, i, package, refs, classes, annotations)
+
+
+def _self_attr(
+    node: ast.Attribute,
+    i: int,
+    nodes: list[ast.AST],
+    parents: list[int],
+    self_attrs: dict[int, set[str]],
+) -> None:
+    """``self.x``/``cls.x`` at ``nodes[i]``: ``x`` for every class enclosing it."""
+    value = node.value
+    if type(value) is not ast.Name or value.id not in _SELF:
+        return
+    up = parents[i]
+    while up >= 0:
+        if type(nodes[up]) is ast.ClassDef:
+            self_attrs.setdefault(up, set()).add(node.attr)
+        up = parents[up]
+
+
+def _read_statement(
+    node: ast.AST,
+    i: int,
+    package: list[str],
+    refs: ModuleRefs,
+    classes: dict[int, ast.ClassDef],
+    annotations: list[ast.AST] | None,
+) -> None:
+    """``_read_nodes`` of a node that is not a name: imports, classes, annotations."""
+    if isinstance(node, ast.Import | ast.ImportFrom):
+        _bind(node, package, refs)
+    elif isinstance(node, ast.ClassDef):
+        classes[i] = node
+    elif isinstance(node, ast.arg | ast.AnnAssign):
+        _string_annotation(node.annotation, annotations)
+    elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+        _string_annotation(node.returns, annotations)
+
+
+def _string_annotation(annotation: ast.AST | None, parsed: list[ast.AST] | None) -> None:
+    """A ``x: "Foo"``-style annotation, parsed into ``parsed`` (short ones only)."""
+    if parsed is None or type(annotation) is not ast.Constant:
+        return
+    value = annotation.value
+    if isinstance(value, str) and len(value) <= _ANNOTATION_CHARS:
+        with contextlib.suppress(SyntaxError, ValueError, RecursionError):
+            parsed.append(ast.parse(value.strip(), mode="eval"))
 
 
 def _walk(root: ast.AST) -> tuple[list[ast.AST], list[int]]:
     """Every node below ``root`` (itself first) in ``ast.walk``'s breadth-first order, and
-    the index of each one's parent (-1 for ``root``): ``ast.iter_child_nodes`` inlined."""
+    the index of each one's parent (-1 for ``root``): ``ast.iter_child_nodes`` inlined. A
+    name's load/store context is left out: a leaf shared by every name, it says nothing here."""
     nodes: list[ast.AST] = [root]
     parents = [-1]
     i = 0
     while i < len(nodes):
         node = nodes[i]
         for name in node._fields:
+            if name == "ctx":
+                continue
             value = getattr(node, name, None)
             if isinstance(value, ast.AST):
                 nodes.append(value)
@@ -154,7 +242,7 @@ def _bind(node: ast.Import | ast.ImportFrom, package: list[str], refs: ModuleRef
             refs.bindings[alias.asname or alias.name] = Binding(alias.name, "")
 
 
-def _chain(node: ast.expr) -> tuple[str, ...] | None:
+def name_chain(node: ast.expr) -> tuple[str, ...] | None:
     """``a.b.c`` -> ``("a", "b", "c")``; None for anything not rooted at a plain name."""
     parts: list[str] = []
     while isinstance(node, ast.Attribute):
@@ -163,51 +251,3 @@ def _chain(node: ast.expr) -> tuple[str, ...] | None:
     if not isinstance(node, ast.Name):
         return None
     return (node.id, *reversed(parts))
-
-
-def _self_attrs(nodes: list[ast.AST], parents: list[int]) -> dict[int, set[str]]:
-    """Per class (its index in ``nodes``), the attributes read through ``self``/``cls``
-    anywhere below it, nested classes and functions included."""
-    found: dict[int, set[str]] = {}
-    for i, sub in enumerate(nodes):
-        if (
-            isinstance(sub, ast.Attribute)
-            and isinstance(sub.value, ast.Name)
-            and sub.value.id in _SELF
-        ):
-            up = parents[i]
-            while up >= 0:
-                if isinstance(nodes[up], ast.ClassDef):
-                    found.setdefault(up, set()).add(sub.attr)
-                up = parents[up]
-    return found
-
-
-def _uses(nodes: list[ast.AST], uses: Counter[tuple[str, ...]]) -> None:
-    """Maximal dotted chains of loaded names among ``nodes`` (one tree, walked)."""
-    inner = {id(n.value) for n in nodes if isinstance(n, ast.Attribute)}
-    for node in nodes:
-        if id(node) in inner or not isinstance(node, ast.Attribute | ast.Name):
-            continue
-        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
-            continue
-        chain = _chain(node)
-        if chain and chain[0] not in _SELF:
-            uses[chain] += 1
-
-
-def _string_annotations(nodes: list[ast.AST]) -> list[ast.AST]:
-    """``x: "Foo"``-style annotations among ``nodes``, parsed (short ones only)."""
-    parsed: list[ast.AST] = []
-    for node in nodes:
-        annotation = None
-        if isinstance(node, ast.arg | ast.AnnAssign):
-            annotation = node.annotation
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            annotation = node.returns
-        if not (isinstance(annotation, ast.Constant) and isinstance(annotation.value, str)):
-            continue
-        if len(annotation.value) <= _ANNOTATION_CHARS:
-            with contextlib.suppress(SyntaxError, ValueError, RecursionError):
-                parsed.append(ast.parse(annotation.value.strip(), mode="eval"))
-    return parsed
