@@ -179,3 +179,48 @@ def test_a_resumed_node_is_judged_against_the_runs_baseline(tmp_path: Path, make
     assert a["status"] == "succeeded", a["message"]
     assert a["tests"]["known_failures"] == ["tests/test_old.py::test_broken"]
     assert again.exit_code == 0, again.output
+
+
+COLLECTION_FILES = {
+    "pkg/__init__.py": "",
+    "tests/test_ok.py": "def test_ok():\n    assert True\n",
+    # pytest cannot import it: the whole run is interrupted before any test runs
+    "tests/test_needs_db.py": "raise RuntimeError('no database here')\n",
+}
+
+
+def test_a_test_file_pytest_cannot_collect_refuses_the_run_unless_a_node_writes_it(
+    tmp_path: Path, make_repo: Any, server: FakeLLMServer
+) -> None:
+    repo = make_repo(COLLECTION_FILES)
+    model = ["--provider", "openai", "--base-url", f"{server.url}/v1", "--model", "m"]
+    plan_path = tmp_path / "plan.yaml"
+    plan_path.write_text(
+        yaml.safe_dump(plan_data(node("a", write_scope=["pkg/a.py"]), test_command=PYTEST))
+    )
+    result = runner.invoke(app, ["execute", str(plan_path), "--repo", str(repo), *model])
+    assert result.exit_code == 1, result.output
+    err = " ".join(result.stderr.split())
+    assert "cannot start: pytest cannot collect tests/test_needs_db.py, which no node writes" in err
+    assert "see " in err
+    assert "Traceback" not in result.output
+    assert server.requests == []  # not one token spent
+    assert _left_behind(repo) == ("", [])
+    # A node that writes the file may be there to fix it: a warning, not a refusal.
+    fixing = plan_data(node("a", write_scope=["tests/test_needs_db.py"]), test_command=PYTEST)
+    plan_path.write_text(yaml.safe_dump(fixing))
+    checked = runner.invoke(app, ["validate", str(plan_path), "--repo", str(repo)])
+    assert checked.exit_code == 0, checked.output
+    assert "warning: baseline:" in checked.stderr
+    assert "cannot start" not in checked.stderr
+
+
+def test_a_command_line_pytest_rejects_cannot_start(tmp_path: Path, make_repo: Any) -> None:
+    repo = make_repo(FAILING_FILES)
+    plan_path = tmp_path / "plan.yaml"
+    data = plan_data(node("a", write_scope=["pkg/a.py"]), test_command=f"{PYTEST} --no-such-flag")
+    plan_path.write_text(yaml.safe_dump(data))
+    checked = runner.invoke(app, ["validate", str(plan_path), "--repo", str(repo)])
+    assert checked.exit_code == 1, checked.output
+    err = " ".join(checked.stderr.split())
+    assert "cannot start: pytest rejected its command line (a usage error, exit code 4)" in err

@@ -7,7 +7,7 @@ guess which ``python`` a node runs.
 
 ``check_baselines`` runs each distinct test command once at the start commit, in a throwaway
 worktree and the run's own sandbox (after the plan's setup command, as a node would), and
-caches the outcome per command, setup, commit and ``PATH`` under ``.anti-sprawl/baseline/``:
+caches the outcome per command, setup, commit, ``PATH`` and write scopes under ``.anti-sprawl/baseline/``:
 it *passes*, *fails* with N failures (named; run/test_failures.py), or *cannot start* (with a
 hint: a src layout wants ``PYTHONPATH=src``, the project's venv is ``{checkout}/.venv``). A
 command that cannot start refuses the run before any model call (``TestsCannotStart``, exit
@@ -31,6 +31,7 @@ from pydantic import BaseModel, Field
 
 from ..errors import RunError
 from ..fs.files import atomic_write_text
+from ..fs.scopes import Scope
 from ..git.layout import StateLayout
 from ..git.workspace import Workspace
 from ..plan.model import Plan, command_argv
@@ -45,7 +46,7 @@ from ..sandbox.user_env import (
 )
 from .settings import RunSettings
 from .setup_step import run_setup
-from .test_failures import cannot_start, failing_tests, missing_module
+from .test_failures import cannot_start, collection_errors, failing_tests, missing_module
 
 __all__ = [
     "Baseline",
@@ -165,7 +166,11 @@ class TestsCannotStart(RunError):
 
 def _key(argv: list[str], plan: Plan, commit: str, env: Mapping[str, str]) -> str:
     setup = command_argv(plan.setup_command) or []
-    text = json.dumps([argv, setup, commit, env.get("PATH", ""), env.get("VIRTUAL_ENV", "")])
+    # the verdict reads the write scopes too (a module or a test file a node will write)
+    writes = sorted({entry for node in plan.tasks for entry in node.write_scope})
+    text = json.dumps(
+        [argv, setup, commit, env.get("PATH", ""), env.get("VIRTUAL_ENV", ""), writes]
+    )
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
@@ -213,6 +218,26 @@ def _projects_own(module: str, plan: Plan, checkout: Path) -> bool:
     path = "/".join(parts)
     written = [entry for node in plan.tasks for entry in node.write_scope]
     return any(entry.lstrip("/").startswith((f"{path}.py", f"{path}/")) for entry in written)
+
+
+def _about_program(reason: str) -> bool:
+    """Whether ``reason`` is about the program or its modules, what ``_hint`` advises on (a
+    usage error or a file pytest cannot collect is in the log, shown with the tail)."""
+    return not reason.startswith("pytest ")
+
+
+def _uncollectable(files: list[str], plan: Plan, worktree: Path) -> str | None:
+    """Why no node could pass: pytest cannot collect ``files`` and no node writes any of them
+    (a node that writes one may be there to fix it); None otherwise."""
+    if not files:
+        return None
+    prefix = str(worktree).rstrip("/") + "/"
+    relative = [f.removeprefix(prefix) for f in files]
+    writes = Scope([entry for node in plan.tasks for entry in node.write_scope])
+    if any(writes.matches(path) for path in relative):
+        return None
+    more = f" and {len(relative) - 1} more" if len(relative) > 1 else ""
+    return f"pytest cannot collect {relative[0]}{more}, which no node writes"
 
 
 def run_at(
@@ -277,6 +302,8 @@ def run_at(
     module = missing_module(full) if why and why.startswith("No module") else None
     if module and _projects_own(module, plan, checkout):
         why = None  # code the plan is to write (a test-first command): a plain failure
+    if why is None and res.exit_code != 0:
+        why = _uncollectable(collection_errors(res.exit_code, full), plan, ws.path)
     status: BaselineStatus = "passes" if res.exit_code == 0 else "cannot_start" if why else "fails"
     return Baseline(
         command=argv,
@@ -286,7 +313,9 @@ def run_at(
         failures=failing_tests(full) if status == "fails" else [],
         program=program.describe(),
         reason=why or "",
-        hint=_hint(argv, why, checkout, program) if why else "",
+        hint=(_hint(argv, why, checkout, program) if _about_program(why) else f"see {log}")
+        if why
+        else "",
         tail="\n".join(res.output.splitlines()[-20:]),
         log=str(log),
     )

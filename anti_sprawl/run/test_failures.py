@@ -8,7 +8,9 @@ the exit code alone decides, as before.
 
 A command *cannot start* when its program is not found (exit 126/127, bubblewrap's ``execvp``)
 or Python cannot import what it needs before any test runs (``No module named ...`` with no
-test counted): no write scope can fix that, so it is reported before any token is spent.
+test counted), or pytest rejects its command line: no write scope can fix that, so it is
+reported before any token is spent. Neither can one fix a test file or conftest that pytest
+cannot collect when no node writes it (``collection_errors``, judged in run/baseline.py).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from collections.abc import Collection
 __all__ = [
     "PYTEST_TESTS_FAILED",
     "cannot_start",
+    "collection_errors",
     "failing_tests",
     "missing_module",
     "only_known_failures",
@@ -31,6 +34,12 @@ _FAILED = re.compile(r"^(?:FAILED|ERROR) (\S.*?)(?: - .*)?$", re.MULTILINE)
 _COUNTED = re.compile(r"\b\d+ (?:passed|failed)\b")
 _PASSED = re.compile(r"\b(\d+) passed\b")
 _NO_MODULE = re.compile(r"No module named '?([A-Za-z0-9_.]+)'?")
+# pytest's own words: its usage error (exit 4), a test file or conftest it cannot import (exit
+# 2 when collection is interrupted, 4 for a conftest)
+PYTEST_INTERRUPTED, PYTEST_USAGE_ERROR = 2, 4
+_USAGE = re.compile(r"^(?:ERROR: usage: |\S+: error: (?:unrecognized arguments|argument ))", re.M)
+_COLLECTING = re.compile(r"^_+ ERROR collecting (\S.*?) _+$", re.M)
+_CONFTEST = re.compile(r"^ImportError while loading conftest '([^'\n]+)'", re.M)
 _NOT_FOUND = re.compile(r"execvp [^\n]*: No such file or directory|command not found")
 
 
@@ -60,7 +69,18 @@ def cannot_start(exit_code: int | None, output: str) -> str | None:
     module = missing_module(output)
     if module and not _COUNTED.search(output):
         return f"No module named '{module}'"
+    if exit_code == PYTEST_USAGE_ERROR and _USAGE.search(output):
+        return "pytest rejected its command line (a usage error, exit code 4)"
     return None
+
+
+def collection_errors(exit_code: int | None, output: str) -> list[str]:
+    """The files pytest could not import before running any test (``ERROR collecting
+    tests/x.py``, ``ImportError while loading conftest '...'``), as it names them; empty when
+    it ran tests or stopped for anything else."""
+    if exit_code not in (PYTEST_INTERRUPTED, PYTEST_USAGE_ERROR) or _COUNTED.search(output):
+        return []
+    return list(dict.fromkeys([*_CONFTEST.findall(output), *_COLLECTING.findall(output)]))
 
 
 def only_known_failures(exit_code: int | None, output: str, known: Collection[str]) -> bool:
