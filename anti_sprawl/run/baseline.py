@@ -7,10 +7,11 @@ guess which ``python`` a node runs.
 
 ``check_baselines`` runs each distinct test command once at the start commit, in a throwaway
 worktree and the run's own sandbox (after the plan's setup command, as a node would), and
-caches the outcome per command, setup, commit, ``PATH`` and write scopes under ``.anti-sprawl/baseline/``:
-it *passes*, *fails* with N failures (named; run/test_failures.py), or *cannot start* (with a
-hint: a src layout wants ``PYTHONPATH=src``, the project's venv is ``{checkout}/.venv``). A
-command that cannot start refuses the run before any model call (``TestsCannotStart``, exit
+caches the outcome per command, setup, commit, ``PATH`` and write scopes under
+``.anti-sprawl/baseline/``: it *passes*, *fails* with N failures (named;
+run/test_failures.py), or *cannot start* (with a hint: a src layout wants ``PYTHONPATH=src``,
+the project's venv is ``{checkout}/.venv``; a test file or conftest pytest cannot collect,
+which no node writes, is named with its log). A command that cannot start refuses the run before any model call (``TestsCannotStart``, exit
 1, one line per command); a failing one is a warning, and nodes are then judged only on the
 failures they introduce (``known_failures``, run/node_commands.py). Issue 24: attrs cost two
 paid attempts on a ``No module named 'attr'`` that this finds for free.
@@ -233,6 +234,8 @@ def _uncollectable(files: list[str], plan: Plan, worktree: Path) -> str | None:
         return None
     prefix = str(worktree).rstrip("/") + "/"
     relative = [f.removeprefix(prefix) for f in files]
+    if any(path.startswith("/") for path in relative):
+        return None  # a path outside the worktree: nothing says which file it is
     writes = Scope([entry for node in plan.tasks for entry in node.write_scope])
     if any(writes.matches(path) for path in relative):
         return None
