@@ -56,48 +56,74 @@ def tree_refs(tree: ast.Module, module_path: str) -> ModuleRefs:
     """``module_refs`` of a module already parsed (``outline.parsed``). The tree is walked
     once (``_walk``, in ``ast.walk``'s order) and every fact is read in one pass over that
     list: five passes were a fifth of ``validate --repo`` at 1,000 nodes (issue 29, item 3)."""
-    package = [p for p in module_path.split("/")[:-1] if p not in ("", ".")]
     refs = ModuleRefs({}, {}, {}, [], Counter(), {}, {})
     _top_level(tree.body, refs)
     nodes, parents = _walk(tree)
-    classes: dict[int, ast.ClassDef] = {}  # index in nodes -> class, in walk order
-    self_attrs: dict[int, set[str]] = {}
-    annotations: list[ast.AST] = []
-    _read_nodes(nodes, parents, package, refs, classes, self_attrs, annotations)
-    for i, node in classes.items():
+    module = _ModuleFacts(refs, [p for p in module_path.split("/")[:-1] if p not in ("", ".")])
+    _read_nodes(nodes, refs.uses, module, parents)
+    for i, node in module.classes.items():
         refs.bases.setdefault(node.name, [c for b in node.bases if (c := name_chain(b))])
-        refs.self_uses.setdefault(node.name, set()).update(self_attrs.get(i, ()))
-    for root in annotations:
-        _read_nodes(_walk(root)[0], None, package, None, None, None, None, uses=refs.uses)
+        refs.self_uses.setdefault(node.name, set()).update(module.self_attrs.get(i, ()))
+    for root in module.annotations:
+        _read_nodes(_walk(root)[0], refs.uses)
     return refs
+
+
+class _ModuleFacts:
+    """What one pass over a module's nodes gathers besides the names it uses: import
+    bindings (into ``refs``), its classes (by index in the walk), the attributes read through
+    ``self``/``cls`` below each class, and the string annotations to read next."""
+
+    def __init__(self, refs: ModuleRefs, package: list[str]):
+        self.refs = refs
+        self.package = package
+        self.classes: dict[int, ast.ClassDef] = {}
+        self.self_attrs: dict[int, set[str]] = {}
+        self.annotations: list[ast.AST] = []
+
+    def statement(self, node: ast.AST, i: int) -> None:
+        """A node that is not a name: an import, a class, an annotation."""
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            _bind(node, self.package, self.refs)
+        elif isinstance(node, ast.ClassDef):
+            self.classes[i] = node
+        elif isinstance(node, ast.arg | ast.AnnAssign):
+            _string_annotation(node.annotation, self.annotations)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            _string_annotation(node.returns, self.annotations)
+
+    def self_attr(
+        self, node: ast.Attribute, i: int, nodes: list[ast.AST], parents: list[int]
+    ) -> None:
+        """``self.x``/``cls.x`` at ``nodes[i]``: ``x`` for every class enclosing it."""
+        value = node.value
+        if type(value) is not ast.Name or value.id not in _SELF:
+            return
+        up = parents[i]
+        while up >= 0:
+            if type(nodes[up]) is ast.ClassDef:
+                self.self_attrs.setdefault(up, set()).add(node.attr)
+            up = parents[up]
 
 
 def _read_nodes(
     nodes: list[ast.AST],
-    parents: list[int] | None,
-    package: list[str],
-    refs: ModuleRefs | None,
-    classes: dict[int, ast.ClassDef] | None,
-    self_attrs: dict[int, set[str]] | None,
-    annotations: list[ast.AST] | None,
-    *,
-    uses: Counter[tuple[str, ...]] | None = None,
+    counts: Counter[tuple[str, ...]],
+    module: _ModuleFacts | None = None,
+    parents: list[int] | None = None,
 ) -> None:
-    """One pass over walked ``nodes``: the maximal dotted chains of loaded names (into
-    ``refs.uses`` or ``uses``) and, with ``refs``, import bindings, classes, the attributes
-    read through ``self``/``cls`` below each class and the string annotations to parse. In
-    walk order an attribute comes before the expression it reads, so by the time a node is
+    """One pass over walked ``nodes``: the maximal dotted chains of loaded names into
+    ``counts`` and, with ``module`` (and the walk's ``parents``), its other facts. In walk
+    order an attribute comes before the expression it reads, so by the time a node is
     reached, ``inner`` already says whether it is part of a longer chain."""
-    counts = refs.uses if refs is not None else uses
-    assert counts is not None
     inner: set[int] = set()
     for i, node in enumerate(nodes):
         kind = type(node)
         if kind is ast.Attribute:
             assert isinstance(node, ast.Attribute)
             inner.add(id(node.value))
-            if self_attrs is not None and parents is not None:
-                _self_attr(node, i, nodes, parents, self_attrs)
+            if module is not None and parents is not None:
+                module.self_attr(node, i, nodes, parents)
             if id(node) not in inner:
                 chain = name_chain(node)
                 if chain and chain[0] not in _SELF:
@@ -106,50 +132,13 @@ def _read_nodes(
             assert isinstance(node, ast.Name)
             if id(node) not in inner and type(node.ctx) is ast.Load and node.id not in _SELF:
                 counts[(node.id,)] += 1
-        elif refs is not None and classes is not None:
-            _read_statement(node, i, package, refs, classes, annotations)
+        elif module is not None:
+            module.statement(node, i)
 
 
-def _self_attr(
-    node: ast.Attribute,
-    i: int,
-    nodes: list[ast.AST],
-    parents: list[int],
-    self_attrs: dict[int, set[str]],
-) -> None:
-    """``self.x``/``cls.x`` at ``nodes[i]``: ``x`` for every class enclosing it."""
-    value = node.value
-    if type(value) is not ast.Name or value.id not in _SELF:
-        return
-    up = parents[i]
-    while up >= 0:
-        if type(nodes[up]) is ast.ClassDef:
-            self_attrs.setdefault(up, set()).add(node.attr)
-        up = parents[up]
-
-
-def _read_statement(
-    node: ast.AST,
-    i: int,
-    package: list[str],
-    refs: ModuleRefs,
-    classes: dict[int, ast.ClassDef],
-    annotations: list[ast.AST] | None,
-) -> None:
-    """``_read_nodes`` of a node that is not a name: imports, classes, annotations."""
-    if isinstance(node, ast.Import | ast.ImportFrom):
-        _bind(node, package, refs)
-    elif isinstance(node, ast.ClassDef):
-        classes[i] = node
-    elif isinstance(node, ast.arg | ast.AnnAssign):
-        _string_annotation(node.annotation, annotations)
-    elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-        _string_annotation(node.returns, annotations)
-
-
-def _string_annotation(annotation: ast.AST | None, parsed: list[ast.AST] | None) -> None:
+def _string_annotation(annotation: ast.AST | None, parsed: list[ast.AST]) -> None:
     """A ``x: "Foo"``-style annotation, parsed into ``parsed`` (short ones only)."""
-    if parsed is None or type(annotation) is not ast.Constant:
+    if type(annotation) is not ast.Constant:
         return
     value = annotation.value
     if isinstance(value, str) and len(value) <= _ANNOTATION_CHARS:
