@@ -253,3 +253,32 @@ def test_a_rewrite_that_drops_definitions_says_which(root: Path, firewall: Firew
     assert "note:" not in created  # a new file replaced nothing
     assert "note:" not in plain  # nothing defined before, nothing lost
     assert result.violations == []  # reading what a write replaces is no violation
+
+
+def test_a_write_that_changes_nothing_or_appends_a_restated_file_says_so(
+    root: Path, firewall: Firewall
+) -> None:
+    """make real-model 2026-12-03: a small model sent calc.py back as it was (call 13), and
+    appended a restated calc.py, add() and all, to itself (call 1)."""
+    calc = "def add(a, b):\n    return a + b\n"
+    (root / "app/calc.py").write_text(calc)
+    restated = calc + "\n\ndef sub(a, b):\n    return a - b\n"
+    turns = [
+        {"tool": "write_file", "args": {"path": "app/calc.py", "content": calc}},
+        {
+            "tool": "write_file",
+            "args": {"path": "app/calc.py", "content": restated, "append": True},
+        },
+        {
+            "tool": "write_file",
+            "args": {"path": "app/calc.py", "content": "X = 1\n", "append": True},
+        },
+        FINISH,
+    ]
+    result, provider = run(root, firewall, turns)
+    assert result.status == "succeeded", result.message
+    same, doubled, plain = observations(provider)
+    assert "\nnote: this is the file as it was: nothing changed\n" in same
+    assert "already defined `add`, and the appended text defines it again" in doubled
+    assert "`sub`" not in doubled  # new in the file: not a redefinition
+    assert "note:" not in plain

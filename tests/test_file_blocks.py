@@ -49,6 +49,44 @@ def test_anything_less_plain_stays_prose(text: str) -> None:
     assert whole_file_blocks(text, WRITABLE) == []
 
 
+# make real-model 2026-12-03, call 14 verbatim: no label line, each block's first line names
+# the file as a comment
+RECORDED_COMMENT_LABELS = (
+    '```\n# calc.py\n"""A tiny calculator."""\n\n\ndef subtract(a, b):\n    return a - b\n```\n\n'
+    "```\n# test_calc.py\nfrom calc import subtract\n\n\ndef test_subtract():\n"
+    "    assert subtract(2, 3) == -1\n```"
+)
+
+
+def test_a_first_line_comment_naming_a_writable_file_labels_its_block() -> None:
+    writable = Scope(["calc.py", "test_calc.py"]).matches
+    assert whole_file_blocks(RECORDED_COMMENT_LABELS, writable) == [
+        ("calc.py", '"""A tiny calculator."""\n\n\ndef subtract(a, b):\n    return a - b\n'),
+        (
+            "test_calc.py",
+            "from calc import subtract\n\n\ndef test_subtract():\n"
+            "    assert subtract(2, 3) == -1\n",
+        ),
+    ]
+    for block in ("```js\n// tests/app.js\nf()\n```", "```html\n<!-- tests/a.html -->\n<p>\n```"):
+        ((path, content),) = whole_file_blocks(block, WRITABLE)
+        assert path.startswith("tests/")
+        assert "tests/" not in content
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "```python\n# other.py\nx = 1\n```",  # not in the write scope
+        "```python\n# calc.py is the calculator\nx = 1\n```",  # a sentence, not a name
+        "```python\n# ../calc.py\nx = 1\n```",
+        "```python\nx = 1\n# calc.py\n```",  # not the first line
+    ],
+)
+def test_a_comment_that_is_not_only_a_writable_name_labels_nothing(text: str) -> None:
+    assert whole_file_blocks(text, WRITABLE) == []
+
+
 def test_the_first_block_per_file_wins_and_order_is_kept() -> None:
     text = (
         "### tests/test_calc.py\n```python\nfirst test\n```\n"

@@ -46,6 +46,8 @@ SHAPES = {
     + "\n```\nThis writes the file.",
 }
 
+# make real-model 2026-12-03 run 1, call 3 verbatim: a docstring inside triple-quoted content,
+# which the old repair retried until RecursionError failed the node as an internal error
 RECORDED_DOCSTRING_IN_TRIPLE_QUOTES = '```json\n{\n  "name": "write_file",\n  "arguments": {\n    "path": "calc.py",\n    "content": """A tiny calculator."""\\n\\n\\n\\ndef add(a, b):\\n    return a + b\\n""",\n    "append": true\n  }\n}\n```'
 
 
@@ -55,6 +57,50 @@ def test_each_shape_becomes_one_call(shape: str) -> None:
     assert (call.name, call.arguments, call.from_text) == ("write_file", WRITE, True)
 
 
+# make real-model 2026-12-03 run 2, verbatim: calls 1 and 17 (the second call of 17 forgot the
+# comma after its content)
+RECORDED_DOCSTRING_ON_ITS_OWN_LINES = '```json\n{\n  "name": "write_file",\n  "arguments": {\n    "path": "calc.py",\n    "content": """\nA tiny calculator."""\n\n\ndef add(a, b):\n    return a + b\n\ndef subtract(a, b):\n    return a - b\n    """\n    , \n    "append": true\n  }\n}\n```'
+RECORDED_COMMA_FORGOTTEN = '```json\n{\n  "name": "write_file",\n  "arguments": {\n    "path": "test_calc.py",\n    "content": """\\\nfrom calc import add, subtract\n\n\ndef test_subtract():\n    assert subtract(2, 3) == -1\n"""\n    "append": false\n  }\n}\n```'
+
+
+@pytest.mark.parametrize(
+    ("text", "arguments"),
+    [
+        (
+            RECORDED_DOCSTRING_IN_TRIPLE_QUOTES,
+            {
+                "path": "calc.py",
+                "content": '"""A tiny calculator."""\n\n\n\ndef add(a, b):\n    return a + b\n',
+                "append": True,
+            },
+        ),
+        (
+            RECORDED_DOCSTRING_ON_ITS_OWN_LINES,
+            {
+                "path": "calc.py",
+                "content": '"""\nA tiny calculator."""\n\n\ndef add(a, b):\n    return a + b\n\n'
+                "def subtract(a, b):\n    return a - b\n    ",
+                "append": True,
+            },
+        ),
+        (
+            RECORDED_COMMA_FORGOTTEN,
+            {
+                "path": "test_calc.py",
+                "content": "from calc import add, subtract\n\n\ndef test_subtract():\n"
+                "    assert subtract(2, 3) == -1\n",
+                "append": False,
+            },
+        ),
+    ],
+)
+def test_triple_quoted_content_keeps_its_docstrings(text: str, arguments: dict[str, Any]) -> None:
+    """The value ends at the triple quotes the JSON goes on after, not at a docstring's; a
+    docstring whose opening quotes were taken as the value's gets them back."""
+    (call,) = recover_text_calls(text, WORKER_TOOLS)
+    assert (call.name, call.arguments) == ("write_file", arguments)
+
+
 @pytest.mark.parametrize(
     ("text", "problem"),
     [
@@ -62,10 +108,11 @@ def test_each_shape_becomes_one_call(shape: str) -> None:
         ('Sure: {"name": "write_file", "arguments": {}} and then tests', "mixed with other text"),
         ('{"name": "write_file", "arguments": {"path": ', "not valid JSON"),
         ('{"name": "make_coffee", "arguments": {}}', "make_coffee, which is not a tool here"),
-        # make real-model, 2026-12-03, call 3 verbatim: a docstring inside triple-quoted
-        # content leaves one '"""' over, which the repair used to retry until RecursionError
-        # failed the node as an internal error
-        (RECORDED_DOCSTRING_IN_TRIPLE_QUOTES, "not valid JSON"),
+        # triple quotes that never close: nothing to repair, and no endless retry
+        (
+            '{"name": "write_file", "arguments": {"path": "a.py", "content": """x = 1}}',
+            "not valid JSON",
+        ),
     ],
 )
 def test_what_is_not_a_call_is_left_as_text_and_said_why(text: str, problem: str | None) -> None:

@@ -31,11 +31,17 @@ def refuse_placeholder(text: str) -> None:
 def write_file(fw: Firewall, args: WriteFileArgs) -> str:
     """Create, replace or extend one file."""
     refuse_placeholder(args.content)
-    before = None if args.append else fw.current_text(args.path)
+    before = fw.current_text(args.path)
     kept = fw.write_text(args.path, args.content, append=args.append)
     verb = "appended to" if args.append else "wrote"
     note = f"; {kept}" if kept else ""
     done = f"{verb} {args.path} ({len(args.content)} chars{note})"
+    if args.append:
+        return done + _redefined_note(before or "", args.content)
+    if before == args.content:
+        # a small model sent back the file as it was, as its "change" (make real-model
+        # 2026-12-03, call 13)
+        return done + "\nnote: this is the file as it was: nothing changed"
     gone = [n for n in _top_level_names(before or "") if n not in _top_level_names(args.content)]
     if gone:
         # a small model rewrote calc.py with only the function it added, dropping add()
@@ -46,6 +52,19 @@ def write_file(fw: Firewall, args: WriteFileArgs) -> str:
             "append: true or edit_file"
         )
     return done
+
+
+def _redefined_note(before: str, appended: str) -> str:
+    """A note when appended text defines again what the file already defines: a whole new
+    file sent with append: true (make real-model 2026-12-03, call 1: calc.py restated with
+    add() and appended to itself)."""
+    again = [n for n in _top_level_names(appended) if n in set(_top_level_names(before))]
+    if not again:
+        return ""
+    return (
+        f"\nnote: the file already defined {_names(again)}, and the appended text defines "
+        "it again; to replace the whole file, write it without append"
+    )
 
 
 # A definition at the start of a line: Python, JavaScript/TypeScript, Go, Rust, Ruby.

@@ -10,8 +10,8 @@ such blocks into ``write_file`` calls, marked ``from_text`` like the calls
 providers/text_calls.py recovers, and they go through the same firewall and the same caps.
 
 Only what is unambiguous counts: a fence that starts a line, whose label (the line just before
-it, less Markdown decoration, or the fence's own info string) is exactly a path the node may
-write. The first such block per path wins (models restate the file further down, indented, as
+it, less Markdown decoration, or the fence's own info string, or else a comment that is the
+block's first line, which is then not part of the file) is exactly a path the node may write. The first such block per path wins (models restate the file further down, indented, as
 "Updated calc.py"); a label that names anything else, or an empty block, is prose.
 """
 
@@ -28,6 +28,11 @@ _CLOSE = "```"
 # a trailing colon, and a leading "File:" (as in "**File: calc.py**").
 _DECORATION = re.compile(r"^[#>*\-+\s]*(?:\d+[.)]\s+)?(?:file(?:name)?\s*:\s*)?", re.I)
 _MAX_LABEL = 200
+# A comment that is only a file name, as the first line inside the block: "# calc.py",
+# "// src/app.js", "<!-- index.html -->", "/* style.css */".
+_COMMENT_LABEL = re.compile(
+    r"^\s*(?:#|//|--|;|/\*|<!--)\s*(?:file(?:name)?\s*:\s*)?([^\s*]+)\s*(?:\*/|-->)?\s*$", re.I
+)
 
 
 def _label(line: str) -> str:
@@ -43,7 +48,11 @@ def whole_file_blocks(text: str, may_write: Callable[[str], bool]) -> list[tuple
     found: dict[str, str] = {}
     for start, end, info in _blocks(lines):
         path = _path_of(lines, start, info, may_write)
-        body = "\n".join(lines[start + 1 : end])
+        first = start + 1
+        if path is None and first < end:
+            path = _commented_path(lines[first], may_write)
+            first += path is not None  # the comment names the file; it is not its content
+        body = "\n".join(lines[first:end])
         if path is not None and path not in found and body.strip():
             found[path] = body + "\n"
     return list(found.items())
@@ -77,6 +86,16 @@ def _path_of(
         if candidate and " " not in candidate and _safe(candidate) and may_write(candidate):
             return candidate
     return None
+
+
+def _commented_path(line: str, may_write: Callable[[str], bool]) -> str | None:
+    """The writable path a block's first line names as a comment and nothing else (recorded:
+    ```` ``` ```` then ``# calc.py`` then the file, make real-model 2026-12-03 calls 13-16)."""
+    named = _COMMENT_LABEL.match(line)
+    if named is None:
+        return None
+    path = named.group(1).removeprefix("./")
+    return path if _safe(path) and may_write(path) else None
 
 
 def _safe(path: str) -> bool:

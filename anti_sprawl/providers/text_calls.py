@@ -81,8 +81,48 @@ def _undouble_outer(body: str) -> str:
 
 
 # Python's triple-quoted strings inside the JSON, as Qwen2.5-Coder writes file contents:
-# ``"content": """def f():\n    ..."""`` (recorded in tests/fixtures/real_model/).
-_TRIPLE = re.compile(r'"""(.*?)"""', re.S)
+# ``"content": """def f():\n    ..."""`` (recorded in tests/fixtures/real_model/). A value
+# opens at ``: """`` and closes at the ``"""`` that the JSON goes on after: a comma, a closing
+# brace or bracket, or (the comma forgotten, recorded) the next key. A docstring inside the
+# content keeps its quotes.
+_TRIPLE_OPEN = re.compile(r':\s*"""')
+_TRIPLE_CLOSE = re.compile(r'"""(?=\s*(?:[,}\]]|"[^"\n]+"\s*:))')
+_NEXT_KEY = re.compile(r'\s*"')
+_JSON_ESCAPE = re.compile(r'\\(["\\/nrt])')
+_ESCAPED = {'"': '"', "\\": "\\", "/": "/", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def _untriple(text: str) -> str | None:
+    """``text`` with each triple-quoted value written as a JSON string; None when there is
+    none or one does not close."""
+    out: list[str] = []
+    pos = 0
+    while (opened := _TRIPLE_OPEN.search(text, pos)) is not None:
+        closed = _TRIPLE_CLOSE.search(text, opened.end())
+        if closed is None:
+            return None
+        out += [text[pos : opened.start()], ": ", json.dumps(_triple_body(text, opened, closed))]
+        pos = closed.end()
+        if _NEXT_KEY.match(text, pos):
+            out.append(",")  # '"""' then the next key on its own line: the comma forgotten
+    return "".join(out) + text[pos:] if out else None
+
+
+def _triple_body(text: str, opened: re.Match[str], closed: re.Match[str]) -> str:
+    """The content between a value's triple quotes, as the model meant it.
+
+    A backslash and a line break right after the opening quotes is Python's way to start
+    without that break. A body with no line break of its own but escaped ones was written
+    with JSON's escapes. An odd number of triple quotes inside means the opening quotes of a
+    docstring that starts the file were taken as the value's (recorded: the content of
+    RECORDED_DOCSTRING_IN_TRIPLE_QUOTES in tests/test_text_calls.py).
+    """
+    body = text[opened.end() : closed.start()].removeprefix("\\\n")
+    if "\n" not in body and "\\n" in body:
+        body = _JSON_ESCAPE.sub(lambda m: _ESCAPED[m.group(1)], body)
+    if body.count('"""') % 2:
+        body = '"""' + body
+    return body
 
 
 def _load(text: str) -> Any:
@@ -92,10 +132,9 @@ def _load(text: str) -> Any:
         if text.startswith("{{") and text.endswith("}}"):
             return _load(text[1:-1])
         if '"""' in text:
-            # '"""\' + newline opens a Python string without its first line break, as here
-            unquoted = _TRIPLE.sub(lambda m: json.dumps(m.group(1).removeprefix("\\\n")), text)
-            if unquoted != text:  # a lone '"""' left over changes nothing: stop (recorded,
-                return _load(unquoted)  # tests/test_text_calls.py, it recursed to the limit)
+            unquoted = _untriple(text)
+            if unquoted is not None and unquoted != text:
+                return _load(unquoted)
         if "{{" in text or "}}" in text:
             # every brace doubled, or only some of them (the opening one and the closing ones)
             undoubled = text.replace("{{", "{").replace("}}", "}")
