@@ -58,7 +58,8 @@ def _redefined_note(before: str, appended: str) -> str:
     """A note when appended text defines again what the file already defines: a whole new
     file sent with append: true (make real-model 2026-12-03, call 1: calc.py restated with
     add() and appended to itself)."""
-    again = [n for n in _top_level_names(appended) if n in set(_top_level_names(before))]
+    defined = set(_top_level_names(before))
+    again = [n for n in _top_level_names(appended) if n in defined]
     if not again:
         return ""
     return (

@@ -11,7 +11,8 @@ providers/text_calls.py recovers, and they go through the same firewall and the 
 
 Only what is unambiguous counts: a fence that starts a line, whose label (the line just before
 it, less Markdown decoration, or the fence's own info string, or else a comment that is the
-block's first line, which is then not part of the file) is exactly a path the node may write. The first such block per path wins (models restate the file further down, indented, as
+block's first line, which is then not part of the file) is exactly a path the node may write.
+The first such block per path wins (models restate the file further down, indented, as
 "Updated calc.py"); a label that names anything else, or an empty block, is prose.
 """
 
