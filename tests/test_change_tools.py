@@ -259,26 +259,59 @@ def test_a_write_that_changes_nothing_or_appends_a_restated_file_says_so(
     root: Path, firewall: Firewall
 ) -> None:
     """make real-model 2026-12-03: a small model sent calc.py back as it was (call 13), and
-    appended a restated calc.py, add() and all, to itself (call 1)."""
-    calc = "def add(a, b):\n    return a + b\n"
+    appended a restated calc.py, add() and all, to itself (calls 1 and 3). The restated file
+    is written whole (indentation and blank lines aside, it starts with the old file); an
+    append that only defines a name again is kept, with a note."""
+    calc = '"""Calc."""\n\n\ndef add(a, b):\n    return a + b\n'
     (root / "app/calc.py").write_text(calc)
-    restated = calc + "\n\ndef sub(a, b):\n    return a - b\n"
+    restated = '"""\nCalc."""\n\ndef add(a, b):\n  return a + b\n\ndef sub(a, b):\n  return a - b\n'
+    again = "\n\ndef add(a, b):\n    return b + a\n"
     turns = [
         {"tool": "write_file", "args": {"path": "app/calc.py", "content": calc}},
-        {
-            "tool": "write_file",
-            "args": {"path": "app/calc.py", "content": restated, "append": True},
-        },
-        {
-            "tool": "write_file",
-            "args": {"path": "app/calc.py", "content": "X = 1\n", "append": True},
-        },
+        {"tool": "write_file", "args": {"path": "app/calc.py", "content": restated, "append": True}},
+        {"tool": "write_file", "args": {"path": "app/calc.py", "content": again, "append": True}},
+        {"tool": "write_file", "args": {"path": "app/calc.py", "content": "X = 1\n", "append": True}},
+        {"tool": "write_file", "args": {"path": "app/a.py", "content": "A = 10\n", "append": True}},
+        FINISH,
+    ]  # fmt: skip
+    result, provider = run(root, firewall, turns)
+    assert result.status == "succeeded", result.message
+    same, whole, doubled, plain, longer = observations(provider)
+    assert "\nnote: this is the file as it was: nothing changed\n" in same
+    assert "wrote app/calc.py" in whole
+    assert "written as the new whole file" in whole
+    assert "already defined `add`, `sub`" not in doubled
+    assert "already defined `add`, and the appended text defines it again" in doubled
+    assert "note:" not in plain
+    assert (root / "app/calc.py").read_text() == restated + again + "X = 1\n"
+    assert "appended to app/a.py" in longer  # "A = 1" is not all of the line "A = 10"
+    assert (root / "app/a.py").read_text() == "A = 1\nA = 10\n"
+
+
+def test_a_whole_file_from_prose_that_only_adds_definitions_is_added_to_the_file(
+    root: Path, firewall: Firewall
+) -> None:
+    """make real-model 2026-12-03 run 4, call 16: ``# calc.py`` and a block with subtract()
+    alone, read as a write of calc.py that would drop add(). Read from prose, a file that keeps
+    none of the old definitions and only brings new ones is added after them; a tool call
+    (the model chose write_file) and a file that keeps one of them are written as sent."""
+    calc = "def add(a, b):\n    return a + b\n"
+    sub = "def sub(a, b):\n    return a - b\n"
+    for name in ("calc.py", "tool.py", "kept.py"):
+        (root / "app" / name).write_text(calc)
+    turns = [
+        {"text": f"```python\n# app/calc.py\n{sub}```"},
+        {"tool": "write_file", "args": {"path": "app/tool.py", "content": sub}},
+        {"text": f"app/kept.py\n```python\n{calc}\n\n{sub}```"},
         FINISH,
     ]
     result, provider = run(root, firewall, turns)
     assert result.status == "succeeded", result.message
-    same, doubled, plain = observations(provider)
-    assert "\nnote: this is the file as it was: nothing changed\n" in same
-    assert "already defined `add`, and the appended text defines it again" in doubled
-    assert "`sub`" not in doubled  # new in the file: not a redefinition
-    assert "note:" not in plain
+    added, replaced, rewritten = observations(provider)
+    assert "appended to app/calc.py" in added
+    assert "keeps none of the file's definitions (`add`)" in added
+    assert (root / "app/calc.py").read_text() == calc + sub
+    assert "no longer defines `add`" in replaced
+    assert (root / "app/tool.py").read_text() == sub
+    assert "wrote app/kept.py" in rewritten
+    assert (root / "app/kept.py").read_text() == f"{calc}\n\n{sub}"

@@ -74,6 +74,25 @@ def test_a_first_line_comment_naming_a_writable_file_labels_its_block() -> None:
         assert "tests/" not in content
 
 
+# make real-model 2026-12-03 run 4, call 9 verbatim: each block introduced by a sentence that
+# names its file in a code span and ends with a colon
+RECORDED_SENTENCE_LABELS = '<tools></tools>\n\nThe failure in your previous attempt was due to the fact that the code block containing the docstring was not properly formatted. The docstring should be on a separate line from the function definition.\n\nHere\'s the corrected `calc.py` file:\n\n```python\n"""A tiny calculator."""\nfrom typing import *\nfrom collections import *\n\ndef add(a, b):\n    return a + b\n```\n\nAnd here\'s the updated `test_calc.py` file:\n\n```python\nfrom calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n```\n\nNow, you should be able to run the tests with `run_tests` without any issues.'
+
+
+def test_a_sentence_naming_one_writable_file_and_ending_with_a_colon_labels_its_block() -> None:
+    writable = Scope(["calc.py", "test_calc.py"]).matches
+    blocks = whole_file_blocks(RECORDED_SENTENCE_LABELS, writable)
+    assert [path for path, _ in blocks] == ["calc.py", "test_calc.py"]
+    assert blocks[0][1].startswith('"""A tiny calculator."""\n')
+    assert blocks[1][1] == "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+    for prose in (
+        "Here's the updated `calc.py` and `test_calc.py`:\n```python\nx = 1\n```",  # two files
+        "Here's what `calc.py` does\n```python\nx = 1\n```",  # no colon: not an introduction
+        "Here's `other.py`:\n```python\nx = 1\n```",  # not writable
+    ):
+        assert whole_file_blocks(prose, writable) == []
+
+
 @pytest.mark.parametrize(
     "text",
     [

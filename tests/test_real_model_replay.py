@@ -21,6 +21,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from anti_sprawl.agent.worker import FAILING_FINISH_REFUSALS
 from anti_sprawl.cli.app import app
 
 from .conftest import GIT_ENV
@@ -73,6 +74,20 @@ def replay(
     return repo, json.loads(result.stdout)
 
 
+def insisting(body: dict[str, Any], *, sent: int = 0) -> list[dict[str, Any]]:
+    """``body`` (a finish) as often as it takes to be taken over failing tests, less the
+    ``sent`` copies the recording already holds: the model that will not fix its work
+    (agent/worker.py refuses it FAILING_FINISH_REFUSALS times, then takes it)."""
+    return [body] * (1 + FAILING_FINISH_REFUSALS - sent)
+
+
+def finishes_refused(repo: Path, state: dict[str, Any]) -> list[str]:
+    """What each finish refused over failing tests was answered."""
+    answers = [e["result"]["content"] for e in transcript(repo, state) if e["event"] == "tool"
+               and e["call"]["name"] == "finish"]  # fmt: skip
+    return [a for a in answers if "the whole test command ran" in a]
+
+
 def transcript(repo: Path, state: dict[str, Any]) -> list[dict[str, Any]]:
     path = repo / ".anti-sprawl" / "runs" / state["run_id"] / "artifacts" / "subtract"
     lines = (path / "transcript.jsonl").read_text().splitlines()
@@ -83,8 +98,16 @@ def test_text_calls_with_triple_quoted_strings_run_and_the_wrong_test_fails(
     tmp_path: Path, server: FakeLLMServer
 ) -> None:
     """The first attempt: seven responses, every call fenced JSON, file contents in Python's
-    triple quotes; the model drops add() and writes a test that asserts 2 - 3 == 5."""
-    repo, state = replay(tmp_path, server, "subtract_run1.json", slice(0, 7))
+    triple quotes; the model drops add() and writes a test that asserts 2 - 3 == 5. Its
+    finish is refused with the failure shown, and taken when the model insists."""
+    run = recorded("subtract_run1.json")
+    repo, state = replay(
+        tmp_path,
+        server,
+        "subtract_run1.json",
+        slice(0, 7),
+        then=insisting(run["calls"][6]["response"], sent=1),
+    )
     node = state["tasks"]["subtract"]
     assert (node["status"], node["reason"]) == ("failed", "tests")
     assert node["files_changed"] == []
@@ -94,7 +117,12 @@ def test_text_calls_with_triple_quoted_strings_run_and_the_wrong_test_fails(
     ]
     events = transcript(repo, state)
     ran = [e["call"]["name"] for e in events if e["event"] == "tool"]
-    assert ran == ["write_file", "delete_file", "write_file", "move_file", "write_file", "finish"]
+    assert ran == ["write_file", "delete_file", "write_file", "move_file", "write_file"] + [
+        "finish"
+    ] * (1 + FAILING_FINISH_REFUSALS)
+    refused = finishes_refused(repo, state)
+    assert len(refused) == FAILING_FINISH_REFUSALS
+    assert all("tests failed (exit code" in r for r in refused)
     assert all(e["call"]["from_text"] for e in events if e["event"] == "tool")
     assert fx_branch_commits(repo) == 0  # nothing landed
 
@@ -306,8 +334,12 @@ def test_the_recorded_calls_followed_by_commentary_run(
     ran = [e["call"]["name"] for e in events if e["event"] == "tool"]
     # before: write_file, then three nudges for "not valid JSON" among the ten calls
     assert ran == ["write_file", "run_tests", "finish", "request_scope", "write_file", "finish"]
-    assert (node["status"], node["reason"]) == ("failed", "tests")
-    assert "SyntaxError" in node["tests"]["tail"]  # its test file: `def test Subtract():`
+    # the last finish is refused with the failing run shown: its test file has
+    # `def test Subtract():`; that was the model's tenth call, its cap
+    (refused,) = finishes_refused(repo, state)
+    assert "tests failed" in refused
+    assert "SyntaxError" in refused
+    assert (node["status"], node["reason"]) == ("failed", "calls")
     assert fx_branch_commits(repo) == 0
 
 
@@ -351,7 +383,13 @@ def test_the_recorded_files_under_bold_labels_are_written_and_their_wrong_test_f
     wrote both files in prose under ``**File: calc.py**`` and ``**File: test_calc.py**``.
     They are written (calc.py keeps add() and gains subtract()); its own test asserts
     subtract(2, 3) == 5 without importing it, so the node fails its tests and nothing lands."""
-    repo, state = replay(tmp_path, server, "subtract_run9.json", slice(21, 23), then=[FINISH_ALL])
+    repo, state = replay(
+        tmp_path,
+        server,
+        "subtract_run9.json",
+        slice(21, 23),
+        then=insisting(FINISH_ALL),
+    )
     node = state["tasks"]["subtract"]
     events = transcript(repo, state)
     written = [c["arguments"]["path"] for e in events if e["event"] == "recovered"
@@ -393,7 +431,13 @@ def test_the_recorded_name_error_names_the_missing_import(
     """subtract_run11, attempt 1: subtract() appended to calc.py and its test appended to
     test_calc.py, which imports only add; run_tests fails with a NameError. The observation the
     model reads next names the import that is missing (agent/test_hints.py)."""
-    repo, state = replay(tmp_path, server, "subtract_run11.json", slice(0, 3), then=[FINISH_ALL])
+    repo, state = replay(
+        tmp_path,
+        server,
+        "subtract_run11.json",
+        slice(0, 3),
+        then=insisting(FINISH_ALL),
+    )
     seen = server.requests[3].body["messages"][-1]
     assert seen["role"] == "tool"
     assert "NameError: name 'subtract' is not defined" in seen["content"]

@@ -101,6 +101,32 @@ def test_triple_quoted_content_keeps_its_docstrings(text: str, arguments: dict[s
     assert (call.name, call.arguments) == ("write_file", arguments)
 
 
+# make real-model 2026-12-03 run 3, call 6: a whole test file in a JSON string escaped twice
+# (``\\\\n``), so one line of ``\\n``; then commentary in a fenced block
+RECORDED_ESCAPED_TWICE = '{"name": "write_file", "arguments": {"path": "test_calc.py", "content": "from calc import add\\\\n\\\\ndef test_add():\\\\n    assert add(2, 3) == 5\\\\n\\\\ndef test_subtract():\\\\n    assert subtract(2, 3) == -1\\\\n\\\\ndef test_subtract_neg():\\\\n    assert subtract(3, 2) == 1\\\\n\\\\ndef test_subtract_neg2():\\\\n    assert subtract(2, 2) == 0\\\\n\\\\ndef test_subtract_float():\\\\n    assert subtract(2.5, 1) == 1.5", "append": true}}\n```\nobj[\'summary\'] = f"Added the `subtract` function and a test in `test_calc.py` to `calc.py` and `test_calc.py`, and ran the tests to ensure they passed."\nobj[\'notes\'] = "Note: this replaced the whole file, and it no longer defines `add`; if that was not meant, write the file again with them, or add to a file with append: true or edit_file"\nobj[\'interfaces\'] = "None"\nobj[\'files\'] = ["calc.py", "test_calc.py"]\n```'
+# the same run, call 5: calc.py in triple quotes, three of its line breaks real, the rest ``\\n``
+RECORDED_MOSTLY_ESCAPED = '```json\n{\n  "name": "write_file",\n  "arguments": {\n    "path": "calc.py",\n    "content": """A tiny calculator.\\n\\ndef add(a, b):\\n    return a + b\\n\\ndef subtract(a, b):\\n    return a - b\\n\\nif __name__ == \'__main__\':\\n    import sys\\n    if len(sys.argv) != 3:\\n        print(\'Usage: python calc.py <operation> <operand1> <operand2>\')\n        sys.exit(1)\\n    operation = sys.argv[1]\\n    operand1 = float(sys.argv[2])\\n    operand2 = float(sys.argv[3])\\n    if operation == \'add\':\\n        print(f\'{add(operand1, operand2)}\')\n    elif operation == \'subtract\':\\n        print(f\'{subtract(operand1, operand2)}\')\\n    else:\\n        print(\'Unsupported operation\')\n    """\n  }\n}\n```'
+
+
+def test_content_written_with_escaped_line_breaks_gets_its_lines() -> None:
+    (call,) = recover_text_calls(RECORDED_ESCAPED_TWICE, WORKER_TOOLS)
+    assert call.name == "write_file"
+    assert call.arguments["append"] is True
+    content = call.arguments["content"]
+    assert content.startswith("from calc import add\n\ndef test_add():\n    assert add(2, 3)")
+    assert "\\n" not in content
+    assert content.count("\n") == 15
+    (call,) = recover_text_calls(RECORDED_MOSTLY_ESCAPED, WORKER_TOOLS)
+    lines = call.arguments["content"].splitlines()
+    assert lines[:3] == ["A tiny calculator.", "", "def add(a, b):"]
+    assert "        sys.exit(1)" in lines
+    assert "\\n" not in call.arguments["content"]
+    # one escape in a line of code is the code's own
+    one = '{"name": "write_file", "arguments": {"path": "a.py", "content": "print(\'a\\\\nb\')"}}'
+    (call,) = recover_text_calls(one, WORKER_TOOLS)
+    assert call.arguments["content"] == "print('a\\nb')"
+
+
 @pytest.mark.parametrize(
     ("text", "problem"),
     [

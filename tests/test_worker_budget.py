@@ -181,6 +181,28 @@ def test_the_same_reply_three_times_in_a_row_ends_the_attempt_stalled(
     assert len(provider.requests) == 6  # the read broke the first run of two
 
 
+def test_a_run_of_text_only_turns_keeps_only_the_latest_exchange(
+    root: Path, firewall: Firewall
+) -> None:
+    """A small model copies its own last reply (make real-model 2026-12-03, calls 6-9): each
+    request holds the latest text-only turn and our answer to it, not the whole run of them
+    (agent/loop.py); a tool call and its result stay."""
+    read = {"tool": "read_file", "args": {"path": "docs/a.md"}}
+    turns = [read, {"text": "sorry (1)"}, {"text": "sorry (2)"}, {"text": "sorry (3)"}, FINISH]
+    result, provider = run(root, firewall, turns, budget=20_000, max_tool_calls=5)
+    assert result.status == "succeeded", result.message
+    texts = [request_text(r) for r in provider.requests]
+    assert "sorry (1)" in texts[2]
+    assert "sorry (1)" not in texts[3]
+    assert "sorry (2)" in texts[3]
+    assert "sorry (2)" not in texts[4]
+    assert "sorry (3)" in texts[4]
+    last = provider.requests[-1].messages
+    # the brief, the read and its result, then one text turn and the nudge that answered it
+    assert [m.role for m in last] == ["user", "assistant", "tool_results", "assistant", "user"]
+    assert SECRET_LINE in texts[4]  # the read's result was not dropped with them
+
+
 def test_a_node_fails_only_when_the_essentials_do_not_fit(root: Path, firewall: Firewall) -> None:
     reads = [{"tool": "read_file", "args": {"path": f"docs/{n}.md"}} for n in "abcd"]
     result, provider = run(root, firewall, [reads, FINISH], budget=4_000)

@@ -28,15 +28,32 @@ def refuse_placeholder(text: str) -> None:
         )
 
 
-def write_file(fw: Firewall, args: WriteFileArgs) -> str:
-    """Create, replace or extend one file."""
+def write_file(fw: Firewall, args: WriteFileArgs, *, from_text: bool = False) -> str:
+    """Create, replace or extend one file.
+
+    ``from_text``: the call was read from a model's prose (providers/text_calls.py,
+    agent/file_blocks.py), whose whole-file write of only new definitions is an addition."""
     refuse_placeholder(args.content)
     before = fw.current_text(args.path)
-    kept = fw.write_text(args.path, args.content, append=args.append)
-    verb = "appended to" if args.append else "wrote"
+    restated = args.append and _restates(before or "", args.content)
+    added = from_text and not args.append and _only_adds(before or "", args.content)
+    append = (args.append and not restated) or added
+    kept = fw.write_text(args.path, args.content, append=append)
+    verb = "appended to" if append else "wrote"
     note = f"; {kept}" if kept else ""
     done = f"{verb} {args.path} ({len(args.content)} chars{note})"
-    if args.append:
+    if added:
+        return done + (
+            f"\nnote: the text keeps none of the file's definitions ({_names(_top_level_names(before or ''))}) "
+            "and only defines new ones, so it was added after them, not written over them; to "
+            "replace the whole file, delete it first"
+        )
+    if restated:
+        done += (
+            "\nnote: the text began with the whole file as it was, so it was written as the "
+            "new whole file, not added after the old one"
+        )
+    if append:
         return done + _redefined_note(before or "", args.content)
     if before == args.content:
         # a small model sent back the file as it was, as its "change" (make real-model
@@ -52,6 +69,30 @@ def write_file(fw: Firewall, args: WriteFileArgs) -> str:
             "append: true or edit_file"
         )
     return done
+
+
+def _restates(before: str, appended: str) -> bool:
+    """Whether ``appended`` starts with all of ``before`` (whitespace aside): a whole new file
+    sent with append: true (make real-model 2026-12-03, calls 1 and 3: calc.py restated, with
+    subtract() after add(), and appended to itself, which defined add() twice)."""
+    old = "".join(before.split())
+    if not old:
+        return False
+    seen = ""
+    for line in appended.splitlines():  # the old file must end where a line of the new ends
+        seen += "".join(line.split())
+        if len(seen) >= len(old):
+            return seen == old
+    return False
+
+
+def _only_adds(before: str, content: str) -> bool:
+    """Whether ``content`` defines only names ``before`` does not, and ``before`` defines
+    some: a small model's "whole file" that is just the function it added (recorded five
+    times from Qwen2.5-Coder-1.5B, e.g. tests/fixtures/real_model/subtract_run8.json and make
+    real-model 2026-12-03 run 4, call 16: ``# calc.py`` then subtract() alone, add() gone)."""
+    old, new = set(_top_level_names(before)), set(_top_level_names(content))
+    return bool(old) and bool(new) and not old & new
 
 
 def _redefined_note(before: str, appended: str) -> str:

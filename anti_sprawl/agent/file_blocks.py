@@ -10,8 +10,9 @@ such blocks into ``write_file`` calls, marked ``from_text`` like the calls
 providers/text_calls.py recovers, and they go through the same firewall and the same caps.
 
 Only what is unambiguous counts: a fence that starts a line, whose label (the line just before
-it, less Markdown decoration, or the fence's own info string, or else a comment that is the
-block's first line, which is then not part of the file) is exactly a path the node may write.
+it, less Markdown decoration, or the one code span of that line when it ends with a colon, or
+the fence's own info string, or else a comment that is the block's first line, which is then
+not part of the file) is exactly a path the node may write.
 The first such block per path wins (models restate the file further down, indented, as
 "Updated calc.py"); a label that names anything else, or an empty block, is prose.
 """
@@ -29,6 +30,9 @@ _CLOSE = "```"
 # a trailing colon, and a leading "File:" (as in "**File: calc.py**").
 _DECORATION = re.compile(r"^[#>*\-+\s]*(?:\d+[.)]\s+)?(?:file(?:name)?\s*:\s*)?", re.I)
 _MAX_LABEL = 200
+# A sentence that introduces the block and names one file in a code span, ending with a colon:
+# "Here's the corrected `calc.py` file:" (make real-model 2026-12-03 run 4, call 9).
+_CODE_SPAN = re.compile(r"`([^`\s]+)`")
 # A comment that is only a file name, as the first line inside the block: "# calc.py",
 # "// src/app.js", "<!-- index.html -->", "/* style.css */".
 _COMMENT_LABEL = re.compile(
@@ -83,6 +87,9 @@ def _path_of(
     before = next((lines[k] for k in range(fence - 1, -1, -1) if lines[k].strip()), "")
     if before and len(before) <= _MAX_LABEL:
         candidates.append(_label(before))
+        spans = _CODE_SPAN.findall(before)
+        if before.rstrip().endswith(":") and len(set(spans)) == 1:
+            candidates.append(spans[0].removeprefix("./"))
     for candidate in candidates:
         if candidate and " " not in candidate and _safe(candidate) and may_write(candidate):
             return candidate

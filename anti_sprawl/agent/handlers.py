@@ -7,7 +7,7 @@ answered by the loop's one dispatch, so the model sees the same refusal from eit
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..fs.firewall import Firewall
@@ -50,9 +50,12 @@ def read_handlers(fw: Firewall, max_chars: int = 6000) -> dict[str, Handler]:
     return {"read_file": read_file, "list_dir": list_dir, "grep": grep}
 
 
-def write_handlers(fw: Firewall) -> dict[str, Handler]:
+def write_handlers(
+    fw: Firewall, from_text: Callable[[], bool] = lambda: False
+) -> dict[str, Handler]:
     """``write_file``, ``edit_file``, ``delete_file`` and ``move_file`` in the write scope
-    (their logic: ``change_tools``)."""
+    (their logic: ``change_tools``); ``from_text`` tells whether the call being run was read
+    from the model's prose."""
 
     def outcome(done: str) -> ToolOutcome:
         return ToolOutcome(done, summary=done.splitlines()[0])
@@ -63,7 +66,9 @@ def write_handlers(fw: Firewall) -> dict[str, Handler]:
         return outcome(f"edited {args.path}" + (f" ({kept})" if kept else ""))
 
     return {
-        "write_file": lambda args: outcome(change_tools.write_file(fw, args)),
+        "write_file": lambda args: outcome(
+            change_tools.write_file(fw, args, from_text=from_text())
+        ),
         "edit_file": edit_file,
         "delete_file": lambda args: outcome(change_tools.delete_file(fw, args)),
         "move_file": lambda args: outcome(change_tools.move_file(fw, args)),

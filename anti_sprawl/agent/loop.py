@@ -200,8 +200,23 @@ class Loop:
             self.messages[-1] = AssistantMessage(text=response.text, tool_calls=follow)
             self.log({"event": "recovered", "tool_calls": [c.model_dump() for c in follow]})
             return self._tools(policy, follow)
+        self._drop_earlier_text_exchange()
         self.messages.append(UserMessage(content=follow))
         return None
+
+    def _drop_earlier_text_exchange(self) -> None:
+        """Before a reply to a text-only turn: the text-only turn before it and our reply to
+        that go, so a run of them leaves one exchange in the conversation, not a growing
+        script. A small model copies its own last reply (make real-model 2026-12-03, calls
+        6-9: one apology four times over, each request longer by the one before)."""
+        m = self.messages
+        if (
+            len(m) >= 4
+            and isinstance(m[-3], AssistantMessage)
+            and not m[-3].tool_calls
+            and isinstance(m[-2], UserMessage)
+        ):
+            del m[-3:-1]
 
     def _charge(self, fitted: Ticket, response: ModelResponse) -> tuple[Usage, str | None]:
         charged = self.budget.charge(fitted, response)
@@ -249,6 +264,7 @@ class Loop:
         if isinstance(told, Ending):
             return told
         self.log({"event": "cut", "message": told})
+        self._drop_earlier_text_exchange()
         self.messages.append(UserMessage(content=told))
         return None
 

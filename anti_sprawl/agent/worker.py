@@ -81,6 +81,13 @@ WRITTEN_PROMPT = (
 # one summary ten times over, each call a minute on a CPU, until its call cap; and alternating
 # between two echoed replies (subtract_run11.json, calls 5-10) until the cap.
 SAME_REPLY_LIMIT = 3
+# A finish while the node's tests fail is refused this many times per attempt, the failure
+# shown, before it is taken (and the attempt fails on the final run): recorded from
+# Qwen2.5-Coder-1.5B (make real-model 2026-12-03 run 3, attempt 1), which wrote subtract()
+# right and a test asserting subtract(2, 3) == 5, finished without running the tests, and lost
+# the attempt; a new attempt re-reads a 2.5k-token first prompt, two minutes on a CPU.
+FAILING_FINISH_REFUSALS = 2
+_CHANGING_TOOLS = frozenset({"write_file", "edit_file", "delete_file", "move_file"})
 CALL_SLACK = 2  # model calls beyond max_tool_calls: a text-only turn or two, and the last call
 
 
@@ -180,6 +187,9 @@ class WorkerContext:
     # ``request_scope``: the run's decision on each path (run/scope_grants.py), which also
     # widens the firewall for what it grants; None: scope requests are off (every one refused).
     request_scope: Callable[[RequestScopeArgs], list[ScopeGrant]] | None = None
+    # A finish while the whole test command fails is refused (FAILING_FINISH_REFUSALS times)
+    # with the failure shown. Off for a script: its next turn is fixed, a refusal changes nothing.
+    check_tests_at_finish: bool = True
 
 
 def run_worker(ctx: WorkerContext) -> WorkerResult:
@@ -200,9 +210,12 @@ class _Worker:
         self._written_replies: set[str] = set()
         self.tool_errors: list[str] = []
         self.tests: TestOutcome | None = None
+        self._checked: TestOutcome | None = None  # a whole run since the last change to files
+        self._failing_finishes = 0
+        self._from_text = False  # whether the call running now was read from prose
         handlers = {
             **read_handlers(ctx.firewall, limits.observation_chars),
-            **write_handlers(ctx.firewall),
+            **write_handlers(ctx.firewall, lambda: self._from_text),
             "run_tests": self._run_tests,
             "request_scope": self._request_scope,
             FINISH_TOOL: self._finish,
@@ -294,11 +307,35 @@ class _Worker:
             return (
                 "Your reply showed code in a fenced block, but the line before it does not name "
                 f"a file you may write ({scope}), so nothing was written. {WHOLE_FILE_HINT}"
+                f"{self._progress()}"
             )
         if response.text_call_problem:
             nudge = text_call_nudge(response.text_call_problem, self.loop.specs)
-            return f"{nudge} {WHOLE_FILE_HINT}"
-        return f"{CONTINUE_PROMPT} {WHOLE_FILE_HINT}"
+            return f"{nudge} {WHOLE_FILE_HINT}{self._progress()}"
+        return f"{CONTINUE_PROMPT} {WHOLE_FILE_HINT}{self._progress()}"
+
+    def _progress(self) -> str:
+        """Which write-scope files the worktree changes so far, and which it does not yet.
+
+        A small model told its finish named a file it had not changed explained the refusal
+        back to us four times instead of writing the file (make real-model 2026-12-03, calls
+        6-9); the state, said plainly after each text-only turn, is the next step. Entries
+        with a wildcard are not listed as unchanged (they name no one file)."""
+        if self.ctx.changed_files is None:
+            return ""
+        changed = sorted(set(self.ctx.changed_files()))
+        if not changed:
+            return "\n(you have changed no file yet)"
+        pending = [
+            entry
+            for entry in self.ctx.firewall.write_scope.entries
+            if not any(c in entry for c in "*?[")
+            and not any(
+                p == entry.rstrip("/") or p.startswith(entry.rstrip("/") + "/") for p in changed
+            )
+        ]
+        todo = f"; not changed yet: {', '.join(pending)}" if pending else ""
+        return f"\n(changed so far: {', '.join(changed)}{todo})"
 
     def _whole_files(self, reply: str) -> list[ToolCall]:
         """``write_file`` calls for the whole files a prose reply shows (agent/file_blocks.py),
@@ -327,6 +364,7 @@ class _Worker:
 
     def before_tool(self, call: ToolCall) -> Ending | None:
         self._replies.clear()  # a tool call breaks a run of replies
+        self._from_text = call.from_text
         if self.tool_calls >= self.ctx.limits.max_tool_calls:
             return Ending(
                 "tool_calls", f"tool-call cap of {self.ctx.limits.max_tool_calls} reached"
@@ -339,6 +377,8 @@ class _Worker:
             kept = self.loop.observer.kept.get(call.id)
             text = kept.text.removeprefix("error: ") if kept else "refused"
             self.tool_errors.append(f"{call.name}: {text}")
+        if call.name in _CHANGING_TOOLS and outcome is not None:
+            self._checked = None
         self.compactor.record(call, outcome)
         if self.ctx.on_tool:
             self.ctx.on_tool(call.name)
@@ -361,6 +401,11 @@ class _Worker:
             return ToolOutcome("this task has no test command", status="error")
         run = self.ctx.run_tests(args.args)
         self.tests = run
+        if not args.args:
+            self._checked = run
+        return self._tests_outcome(run)
+
+    def _tests_outcome(self, run: TestOutcome) -> ToolOutcome:
         verdict = "passed" if run.passed else ("timed out" if run.timed_out else "failed")
         if run.known_failures:
             count = len(run.known_failures)
@@ -400,8 +445,7 @@ class _Worker:
         Over an empty diff the finish is taken: the attempt then fails ``no_changes``
         (run/node_work.py), whose retry note says so, instead of a loop of refusals."""
         assert isinstance(args, FinishArgs)
-        # Asked of git only when the finish names files: nothing to check otherwise.
-        changed = set(self.ctx.changed_files()) if self.ctx.changed_files and args.files else set()
+        changed = set(self.ctx.changed_files()) if self.ctx.changed_files else set()
         if args.files and changed:
             claimed = [f for f in args.files if f.strip().removeprefix("./") not in changed]
             if claimed:
@@ -412,4 +456,29 @@ class _Worker:
                     status="error",
                     wrap=False,
                 )
+        # over an empty diff (or none known) the tests say nothing new: no_changes decides
+        failing = self._failing_tests() if changed else None
+        if failing is not None:
+            outcome = self._tests_outcome(failing)
+            return ToolOutcome(
+                "finish refused: the whole test command ran first, and it fails with your "
+                f"changes. Fix that, then call finish again.\n{outcome.text}",
+                status="failed",
+                summary=f"finish refused: {outcome.summary}",
+            )
         return ToolOutcome("finished", wrap=False, ending=Ending("finished", value=args))
+
+    def _failing_tests(self) -> TestOutcome | None:
+        """The node's whole test command on the worktree as it is, when no whole run since the
+        last change to a file passed and it fails now (refused ``FAILING_FINISH_REFUSALS``
+        times per attempt, then the finish is taken and the final run decides)."""
+        if self.ctx.run_tests is None or not self.ctx.check_tests_at_finish:
+            return None
+        if self._failing_finishes >= FAILING_FINISH_REFUSALS:
+            return None
+        if self._checked is None:
+            self._checked = self.tests = self.ctx.run_tests(())
+        if self._checked.passed:
+            return None
+        self._failing_finishes += 1
+        return self._checked

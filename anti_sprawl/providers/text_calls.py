@@ -117,12 +117,22 @@ def _triple_body(text: str, opened: re.Match[str], closed: re.Match[str]) -> str
     docstring that starts the file were taken as the value's (recorded: the content of
     RECORDED_DOCSTRING_IN_TRIPLE_QUOTES in tests/test_text_calls.py).
     """
-    body = text[opened.end() : closed.start()].removeprefix("\\\n")
-    if "\n" not in body and "\\n" in body:
-        body = _JSON_ESCAPE.sub(lambda m: _ESCAPED[m.group(1)], body)
+    body = _line_breaks_unescaped(text[opened.end() : closed.start()].removeprefix("\\\n"))
     if body.count('"""') % 2:
         body = '"""' + body
     return body
+
+
+def _line_breaks_unescaped(text: str) -> str:
+    """``text`` with JSON's escapes read, when it was written with escaped line breaks where
+    its lines end: more ``\\n`` than real line breaks, and at least two (recorded, make
+    real-model 2026-12-03 run 3: a whole test file as one line of ``\\n``, call 6, and a
+    calc.py with a real line break for three of its twenty, call 5). One escape on a line of
+    code (``print("a\\nb")``) is left as written."""
+    escaped = text.count("\\n")
+    if escaped < 2 or escaped <= text.count("\n"):
+        return text
+    return _JSON_ESCAPE.sub(lambda m: _ESCAPED[m.group(1)], text)
 
 
 def _load(text: str) -> Any:
@@ -158,12 +168,18 @@ def _call(data: Any, tools: Sequence[ToolSpec]) -> ToolCall | None:
             raw = _load(raw.strip() or "{}")
         if not isinstance(raw, dict):
             return None
-        return ToolCall(id=_new_id(), name=name, arguments=raw, from_text=True)
+        return ToolCall(id=_new_id(), name=name, arguments=_unescaped(raw), from_text=True)
     # No name: the arguments of the one tool whose required keys are exactly these.
     matches = [t for t in tools if _required(t) and _required(t) <= set(data) <= _allowed(t)]
     if len(matches) != 1:
         return None
-    return ToolCall(id=_new_id(), name=matches[0].name, arguments=data, from_text=True)
+    return ToolCall(id=_new_id(), name=matches[0].name, arguments=_unescaped(data), from_text=True)
+
+
+def _unescaped(arguments: dict[str, Any]) -> dict[str, Any]:
+    """The arguments with each text's escaped line breaks read (``_line_breaks_unescaped``):
+    a JSON string a model escaped twice (``"a\\\\nb"``) holds ``\\n``, not line breaks."""
+    return {k: _line_breaks_unescaped(v) if isinstance(v, str) else v for k, v in arguments.items()}
 
 
 def _required(tool: ToolSpec) -> set[str]:

@@ -38,6 +38,7 @@ from ..git.substance import goal_allows_removal, only_removes
 from ..git.workspace import ChangeFacts, Workspace, commit, stage
 from ..lifecycle import NodeVerdict
 from ..providers.base import ModelRequest, Usage
+from ..providers.scripted import ScriptedProvider
 from .ablations import NodeScopes
 from .commit_text import commit_text
 from .failure_note import with_failure_note
@@ -214,6 +215,7 @@ class _Attempt:
             attempt=job.attempt,
             changed_files=lambda: [change.path for change in changes(ws)],
             request_scope=self.scope,
+            check_tests_at_finish=env.provider.name != ScriptedProvider.name,  # also when wrapped
         )
         result = self.worker = run_worker(ctx)
         return result
