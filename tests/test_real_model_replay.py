@@ -456,3 +456,28 @@ def test_the_recorded_alternating_echo_stalls(tmp_path: Path, server: FakeLLMSer
     node = state["tasks"]["subtract"]
     assert (node["status"], node["reason"]) == ("failed", "stalled")
     assert len(server.requests) == 9
+
+
+def test_the_recorded_wrong_test_is_shown_to_the_model_before_its_finish_is_taken(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """subtract_run12, attempt 1: subtract() right, in both files (blocks labelled by a
+    first-line comment), with a test asserting subtract(2, 3) == 5, and a finish without
+    running the tests, which was taken and lost the attempt. Now the finish runs the tests
+    first and the model reads the failing assertion; a model that still insists finishes."""
+    run = recorded("subtract_run12.json")
+    repo, state = replay(
+        tmp_path,
+        server,
+        "subtract_run12.json",
+        slice(0, 4),
+        then=insisting(run["calls"][3]["response"], sent=1),
+    )
+    refused = finishes_refused(repo, state)
+    assert len(refused) == FAILING_FINISH_REFUSALS
+    assert "assert -1 == 5" in refused[0]
+    node = state["tasks"]["subtract"]
+    assert (node["status"], node["reason"]) == ("failed", "tests")
+    written = [c["arguments"]["path"] for e in transcript(repo, state) if e["event"] == "recovered"
+               for c in e["tool_calls"]]  # fmt: skip
+    assert written == ["calc.py", "test_calc.py"]

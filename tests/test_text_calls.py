@@ -127,6 +127,26 @@ def test_content_written_with_escaped_line_breaks_gets_its_lines() -> None:
     assert call.arguments["content"] == "print('a\\nb')"
 
 
+# make real-model 2026-12-03 run 3, call 18 verbatim: numbered steps, each call in an
+# indented ```json block
+RECORDED_STEPS_IN_PROSE = 'To replace the whole `test_calc.py` file with the new code, delete the existing file and create a new one with the updated content. Here’s how you can do it:\n\n1. **Delete the existing `test_calc.py` file**:\n   ```json\n   {"name": "delete_file", "arguments": {"path": "test_calc.py"}}\n   ```\n\n2. **Create a new `test_calc.py` file** with the updated content:\n   ```json\n   {"name": "write_file", "arguments": {"path": "test_calc.py", "content": "\\ndef test_add():\\n    assert add(2, 3) == 5\\n\\n\\ndef test_subtract():\\n    assert subtract(2, 3) == -1\\n", "append": false}}\n   ```\n\nThis will ensure that the `test_calc.py` file is completely replaced with the new code without the need for append.'
+
+
+def test_calls_written_as_steps_in_prose_are_the_calls() -> None:
+    calls = recover_text_calls(RECORDED_STEPS_IN_PROSE, WORKER_TOOLS)
+    assert [(c.name, c.arguments["path"]) for c in calls] == [
+        ("delete_file", "test_calc.py"),
+        ("write_file", "test_calc.py"),
+    ]
+    assert all(c.from_text for c in calls)
+    step = '{"name": "read_file", "arguments": {"path": "a.py"}}'
+    for prose in (
+        f"First:\n```json\n{step}\n```\nor else:\n```json\n{step}\n```",  # one tool twice
+        f"Read it:\n```json\n{step}\n```\nthen\n```python\nx = 1\n```",  # code besides
+    ):
+        assert recover_text_calls(prose, WORKER_TOOLS) == []
+
+
 @pytest.mark.parametrize(
     ("text", "problem"),
     [

@@ -203,7 +203,27 @@ def recover_text_calls(text: str, tools: Sequence[ToolSpec]) -> list[ToolCall]:
     if calls and all(call is not None for call in calls):
         return [call for call in calls if call is not None]
     leading = _leading_call(text, tools)
-    return [leading] if leading is not None else []
+    if leading is not None:
+        return [leading]
+    return _steps_in_prose(text, tools)
+
+
+# A fenced block in prose, indented as under a numbered list item.
+_INDENTED_BLOCK = re.compile(r"^[ \t]*```([a-zA-Z_]*)[ \t]*\n(.*?)\n[ \t]*```[ \t]*$", re.S | re.M)
+
+
+def _steps_in_prose(text: str, tools: Sequence[ToolSpec]) -> list[ToolCall]:
+    """The calls of a reply that explains its steps and writes each as a fenced JSON block
+    (recorded, make real-model 2026-12-03 run 3, calls 18-21: "1. **Delete the existing
+    `test_calc.py` file**:" then a ```json delete_file block, "2. ..." then a write_file
+    block): every fenced block a call of a known tool, each tool once. The same tool twice is
+    alternatives ("or like this"), not steps (tests/fixtures/real_model/planner_run7.json,
+    reply 2: one submit_plan block per fix), and a block of code makes it prose."""
+    calls = [_call(_load(body.strip()), tools) for _, body in _INDENTED_BLOCK.findall(text)]
+    named = [call.name for call in calls if call is not None]
+    if not calls or len(named) != len(calls) or len(set(named)) != len(named):
+        return []
+    return [call for call in calls if call is not None]
 
 
 def _leading_call(text: str, tools: Sequence[ToolSpec]) -> ToolCall | None:
