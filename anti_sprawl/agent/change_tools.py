@@ -43,10 +43,11 @@ def write_file(fw: Firewall, args: WriteFileArgs, *, from_text: bool = False) ->
     note = f"; {kept}" if kept else ""
     done = f"{verb} {args.path} ({len(args.content)} chars{note})"
     if added:
+        kept_names = _names(_top_level_names(before or ""))
         return done + (
-            f"\nnote: the text keeps none of the file's definitions ({_names(_top_level_names(before or ''))}) "
-            "and only defines new ones, so it was added after them, not written over them; to "
-            "replace the whole file, delete it first"
+            f"\nnote: the text keeps none of the file's definitions ({kept_names}) and only "
+            "defines new ones, so it was added after them, not written over them; to replace "
+            "the whole file, delete it first"
         )
     if restated:
         done += (

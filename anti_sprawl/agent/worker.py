@@ -445,7 +445,10 @@ class _Worker:
         Over an empty diff the finish is taken: the attempt then fails ``no_changes``
         (run/node_work.py), whose retry note says so, instead of a loop of refusals."""
         assert isinstance(args, FinishArgs)
-        changed = set(self.ctx.changed_files()) if self.ctx.changed_files else set()
+        # asked of git only when something reads it: a claim to check, or the tests to run
+        gated = self.ctx.check_tests_at_finish and self.ctx.run_tests is not None
+        wanted = self.ctx.changed_files is not None and (bool(args.files) or gated)
+        changed = set(self.ctx.changed_files()) if self.ctx.changed_files and wanted else set()
         if args.files and changed:
             claimed = [f for f in args.files if f.strip().removeprefix("./") not in changed]
             if claimed:
