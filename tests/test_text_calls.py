@@ -147,6 +147,21 @@ def test_calls_written_as_steps_in_prose_are_the_calls() -> None:
         assert recover_text_calls(prose, WORKER_TOOLS) == []
 
 
+# make real-model 2026-12-03 run 5, call 1 verbatim: a tool the model made up ("add_file")
+# with write_file's arguments
+RECORDED_MADE_UP_TOOL = '```json\n{\n  "name": "add_file",\n  "arguments": {\n    "path": "calc.py",\n    "content": """A tiny calculator.\n\ndef add(a, b):\n    return a + b\n\ndef subtract(a, b):\n    return a - b\n"""\n  }\n}\n```'
+
+
+def test_a_made_up_tool_with_one_tools_arguments_is_that_tool() -> None:
+    (call,) = recover_text_calls(RECORDED_MADE_UP_TOOL, WORKER_TOOLS)
+    assert (call.name, call.arguments["path"]) == ("write_file", "calc.py")
+    assert "def subtract(a, b):" in call.arguments["content"]
+    # a path alone is read_file's, delete_file's and list_dir's: no one tool
+    text = '{"name": "remove_file", "arguments": {"path": "calc.py"}}'
+    assert recover_text_calls(text, WORKER_TOOLS) == []
+    assert "remove_file, which is not a tool here" in str(text_call_problem(text, WORKER_TOOLS))
+
+
 @pytest.mark.parametrize(
     ("text", "problem"),
     [

@@ -161,19 +161,30 @@ def _call(data: Any, tools: Sequence[ToolSpec]) -> ToolCall | None:
     if isinstance(data.get("function"), dict):  # {"function": {"name": ..., "arguments": ...}}
         return _call(data["function"], tools)
     if name is not None:
-        if name not in known:
-            return None
         raw: Any = next((data[k] for k in _ARG_KEYS if k in data), {})
         if isinstance(raw, str):
             raw = _load(raw.strip() or "{}")
         if not isinstance(raw, dict):
             return None
+        if name not in known:
+            # a tool the model made up, with the arguments of exactly one of ours (recorded,
+            # make real-model 2026-12-03 run 5, calls 1 and 4: "add_file" with path and
+            # content): that tool; arguments several tools take (a path alone) match none
+            return _by_arguments(raw, tools)
         return ToolCall(id=_new_id(), name=name, arguments=_unescaped(raw), from_text=True)
-    # No name: the arguments of the one tool whose required keys are exactly these.
-    matches = [t for t in tools if _required(t) and _required(t) <= set(data) <= _allowed(t)]
+    return _by_arguments(data, tools)
+
+
+def _by_arguments(arguments: dict[str, Any], tools: Sequence[ToolSpec]) -> ToolCall | None:
+    """The call of the one tool whose required keys these arguments have, and no key it does
+    not take; None when no tool or several match."""
+    keys = set(arguments)
+    matches = [t for t in tools if _required(t) and _required(t) <= keys <= _allowed(t)]
     if len(matches) != 1:
         return None
-    return ToolCall(id=_new_id(), name=matches[0].name, arguments=_unescaped(data), from_text=True)
+    return ToolCall(
+        id=_new_id(), name=matches[0].name, arguments=_unescaped(arguments), from_text=True
+    )
 
 
 def _unescaped(arguments: dict[str, Any]) -> dict[str, Any]:
