@@ -743,6 +743,24 @@ def test_edit_text(lay: Layout) -> None:
     assert_denied(lay, fw, lambda: fw.edit_text("src/app/nope.py", "a", "b"), "not_found")
 
 
+def test_edit_text_finds_the_old_text_once_up_to_whitespace(lay: Layout) -> None:
+    """make real-model 2026-12-03 run 5, call 6: the old text quoted on one line, the file's
+    body on the next; only whitespace may differ, and only one place may match."""
+    target = lay.repo / "src/app/real.py"
+    target.write_text("def add(a, b):\n    return a + b\n\n\ndef two():\n    return 2\n")
+    fw = lay.firewall()
+    note = fw.edit_text(
+        "src/app/real.py", "def add(a, b): return a + b", "def add(a, b): return b + a"
+    )
+    assert note == "the old text matched only with other whitespace"
+    assert target.read_text() == "def add(a, b): return b + a\n\n\ndef two():\n    return 2\n"
+    before = target.read_bytes()
+    for old in ("def add(a,b): return b + a", "return  2 + 0", "return"):  # words differ; twice
+        with pytest.raises(EditError, match=r"not found|matches 2 times"):
+            fw.edit_text("src/app/real.py", old, "x")
+    assert target.read_bytes() == before
+
+
 def test_violations_are_recorded_from_many_threads(lay: Layout) -> None:
     fw = lay.firewall()
     threads = [

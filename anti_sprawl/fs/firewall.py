@@ -25,6 +25,7 @@ from ..errors import RunError
 from . import safe_fs
 from .confinement import Confinement, join, refusal_from_os
 from .deny_rules import DEFAULT_ALLOW, DEFAULT_DENY, DenyRules
+from .edit_match import find_edit
 from .path_rules import (
     DirEntry,
     EditError,
@@ -199,7 +200,8 @@ class Firewall:
             raise self._refuse("write", path, refusal) from None
 
     def edit_text(self, path: str, old: str, new: str) -> str:
-        """Replace the one exact occurrence of ``old`` with ``new``; EditError otherwise."""
+        """Replace the one occurrence of ``old`` with ``new`` (exact, or else up to whitespace:
+        fs/edit_match.py); EditError otherwise."""
         try:
             parts = split_request(path, want_file=True)
             plan_write(self._c, parts)
@@ -209,16 +211,18 @@ class Firewall:
         text = for_model(stored)
         if not old:
             raise EditError(f"{display_path(path)}: the old text is empty; nothing was changed")
-        count = text.count(old)
-        if count != 1:
-            where = "not found" if count == 0 else f"matches {count} times"
+        found = find_edit(text, old)
+        if isinstance(found, int):
+            where = "not found" if found == 0 else f"matches {found} times"
             raise EditError(f"{display_path(path)}: old text {where}; nothing was changed")
+        start, end, loose = found
         shape = TextShape.of(stored)
         try:
-            self._write(parts, from_model(text.replace(old, new, 1), shape, whole=False))
+            self._write(parts, from_model(text[:start] + new + text[end:], shape, whole=False))
         except Refusal as refusal:
             raise self._refuse("write", path, refusal) from None
-        return shape.kept(whole=False)
+        notes = ["the old text matched only with other whitespace"] if loose else []
+        return "; ".join(n for n in [*notes, shape.kept(whole=False)] if n)
 
     def delete(self, path: str) -> list[str]:
         """Delete an in-scope file, symlink or directory (every file below it writable).
