@@ -315,3 +315,27 @@ def test_a_whole_file_from_prose_that_only_adds_definitions_is_added_to_the_file
     assert (root / "app/tool.py").read_text() == sub
     assert "wrote app/kept.py" in rewritten
     assert (root / "app/kept.py").read_text() == f"{calc}\n\n{sub}"
+
+
+def test_a_first_line_only_valid_as_a_docstring_becomes_one_when_read_from_prose(
+    root: Path, firewall: Firewall
+) -> None:
+    """make real-model 2026-12-03 runs 3 and 5: calc.py sent with its docstring's quotes lost
+    in the triple quotes around the value, so its first line is bare text. Read from the
+    model's prose, it is written as a docstring when that (and only that) makes the file
+    valid Python; a tool call, other files and valid code are written as sent."""
+    body = "A tiny calculator.\n\n\ndef add(a, b):\n    return a + b\n"
+    turns = [
+        {"text": f"app/calc.py\n```python\n{body}```"},
+        {"tool": "write_file", "args": {"path": "app/tool.py", "content": body}},
+        {"text": f"app/notes.md\n```\n{body}```"},
+        FINISH,
+    ]
+    result, provider = run(root, firewall, turns)
+    assert result.status == "succeeded", result.message
+    repaired, as_sent, prose = observations(provider)
+    assert "only valid as a docstring" in repaired
+    assert (root / "app/calc.py").read_text() == f'"""A tiny calculator."""\n{body[19:]}'
+    assert "docstring" not in as_sent + prose
+    assert (root / "app/tool.py").read_text() == body
+    assert (root / "app/notes.md").read_text() == body
