@@ -289,3 +289,28 @@ def test_a_finish_is_taken_after_its_refusals_and_a_passing_run_is_not_repeated(
     artifacts = repo / ".anti-sprawl" / "runs" / json.loads(result.stdout)["run_id"] / "artifacts"
     logs = sorted(p.name for p in (artifacts / "a").glob("tests-*.log"))
     assert logs == ["tests-1-1.log", "tests-1-2.log"]  # its own run, the final one: none between
+
+
+def test_a_text_only_turn_over_a_change_is_answered_with_the_tests_verdict(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """make real-model 2026-12-03 run 5, calls 11-14: right files written from prose, then a
+    summary in prose instead of a finish, until the attempt stalled. After a text-only turn
+    over a change the model is told what the whole test command says (its output as data),
+    once per state of the files; the finish after it runs nothing again."""
+    server.enqueue(turn(0, "write_file", {"path": "pkg/a.py", "content": "A = 0\n"}))
+    server.enqueue(openai_completion(content="**Summary**: A is set."))
+    server.enqueue(turn(2, "write_file", {"path": "pkg/a.py", "content": "A = 1\n"}))
+    server.enqueue(openai_completion(content="The task is now complete."))
+    server.enqueue(turn(4, "finish", {"summary": "A is 1."}))
+    repo, result = execute(tmp_path, server, checks_a_plan())
+    assert result.exit_code == 0, result.output
+    failing = server.requests[2].body["messages"][-1]["content"]
+    passing = server.requests[4].body["messages"][-1]["content"]
+    assert "(changed so far: pkg/a.py)" in failing
+    assert "The whole test command fails with your changes (exit code 1)" in failing
+    assert '<data kind="observation" source="run_tests" trust="untrusted">' in failing
+    assert "passes with your changes: if the goal is met, call finish" in passing
+    run_id = json.loads(result.stdout)["run_id"]
+    logs = sorted((repo / ".anti-sprawl" / "runs" / run_id / "artifacts" / "a").glob("tests-*"))
+    assert [p.name for p in logs] == ["tests-1-1.log", "tests-1-2.log", "tests-1-3.log"]

@@ -21,6 +21,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from anti_sprawl.agent.worker import FAILING_FINISH_REFUSALS
 from anti_sprawl.cli.app import app
 from anti_sprawl.git.layout import RunPaths
 from anti_sprawl.run.journal import read_state
@@ -54,12 +55,16 @@ def tool_turn(n: int, name: str, args: dict[str, Any]) -> dict[str, Any]:
     return anthropic_message([block], stop_reason="tool_use", msg_id=f"msg_{n:02d}")
 
 
+# A finish over failing tests is refused FAILING_FINISH_REFUSALS times (agent/worker.py): the
+# model of a failing attempt here insists until it is taken.
+INSISTED = 1 + FAILING_FINISH_REFUSALS
 ATTEMPT_1 = [
     ("write_file", {"path": "pkg/a.py", "content": f"A = 1  # {MARKER}\n"}),
     ("read_file", {"path": "pkg/a.py"}),
     ("run_tests", {}),
-    ("finish", {"summary": "Set A to 1."}),
+    *[("finish", {"summary": "Set A to 1."})] * INSISTED,
 ]
+FIRST = len(ATTEMPT_1)  # the requests of attempt 1
 ATTEMPT_2 = [
     ("write_file", {"path": "pkg/a.py", "content": "A = 2\n"}),
     ("finish", {"summary": "Set A to 2."}),
@@ -123,7 +128,7 @@ def test_a_node_that_fails_its_tests_succeeds_on_a_retry_told_why(
     assert note["files_changed"] == ["pkg/a.py"]
     assert "A is 1" in note["test_tail"]
     assert note["summary"] == "Set A to 1."
-    assert first["calls"] == 4
+    assert first["calls"] == FIRST
     assert second["calls"] == 2
     assert a["total_tokens"]["input_tokens"] == (
         first["tokens"]["input_tokens"] + second["tokens"]["input_tokens"]
@@ -132,8 +137,8 @@ def test_a_node_that_fails_its_tests_succeeds_on_a_retry_told_why(
     # the recorded requests: attempt 2 starts a new conversation with the note, and none of
     # attempt 1's turns or tool outputs (the file it wrote and read back, its tool ids)
     bodies = [r.body for r in server.requests]
-    assert len(bodies) == 6
-    retry = bodies[4]
+    assert len(bodies) == FIRST + 2
+    retry = bodies[FIRST]
     assert len(retry["messages"]) == 1
     first_message = retry["messages"][0]["content"][0]["text"]
     assert "# Previous attempt" in first_message
@@ -142,10 +147,10 @@ def test_a_node_that_fails_its_tests_succeeds_on_a_retry_told_why(
     assert "A is 1" in first_message
     assert "Set A to 1." in first_message
     assert 'kind="failure_note"' in first_message  # data, not instructions
-    for body in bodies[4:]:
+    for body in bodies[FIRST:]:
         text = json.dumps(body)
         assert MARKER not in text
-        assert not any(f"toolu_{n:02d}" in text for n in range(4))
+        assert not any(f"toolu_{n:02d}" in text for n in range(FIRST))
     # the same clean-slate prompt otherwise: the first user message of attempt 1 is its prefix
     original = bodies[0]["messages"][0]["content"][0]["text"]
     assert first_message.startswith(original)
@@ -153,12 +158,12 @@ def test_a_node_that_fails_its_tests_succeeds_on_a_retry_told_why(
 
     # every attempt keeps its own manifests and transcript
     ms = manifests(repo, state["run_id"], "a")
-    assert [m["attempt"] for m in ms] == [1, 1, 1, 1, 2, 2]
-    assert [m["n"] for m in ms] == [1, 2, 3, 4, 5, 6]
+    assert [m["attempt"] for m in ms] == [1] * FIRST + [2, 2]
+    assert [m["n"] for m in ms] == list(range(1, FIRST + 3))
     assert all(m["model"] == "claude-test" for m in ms)
     kinds = [[i["kind"] for i in m["items"]] for m in ms]
     assert "failure_note" not in kinds[0]
-    assert "failure_note" in kinds[4]
+    assert "failure_note" in kinds[FIRST]
     artifacts = repo / ".anti-sprawl" / "runs" / state["run_id"] / "artifacts" / "a"
     assert MARKER in (artifacts / "transcript.jsonl").read_text()
     assert MARKER not in (artifacts / "transcript-2.jsonl").read_text()
@@ -198,7 +203,7 @@ def test_attempts_stop_at_max_attempts(tmp_path: Path, server: FakeLLMServer) ->
     repo = fx.make_repo(tmp_path)
     plan_path = tmp_path / "plan.yaml"
     plan_path.write_text(yaml.safe_dump(one_node_plan(max_attempts=3)))
-    wrong = [ATTEMPT_1[0], ATTEMPT_1[3]]  # write A = 1, finish
+    wrong = [ATTEMPT_1[0], *ATTEMPT_1[3:]]  # write A = 1, finish until it is taken
     for n, (name, args) in enumerate(wrong * 3):
         server.enqueue(tool_turn(n, name, args))
     result = cli_sdk(server, "execute", str(plan_path), "--repo", str(repo), "--json")
@@ -206,10 +211,10 @@ def test_attempts_stop_at_max_attempts(tmp_path: Path, server: FakeLLMServer) ->
     a = json.loads(result.stdout)["tasks"]["a"]
     assert (a["status"], a["reason"], a["attempts"], a["max_attempts"]) == ("failed", "tests", 3, 3)
     assert [t["reason"] for t in a["attempt_log"]] == ["tests"] * 3
-    assert len(server.requests) == 6
+    assert len(server.requests) == 3 * len(wrong)
     assert fx.task_trailers(repo) == []
     # the third attempt was told about the second, not the first
-    third = server.requests[4].body["messages"][0]["content"][0]["text"]
+    third = server.requests[2 * len(wrong)].body["messages"][0]["content"][0]["text"]
     assert "Attempt 2 failed" in third
     assert "This is attempt 3" in third
 
@@ -298,7 +303,7 @@ def test_the_note_is_redacted_data_whatever_the_failed_attempt_printed(
     plan_path.write_text(yaml.safe_dump(plan))
     attempt_1 = [
         ("write_file", {"path": "pkg/check_a.py", "content": hostile}),
-        ("finish", {"summary": f"done; the key is {token}"}),
+        *[("finish", {"summary": f"done; the key is {token}"})] * INSISTED,
     ]
     attempt_2 = [
         ("write_file", {"path": "pkg/check_a.py", "content": "print('ok')\n"}),
@@ -314,7 +319,7 @@ def test_the_note_is_redacted_data_whatever_the_failed_attempt_printed(
     assert "[REDACTED:" in note["summary"]
     run_dir = repo / ".anti-sprawl" / "runs" / state["run_id"]
     assert token not in (run_dir / "run.json").read_text()
-    retry = server.requests[2].body["messages"][0]["content"][0]["text"]
+    retry = server.requests[len(attempt_1)].body["messages"][0]["content"][0]["text"]
     assert token not in json.dumps([r.body for r in server.requests])
     # the printed closing tag cannot end the note's data block: it is escaped inside it
     block = retry[retry.index('<data kind="failure_note"') :]

@@ -41,6 +41,7 @@ from ..providers.limits import cut_message
 from ..providers.prices import Price
 from ..providers.text_calls import text_call_nudge
 from ..tokens import TokenCounter
+from ..trust import wrap_data
 from .artifacts import ArtifactStore, Observer
 from .budget import Budget, RunBudget
 from .digest import Compactor
@@ -87,6 +88,7 @@ SAME_REPLY_LIMIT = 3
 # right and a test asserting subtract(2, 3) == 5, finished without running the tests, and lost
 # the attempt; a new attempt re-reads a 2.5k-token first prompt, two minutes on a CPU.
 FAILING_FINISH_REFUSALS = 2
+_TAIL_IN_NUDGE = 12  # last lines of a failing run told after a text-only turn
 _CHANGING_TOOLS = frozenset({"write_file", "edit_file", "delete_file", "move_file"})
 CALL_SLACK = 2  # model calls beyond max_tool_calls: a text-only turn or two, and the last call
 
@@ -335,7 +337,27 @@ class _Worker:
             )
         ]
         todo = f"; not changed yet: {', '.join(pending)}" if pending else ""
-        return f"\n(changed so far: {', '.join(changed)}{todo})"
+        return f"\n(changed so far: {', '.join(changed)}{todo}){self._checked_now()}"
+
+    def _checked_now(self) -> str:
+        """The whole test command's verdict on the worktree as it is, after a text-only turn
+        over a change (one run per state of the files): recorded from Qwen2.5-Coder-1.5B (make
+        real-model 2026-12-03 run 5, calls 11-14), which wrote a right calc.py and a right
+        test in prose, then a summary in prose instead of a finish, then echoes of our tags
+        until the attempt stalled and the work was thrown away."""
+        if self.ctx.run_tests is None or not self.ctx.check_tests_at_finish:
+            return ""
+        if self._checked is None:
+            self._checked = self.tests = self.ctx.run_tests(())
+        run = self._checked
+        if run.passed:
+            return "\nThe whole test command passes with your changes: if the goal is met, call finish."
+        tail = "\n".join(run.tail.strip().splitlines()[-_TAIL_IN_NUDGE:])
+        shown = wrap_data("observation", "run_tests", self.ctx.redact(tail))  # its output: data
+        return (
+            f"\nThe whole test command fails with your changes (exit code {run.exit_code}); "
+            f"its last lines:\n{shown}"
+        )
 
     def _whole_files(self, reply: str) -> list[ToolCall]:
         """``write_file`` calls for the whole files a prose reply shows (agent/file_blocks.py),
