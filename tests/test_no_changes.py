@@ -308,7 +308,7 @@ def test_a_text_only_turn_over_a_change_is_answered_with_the_tests_verdict(
     failing = server.requests[2].body["messages"][-1]["content"]
     passing = server.requests[4].body["messages"][-1]["content"]
     assert "(changed so far: pkg/a.py)" in failing
-    assert "The whole test command fails with your changes (exit code 1)" in failing
+    assert "The whole test command fails (exit code 1) with your changes" in failing
     assert '<data kind="observation" source="run_tests" trust="untrusted">' in failing
     assert "passes with your changes: if the goal is met, call finish" in passing
     run_id = json.loads(result.stdout)["run_id"]

@@ -354,10 +354,8 @@ class _Worker:
             return "\nThe whole test command passes with your changes: if the goal is met, call finish."
         tail = "\n".join(run.tail.strip().splitlines()[-_TAIL_IN_NUDGE:])
         shown = wrap_data("observation", "run_tests", self.ctx.redact(tail))  # its output: data
-        return (
-            f"\nThe whole test command fails with your changes (exit code {run.exit_code}); "
-            f"its last lines:\n{shown}"
-        )
+        how = "timed out" if run.timed_out else f"fails (exit code {run.exit_code})"
+        return f"\nThe whole test command {how} with your changes; its last lines:\n{shown}"
 
     def _whole_files(self, reply: str) -> list[ToolCall]:
         """``write_file`` calls for the whole files a prose reply shows (agent/file_blocks.py),
