@@ -345,11 +345,9 @@ class _Worker:
         real-model 2026-12-03 run 5, calls 11-14), which wrote a right calc.py and a right
         test in prose, then a summary in prose instead of a finish, then echoes of our tags
         until the attempt stalled and the work was thrown away."""
-        if self.ctx.run_tests is None or not self.ctx.check_tests_at_finish:
+        run = self._whole_run()
+        if run is None:
             return ""
-        if self._checked is None:
-            self._checked = self.tests = self.ctx.run_tests(())
-        run = self._checked
         if run.passed:
             return "\nThe whole test command passes with your changes: if the goal is met, call finish."
         tail = "\n".join(run.tail.strip().splitlines()[-_TAIL_IN_NUDGE:])
@@ -495,13 +493,19 @@ class _Worker:
         """The node's whole test command on the worktree as it is, when no whole run since the
         last change to a file passed and it fails now (refused ``FAILING_FINISH_REFUSALS``
         times per attempt, then the finish is taken and the final run decides)."""
-        if self.ctx.run_tests is None or not self.ctx.check_tests_at_finish:
-            return None
         if self._failing_finishes >= FAILING_FINISH_REFUSALS:
+            return None
+        run = self._whole_run()
+        if run is None or run.passed:
+            return None
+        self._failing_finishes += 1
+        return run
+
+    def _whole_run(self) -> TestOutcome | None:
+        """The whole test command on the files as they are: the last whole run when no file
+        changed since, else a new one; None when the node's tests are not checked here."""
+        if self.ctx.run_tests is None or not self.ctx.check_tests_at_finish:
             return None
         if self._checked is None:
             self._checked = self.tests = self.ctx.run_tests(())
-        if self._checked.passed:
-            return None
-        self._failing_finishes += 1
         return self._checked
