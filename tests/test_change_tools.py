@@ -261,14 +261,17 @@ def test_a_write_that_changes_nothing_or_appends_a_restated_file_says_so(
     """make real-model 2026-12-03: a small model sent calc.py back as it was (call 13), and
     appended a restated calc.py, add() and all, to itself (calls 1 and 3). The restated file
     is written whole (indentation and blank lines aside, it starts with the old file); an
-    append that only defines a name again is kept, with a note."""
+    append that defines a name again the same way is kept, with a note, and one that defines
+    it differently (run 7, call 1: add() returning a - b) is refused, the file untouched."""
     calc = '"""Calc."""\n\n\ndef add(a, b):\n    return a + b\n'
     (root / "app/calc.py").write_text(calc)
     restated = '"""\nCalc."""\n\ndef add(a, b):\n  return a + b\n\ndef sub(a, b):\n  return a - b\n'
-    again = "\n\ndef add(a, b):\n    return b + a\n"
+    again = "\n\ndef add(a, b):\n    return a + b  # the same\n"
+    changed = "\n\ndef add(a, b):\n    return a - b\n"
     turns = [
         {"tool": "write_file", "args": {"path": "app/calc.py", "content": calc}},
         {"tool": "write_file", "args": {"path": "app/calc.py", "content": restated, "append": True}},
+        {"tool": "write_file", "args": {"path": "app/calc.py", "content": changed, "append": True}},
         {"tool": "write_file", "args": {"path": "app/calc.py", "content": again, "append": True}},
         {"tool": "write_file", "args": {"path": "app/calc.py", "content": "X = 1\n", "append": True}},
         {"tool": "write_file", "args": {"path": "app/a.py", "content": "A = 10\n", "append": True}},
@@ -276,8 +279,12 @@ def test_a_write_that_changes_nothing_or_appends_a_restated_file_says_so(
     ]  # fmt: skip
     result, provider = run(root, firewall, turns)
     assert result.status == "succeeded", result.message
-    same, whole, doubled, plain, longer = observations(provider)
+    same, whole, refused, doubled, plain, longer = observations(provider)
     assert "\nnote: this is the file as it was: nothing changed\n" in same
+    assert (
+        "not appended: app/calc.py already defines `add`, and this text defines it again "
+        in refused
+    )
     assert "wrote app/calc.py" in whole
     assert "written as the new whole file" in whole
     assert "already defined `add`, `sub`" not in doubled

@@ -162,6 +162,32 @@ def test_a_made_up_tool_with_one_tools_arguments_is_that_tool() -> None:
     assert "remove_file, which is not a tool here" in str(text_call_problem(text, WORKER_TOOLS))
 
 
+# make real-model 2026-12-03 run 7, call 3 verbatim: finish's arguments as assignments to
+# one dictionary's keys; and call 5, the same without the summary finish requires
+RECORDED_ASSIGNMENTS = "```\nobj['summary'] = \"Added the subtract function to calc.py and a test for it in test_calc.py.\"\nobj['files'] = ['calc.py', 'test_calc.py']\nobj['notes'] = \"The file already defined `add`, and the appended text defines it again; to replace the whole file, write it without append.\"\nobj['interfaces'] = \"The task depends on the existing add function in calc.py and the test for it in test_calc.py.\"\n```"
+RECORDED_ASSIGNMENTS_NO_SUMMARY = "```\nobj['files'] = ['calc.py', 'test_calc.py']\nobj['notes'] = \"The test for subtract failed due to an assertion error, which was caused by the subtract function not returning the expected result.\"\nobj['interfaces'] = \"The task depends on the existing add function in calc.py and the test for it in test_calc.py.\"\n```"
+
+
+def test_arguments_written_as_assignments_to_one_dictionary_are_a_call() -> None:
+    (call,) = recover_text_calls(RECORDED_ASSIGNMENTS, WORKER_TOOLS)
+    assert call.name == "finish"
+    assert call.from_text
+    assert call.arguments["files"] == ["calc.py", "test_calc.py"]
+    assert call.arguments["summary"].startswith("Added the subtract function")
+    assert recover_text_calls('obj["summary"] = f"done"', WORKER_TOOLS)[0].arguments == {
+        "summary": "done"
+    }
+    for text in (
+        RECORDED_ASSIGNMENTS_NO_SUMMARY,  # no tool's required keys
+        "obj['summary'] = 'a'\nother['files'] = []",  # two dictionaries
+        "obj['summary'] = 'a'\nobj['summary'] = 'b'",  # a key set twice
+        "obj['summary'] = f'{name}'",  # an f-string with a field is code
+        "obj['summary'] = done()",  # not a literal
+        "obj['summary'] = 'a'\nprint(obj)",  # a line that is not an assignment
+    ):
+        assert recover_text_calls(text, WORKER_TOOLS) == [], text
+
+
 @pytest.mark.parametrize(
     ("text", "problem"),
     [

@@ -40,6 +40,8 @@ def write_file(fw: Firewall, args: WriteFileArgs, *, from_text: bool = False) ->
         args = args.model_copy(update={"content": repaired})
     before = fw.current_text(args.path)
     restated = args.append and _restates(before or "", args.content)
+    if args.append and not restated:
+        _refuse_changed_redefinition(args.path, before or "", args.content)
     added = from_text and not args.append and _only_adds(before or "", args.content)
     append = (args.append and not restated) or added
     kept = fw.write_text(args.path, args.content, append=append)
@@ -126,6 +128,35 @@ def _only_adds(before: str, content: str) -> bool:
     real-model 2026-12-03 run 4, call 16: ``# calc.py`` then subtract() alone, add() gone)."""
     old, new = set(_top_level_names(before)), set(_top_level_names(content))
     return bool(old) and bool(new) and not old & new
+
+
+def _refuse_changed_redefinition(path: str, before: str, appended: str) -> None:
+    """EditError when text appended to a Python module defines again, differently, a name the
+    module already defines at top level: the later definition would silently replace the
+    earlier one (make real-model 2026-12-03 run 7, call 1: ``def add(a, b): return a - b``
+    appended to calc.py, which broke add() and its test). The same definition again is
+    harmless and kept (subtract_run12.json: test_add() restated before test_subtract())."""
+    if not path.endswith((".py", ".pyi")):
+        return
+    old, new = _top_level_definitions(before), _top_level_definitions(appended)
+    changed = [name for name, tree in new.items() if name in old and old[name] != tree]
+    if changed:
+        raise EditError(
+            f"not appended: {path} already defines {_names(changed)}, and this text defines "
+            "it again differently, which would replace it; to change it use edit_file (or "
+            "write the whole file), and to add new code append only the new definitions"
+        )
+
+
+def _top_level_definitions(source: str) -> dict[str, str]:
+    """Each top-level function and class of a Python module, as its AST dump (layout and
+    comments aside); {} when the text does not parse on its own."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return {}
+    kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    return {node.name: ast.dump(node) for node in tree.body if isinstance(node, kinds)}
 
 
 def _redefined_note(before: str, appended: str) -> str:

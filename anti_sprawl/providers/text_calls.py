@@ -6,7 +6,8 @@ Qwen2.5-Coder 0.5B and 1.5B under llama.cpp). The shapes seen: a bare JSON objec
 ```json block, ``<tool_call>`` tags, doubled braces ``{{...}}``, and several such objects one
 per line (the planner's reads and its ``submit_plan`` in one reply, with the opening brace
 doubled and every closing one: ``{{"name": ..., "arguments": {...}}}}``, recorded in
-tests/fixtures/real_model/planner_run3.json), or one whole call followed by commentary.
+tests/fixtures/real_model/planner_run3.json), one whole call followed by commentary, or
+a call's arguments as Python assignments to one dictionary's keys (``obj['summary'] = ...``).
 Content that is *only* such objects (or only such tagged blocks) and names a known tool, or
 whose object matches exactly one tool's required arguments, or that opens with one whole call
 of a known tool, becomes tool calls marked ``from_text`` (the manifest and the transcript say
@@ -16,6 +17,7 @@ so). Anything else that looks like a call is left as text, with
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import uuid
@@ -216,7 +218,55 @@ def recover_text_calls(text: str, tools: Sequence[ToolSpec]) -> list[ToolCall]:
     leading = _leading_call(text, tools)
     if leading is not None:
         return [leading]
+    assigned = _assigned_call(text, tools)
+    if assigned is not None:
+        return [assigned]
     return _steps_in_prose(text, tools)
+
+
+# ``obj['summary'] = "..."``: one key of one dictionary set to a literal, on one line.
+_ASSIGNMENT = re.compile(r"""^\s*([A-Za-z_]\w*)\[(["'])([A-Za-z_]\w*)\2\]\s*=\s*(.+?)\s*$""")
+
+
+def _assigned_call(text: str, tools: Sequence[ToolSpec]) -> ToolCall | None:
+    """A call written as Python assignments to one dictionary's keys, each a literal
+    (recorded, make real-model 2026-12-03 run 7, call 3: a fenced block of
+    ``obj['summary'] = "Added the subtract function ..."``, ``obj['files'] = [...]``,
+    ``obj['notes']`` and ``obj['interfaces']``, the finish tool's arguments): the call of the
+    one tool those keys fit (``_by_arguments``). Every line of the reply (fences aside) must be
+    such an assignment, to the same name."""
+    body = text.strip()
+    fenced = _FENCE.match(body)
+    if fenced:
+        body = fenced.group(1)
+    lines = [line for line in body.splitlines() if line.strip()]
+    found = [_ASSIGNMENT.match(line) for line in lines]
+    if not found or any(m is None for m in found):
+        return None
+    matches = [m for m in found if m is not None]
+    if len({m.group(1) for m in matches}) != 1:
+        return None
+    arguments: dict[str, Any] = {}
+    for m in matches:
+        value = _literal(m.group(4))
+        if value is _NOT_LITERAL or m.group(3) in arguments:
+            return None
+        arguments[m.group(3)] = value
+    return _by_arguments(arguments, tools)
+
+
+_NOT_LITERAL = object()
+
+
+def _literal(source: str) -> Any:
+    """The Python literal ``source`` spells (an f-string without fields read as a string), or
+    ``_NOT_LITERAL``."""
+    if source[:1] in "fF" and source[1:2] in "\"'" and "{" not in source:
+        source = source[1:]
+    try:
+        return ast.literal_eval(source)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return _NOT_LITERAL
 
 
 # A fenced block in prose, indented as under a numbered list item.
