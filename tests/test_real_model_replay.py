@@ -21,7 +21,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from anti_sprawl.agent.worker import FAILING_FINISH_REFUSALS
+from anti_sprawl.agent.worker import FAILING_FINISH_REFUSALS, TEXT_TURN_LIMIT
 from anti_sprawl.cli.app import app
 
 from .conftest import GIT_ENV
@@ -450,12 +450,14 @@ def test_the_recorded_name_error_names_the_missing_import(
 
 def test_the_recorded_alternating_echo_stalls(tmp_path: Path, server: FakeLLMServer) -> None:
     """subtract_run11, attempt 1, calls 5-10: after one prose answer the model echoed the source
-    tag of calc.py, then of test_calc.py, by turns, until its call cap. The third time the same
-    reply comes back with no tool call between, the attempt ends as stalled (call 9)."""
+    tag of calc.py, then of test_calc.py, by turns, until its call cap. The fourth reply in a
+    row without a tool call ends the attempt as stalled (call 7), before the same reply came a
+    third time (call 9)."""
     _, state = replay(tmp_path, server, "subtract_run11.json", slice(0, 10))
     node = state["tasks"]["subtract"]
     assert (node["status"], node["reason"]) == ("failed", "stalled")
-    assert len(server.requests) == 9
+    assert f"sent {TEXT_TURN_LIMIT} replies in a row without calling a tool" in node["message"]
+    assert len(server.requests) == 3 + TEXT_TURN_LIMIT
 
 
 def test_the_recorded_wrong_test_is_shown_to_the_model_before_its_finish_is_taken(
@@ -481,3 +483,62 @@ def test_the_recorded_wrong_test_is_shown_to_the_model_before_its_finish_is_take
     written = [c["arguments"]["path"] for e in transcript(repo, state) if e["event"] == "recovered"
                for c in e["tool_calls"]]  # fmt: skip
     assert written == ["calc.py", "test_calc.py"]
+
+
+# make real-model 2026-12-03 run 8, call 1 (and calls 3, 4, 6 and 7, the same reply): a
+# summary in sections, then "Tool Calls" with one write_file block per file
+RECORDED_SECTIONS_WITH_CALLS = openai_completion(
+    content=(FIXTURES / "sections_with_calls_run8.txt").read_text(), finish_reason="stop"
+)
+FINISH_CALC = openai_completion(
+    tool_calls=[
+        openai_tool_call("c3", "finish", json.dumps({"summary": "done", "files": ["calc.py"]}))
+    ],
+    finish_reason="tool_calls",
+)
+
+
+def test_a_recorded_reply_sent_again_does_not_run_its_changes_again(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """Run 8's reply holds write_file of calc.py with subtract() alone (added after add(), as
+    a write read from prose that keeps none of the file's definitions) and of test_calc.py.
+    The model sent it five times; run again, the calc.py write would replace the whole file
+    with subtract() alone, since the file now defines it too. The same change read from prose
+    runs once per attempt: the second time both are answered "already done"."""
+    repo, state = replay(
+        tmp_path,
+        server,
+        "subtract_run12.json",
+        slice(0, 0),
+        then=[RECORDED_SECTIONS_WITH_CALLS, RECORDED_SECTIONS_WITH_CALLS, FINISH_CALC],
+        exit_code=0,
+    )
+    node = state["tasks"]["subtract"]
+    assert node["status"] == "succeeded", node["message"]
+    events = transcript(repo, state)
+    answers = [e["result"]["content"] for e in events if e["event"] == "tool"]
+    assert sum("already done: this write_file of calc.py" in a for a in answers) == 1
+    assert sum("already done: this write_file of test_calc.py" in a for a in answers) == 1
+    show = ["git", "show", "anti-sprawl/add-subtract:calc.py"]
+    landed = subprocess.run(show, cwd=repo, capture_output=True, text=True, check=True).stdout
+    assert "def add(a, b):" in landed
+    assert "def subtract(a, b):" in landed
+
+
+def test_a_recorded_reply_sent_a_third_time_ends_the_attempt_stalled(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """Run 8's reply a third time, its changes already made twice over: the model is repeating
+    itself, as with the same text reply three times (agent/worker.py), so the attempt ends."""
+    _, state = replay(
+        tmp_path,
+        server,
+        "subtract_run12.json",
+        slice(0, 0),
+        then=[RECORDED_SECTIONS_WITH_CALLS] * 3,
+    )
+    node = state["tasks"]["subtract"]
+    assert (node["status"], node["reason"]) == ("failed", "stalled")
+    assert "sent changes it had already made 3 times" in node["message"]
+    assert len(server.requests) == 3

@@ -132,6 +132,11 @@ def test_content_written_with_escaped_line_breaks_gets_its_lines() -> None:
 RECORDED_STEPS_IN_PROSE = 'To replace the whole `test_calc.py` file with the new code, delete the existing file and create a new one with the updated content. Here’s how you can do it:\n\n1. **Delete the existing `test_calc.py` file**:\n   ```json\n   {"name": "delete_file", "arguments": {"path": "test_calc.py"}}\n   ```\n\n2. **Create a new `test_calc.py` file** with the updated content:\n   ```json\n   {"name": "write_file", "arguments": {"path": "test_calc.py", "content": "\\ndef test_add():\\n    assert add(2, 3) == 5\\n\\n\\ndef test_subtract():\\n    assert subtract(2, 3) == -1\\n", "append": false}}\n   ```\n\nThis will ensure that the `test_calc.py` file is completely replaced with the new code without the need for append.'
 
 
+# make real-model 2026-12-03 run 8, call 1 verbatim: a finish-like summary in sections, the
+# paths as a JSON array, then "Tool Calls": one write_file per file, each in its own block
+RECORDED_SECTIONS_WITH_CALLS = '### Node: Subtract\n\n#### Summary\n- Add a new function `subtract(a, b)` to `calc.py`.\n- Add a test case for `subtract(a, b)` in `test_calc.py`.\n\n#### Notes\n- The `subtract` function should return `a - b`.\n- The test case `test_add()` should verify that `subtract` correctly computes the difference between two numbers.\n\n#### Interfaces\n- `calc.py`: The new function `subtract(a, b)`.\n- `test_calc.py`: The new test case `test_add()`.\n\n#### Files\n```json\n[\n    "calc.py",\n    "test_calc.py"\n]\n```\n\n#### Tool Calls\n- **Write file**: Write the content of `subtract(a, b)` in `calc.py`.\n  ```json\n  {\n    "name": "write_file",\n    "arguments": {\n      "path": "calc.py",\n      "content": "def subtract(a, b):\\n    return a - b\\n",\n      "append": false\n    }\n  }\n  ```\n- **Write file**: Write the content of the test case `test_add()` in `test_calc.py`.\n  ```json\n  {\n    "name": "write_file",\n    "arguments": {\n      "path": "test_calc.py",\n      "content": "from calc import add\\n\\ndef test_add():\\n    assert add(2, 3) == 5\\n",\n      "append": false\n    }\n  }\n  ```'
+
+
 def test_calls_written_as_steps_in_prose_are_the_calls() -> None:
     calls = recover_text_calls(RECORDED_STEPS_IN_PROSE, WORKER_TOOLS)
     assert [(c.name, c.arguments["path"]) for c in calls] == [
@@ -139,10 +144,26 @@ def test_calls_written_as_steps_in_prose_are_the_calls() -> None:
         ("write_file", "test_calc.py"),
     ]
     assert all(c.from_text for c in calls)
+    calls = recover_text_calls(RECORDED_SECTIONS_WITH_CALLS, WORKER_TOOLS)
+    assert [(c.name, c.arguments["path"]) for c in calls] == [
+        ("write_file", "calc.py"),
+        ("write_file", "test_calc.py"),
+    ]
+    assert calls[0].arguments["content"] == "def subtract(a, b):\n    return a - b\n"
     step = '{"name": "read_file", "arguments": {"path": "a.py"}}'
+    other = '{"name": "read_file", "arguments": {"path": "b.py"}}'
+    assert (
+        len(
+            recover_text_calls(
+                f"Read both:\n```json\n{step}\n```\nand\n```json\n{other}\n```", WORKER_TOOLS
+            )
+        )
+        == 2
+    )
     for prose in (
         f"First:\n```json\n{step}\n```\nor else:\n```json\n{step}\n```",  # one tool twice
         f"Read it:\n```json\n{step}\n```\nthen\n```python\nx = 1\n```",  # code besides
+        'Files:\n```json\n["a.py"]\n```',  # data only, no call
     ):
         assert recover_text_calls(prose, WORKER_TOOLS) == []
 

@@ -19,6 +19,7 @@ from anti_sprawl.agent.digest import DIGEST_HEADER
 from anti_sprawl.agent.tools import WORKER_TOOLS
 from anti_sprawl.agent.worker import (
     CALL_SLACK,
+    TEXT_TURN_LIMIT,
     TestOutcome,
     WorkerContext,
     WorkerLimits,
@@ -159,7 +160,9 @@ def test_the_tool_table_offers_exactly_the_contract_tools(root: Path, firewall: 
 
 
 def test_text_only_turns_hit_the_model_call_cap(root: Path, firewall: Firewall) -> None:
-    turns = [{"text": f"let me think ({n})"} for n in range(10)] + [FINISH]
+    think = [{"text": f"let me think ({n})"} for n in range(10)]
+    read = {"tool": "read_file", "args": {"path": "docs/a.md"}}
+    turns = [*think[:3], read, *think[3:], FINISH]  # fewer than TEXT_TURN_LIMIT in a row
     result, provider = run(root, firewall, turns, budget=20_000, max_tool_calls=3)
     assert (result.status, result.reason) == ("failed", "calls")
     assert len(provider.requests) == result.calls == 3 + CALL_SLACK
@@ -179,6 +182,20 @@ def test_the_same_reply_three_times_in_a_row_ends_the_attempt_stalled(
     assert (result.status, result.reason) == ("failed", "stalled")
     assert "the same reply 3 times without calling a tool in between" in result.message
     assert len(provider.requests) == 6  # the read broke the first run of two
+
+
+def test_replies_in_a_row_without_a_tool_call_end_the_attempt_stalled(
+    root: Path, firewall: Firewall
+) -> None:
+    """Differing replies count too (make real-model 2026-12-03 run 7: seven in a row until the
+    token cap); a tool call in between starts the count again."""
+    think = [{"text": f"let me think ({n})"} for n in range(10)]
+    read = {"tool": "read_file", "args": {"path": "docs/a.md"}}
+    turns = [*think[:3], read, *think[3:], FINISH]
+    result, provider = run(root, firewall, turns, budget=20_000, max_tool_calls=8)
+    assert (result.status, result.reason) == ("failed", "stalled")
+    assert f"sent {TEXT_TURN_LIMIT} replies in a row without calling a tool" in result.message
+    assert len(provider.requests) == 3 + 1 + TEXT_TURN_LIMIT
 
 
 def test_a_run_of_text_only_turns_keeps_only_the_latest_exchange(

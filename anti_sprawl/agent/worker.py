@@ -45,7 +45,7 @@ from ..trust import wrap_data
 from .artifacts import ArtifactStore, Observer
 from .budget import Budget, RunBudget
 from .digest import Compactor
-from .dispatch import Ending, ToolOutcome
+from .dispatch import Ending, Handler, ToolOutcome
 from .file_blocks import has_unlabelled_code, whole_file_blocks
 from .handlers import read_handlers, tool_table, write_handlers
 from .loop import TRANSCRIPT, Loop, Transcript
@@ -82,6 +82,13 @@ WRITTEN_PROMPT = (
 # one summary ten times over, each call a minute on a CPU, until its call cap; and alternating
 # between two echoed replies (subtract_run11.json, calls 5-10) until the cap.
 SAME_REPLY_LIMIT = 3
+# This many replies in a row without a tool call, however they differ, end the attempt as
+# ``stalled`` too: in every recorded run of Qwen2.5-Coder-1.5B (tests/fixtures/real_model/ and
+# make real-model 2026-12-03 run 7), three text-only turns in a row were never followed by a
+# tool call in the same attempt; run 7 sent seven differing replies (finish's arguments as
+# Python assignments, without the summary) over a failing test until the attempt's token cap,
+# a minute of CPU each. A new attempt starts clean, with a note saying why.
+TEXT_TURN_LIMIT = 4
 # A finish while the node's tests fail is refused this many times per attempt, the failure
 # shown, before it is taken (and the attempt fails on the final run): recorded from
 # Qwen2.5-Coder-1.5B (make real-model 2026-12-03 run 3, attempt 1), which wrote subtract()
@@ -215,9 +222,12 @@ class _Worker:
         self._checked: TestOutcome | None = None  # a whole run since the last change to files
         self._failing_finishes = 0
         self._from_text = False  # whether the call running now was read from prose
+        self._text_changes: set[tuple[str, str]] = set()  # changes run from prose, per call
+        self._repeat_turns: set[int] = set()  # turns that only repeated changes already run
+        changing = write_handlers(ctx.firewall, lambda: self._from_text)
         handlers = {
             **read_handlers(ctx.firewall, limits.observation_chars),
-            **write_handlers(ctx.firewall, lambda: self._from_text),
+            **{name: self._once_from_text(name, run) for name, run in changing.items()},
             "run_tests": self._run_tests,
             "request_scope": self._request_scope,
             FINISH_TOOL: self._finish,
@@ -301,6 +311,11 @@ class _Worker:
                 "stalled",
                 f"the model sent the same reply {self._replies[reply]} times without calling a tool "
                 "in between",
+            )
+        in_a_row = sum(self._replies.values())
+        if in_a_row >= TEXT_TURN_LIMIT:
+            return Ending(
+                "stalled", f"the model sent {in_a_row} replies in a row without calling a tool"
             )
         if reply in self._written_replies:
             return WRITTEN_PROMPT
@@ -400,6 +415,12 @@ class _Worker:
         self.compactor.record(call, outcome)
         if self.ctx.on_tool:
             self.ctx.on_tool(call.name)
+        if len(self._repeat_turns) >= SAME_REPLY_LIMIT - 1:  # the reply that made them too
+            return Ending(
+                "stalled",
+                f"the model sent changes it had already made {len(self._repeat_turns) + 1} "
+                "times without another change in between",
+            )
         return None
 
     def compactions(self) -> list[Callable[[], bool]]:
@@ -411,6 +432,27 @@ class _Worker:
 
     def explain(self) -> str:
         return self.compactor.explain()
+
+    def _once_from_text(self, name: str, handler: Handler) -> Handler:
+        """``handler``, run once per attempt for each change read from the model's prose: the
+        same recovered call again is a repeat (recorded: make real-model 2026-12-03 run 8,
+        calls 1, 3, 4, 6 and 7, one reply holding two write_file calls, sent five times), and
+        run again it would not be the same change (a definition added after the file's own,
+        then the file written whole as that definition alone)."""
+
+        def run(args: Any) -> ToolOutcome:
+            key = (name, args.model_dump_json())
+            if self._from_text and key in self._text_changes:
+                self._repeat_turns.add(self.loop.calls)
+                done = f"already done: this {name} of {_target(args)} came in an earlier reply"
+                return ToolOutcome(f"{done} and was run then; nothing changed now", summary=done)
+            outcome = handler(args)
+            self._repeat_turns.clear()  # a change ran: the model is not repeating itself
+            if self._from_text:
+                self._text_changes.add(key)  # a refused change may be sent again
+            return outcome
+
+        return run
 
     # -- the worker's own tools ----------------------------------------------------------
 
@@ -509,3 +551,8 @@ class _Worker:
         if self._checked is None:
             self._checked = self.tests = self.ctx.run_tests(())
         return self._checked
+
+
+def _target(args: Any) -> str:
+    """The path a change tool's arguments name (``move_file``: its source)."""
+    return str(getattr(args, "path", None) or getattr(args, "source", ""))

@@ -277,14 +277,24 @@ def _steps_in_prose(text: str, tools: Sequence[ToolSpec]) -> list[ToolCall]:
     """The calls of a reply that explains its steps and writes each as a fenced JSON block
     (recorded, make real-model 2026-12-03 run 3, calls 18-21: "1. **Delete the existing
     `test_calc.py` file**:" then a ```json delete_file block, "2. ..." then a write_file
-    block): every fenced block a call of a known tool, each tool once. The same tool twice is
+    block): every fenced block a call of a known tool or plain JSON data (run 8, call 1: a
+    "Files" section listing paths as a JSON array before its "Tool Calls" section), each tool
+    once per path. The same tool twice on the same path, or twice with no path, is
     alternatives ("or like this"), not steps (tests/fixtures/real_model/planner_run7.json,
     reply 2: one submit_plan block per fix), and a block of code makes it prose."""
-    calls = [_call(_load(body.strip()), tools) for _, body in _INDENTED_BLOCK.findall(text)]
-    named = [call.name for call in calls if call is not None]
-    if not calls or len(named) != len(calls) or len(set(named)) != len(named):
+    calls: list[ToolCall] = []
+    for _, body in _INDENTED_BLOCK.findall(text):
+        data = _load(body.strip())
+        if data is not None and not isinstance(data, dict):
+            continue  # a list of names, a number: what the prose shows, not a call
+        call = _call(data, tools)
+        if call is None:
+            return []
+        calls.append(call)
+    targets = [(call.name, str(call.arguments.get("path"))) for call in calls]
+    if len(set(targets)) != len(targets):
         return []
-    return [call for call in calls if call is not None]
+    return calls
 
 
 def _leading_call(text: str, tools: Sequence[ToolSpec]) -> ToolCall | None:
