@@ -106,7 +106,7 @@ def test_execute_dry_run_prints_the_estimate_and_runs_nothing(tmp_path: Path) ->
     high = 40_000 * 12 * 2 * 3
     assert f"to {high:,} tokens" in out
     assert "$" in out
-    assert "nothing was run" in out
+    assert "no model was called and nothing was committed" in out
     # nothing ran: no run directory, no branch, no worktree, the checkout untouched
     assert not (repo / ".anti-sprawl" / "runs").exists()
     assert "anti-sprawl/demo" not in fx.git(repo, "branch", "--list")

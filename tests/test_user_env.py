@@ -55,14 +55,14 @@ def test_tools_that_write_caches_get_a_private_writable_cache_and_home(tmp_path:
     script = (
         "import os, pathlib\n"
         "for name in ('XDG_CACHE_HOME', 'MYPY_CACHE_DIR', 'RUFF_CACHE_DIR', "
-        "'PYTHONPYCACHEPREFIX', 'HOME'):\n"
+        "'PYTHONPYCACHEPREFIX', 'HYPOTHESIS_STORAGE_DIRECTORY', 'HOME'):\n"
         "    d = pathlib.Path(os.environ[name]); d.mkdir(parents=True, exist_ok=True)\n"
         "    (d / 'cache').write_text('x'); print('wrote', name, d)\n"
         "try:\n    open('here', 'w')\nexcept OSError as e:\n    print('worktree', e.errno)\n"
     )
     res = run_command([sys.executable, "-c", script], work, timeout=60, policy=SandboxPolicy())
     assert res.exit_code == 0, res.output
-    assert res.output.count("wrote ") == 5
+    assert res.output.count("wrote ") == 6
     assert "wrote MYPY_CACHE_DIR /tmp/" in res.output
     assert "worktree 30" in res.output  # EROFS: the worktree stays read-only
     # mypy itself, which failed with an INTERNAL ERROR on its unwritable .mypy_cache
@@ -72,6 +72,21 @@ def test_tools_that_write_caches_get_a_private_writable_cache_and_home(tmp_path:
     assert "Success" in res.output
     assert "INTERNAL ERROR" not in res.output
     assert sorted(p.name for p in work.iterdir()) == ["m.py"]
+
+
+def test_hypothesis_keeps_its_database_in_the_private_cache(tmp_path: Path) -> None:
+    """attrs 26.1.0's suite under ``-W error``: hypothesis warned that its database in the
+    read-only worktree was unusable, and 29 tests that pass by hand failed."""
+    work = _read_only_work(tmp_path)
+    (work / "test_h.py").write_text(
+        "from hypothesis import given, strategies as st\n\n\n"
+        "@given(st.integers())\ndef test_f(x):\n    assert x + 1 > x\n"
+    )
+    argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-W", "error"]
+    res = run_command([*argv, "test_h.py"], work, timeout=300, policy=SandboxPolicy())
+    assert res.exit_code == 0, res.output
+    assert "1 passed" in res.output
+    assert sorted(p.name for p in work.iterdir()) == ["m.py", "test_h.py"]
 
 
 def test_dry_run_says_which_python_runs_and_offers_the_project_venv(

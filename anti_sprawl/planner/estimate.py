@@ -234,7 +234,11 @@ def render_dry_run(result: DryRun, console: Console) -> None:
             f"[yellow]note[/]: {escape(cap)}: the run may stop interrupted before the end "
             "(resume with a higher cap)",
         )
-    verdict = "the run would refuse to start" if result.cannot_start else "nothing was run"
+    verdict = (
+        "the run would refuse to start"
+        if result.cannot_start
+        else "no model was called and nothing was committed"
+    )
     console.print(f"dry run of {escape(result.plan_id)} at {result.base[:12]}: {verdict}")
 
 

@@ -11,10 +11,13 @@ caches the outcome per command, setup, commit, ``PATH`` and write scopes under
 ``.anti-sprawl/baseline/``: it *passes*, *fails* with N failures (named;
 run/test_failures.py), or *cannot start* (with a hint: a src layout wants ``PYTHONPATH=src``,
 the project's venv is ``{checkout}/.venv``; a test file or conftest pytest cannot collect,
-which no node writes, is named with its log). A command that cannot start refuses the run before any model call (``TestsCannotStart``, exit
-1, one line per command); a failing one is a warning, and nodes are then judged only on the
-failures they introduce (``known_failures``, run/node_commands.py). Issue 24: attrs cost two
-paid attempts on a ``No module named 'attr'`` that this finds for free.
+which no node writes, is named, with the import that failed if one did). A command that
+cannot start refuses the run before any model call (``TestsCannotStart``, exit 1, one line per
+command) and is not cached, so it runs again once the user has fixed it; a failing one is a
+warning, and nodes are then judged only on the failures they introduce (``known_failures``,
+run/node_commands.py). Issue 24: attrs cost two paid attempts on a ``No module named 'attr'``
+that this finds for free; the attrs 26.1.0 and click 8.5.1 sdists (2026-12-03) showed a test
+file's failed import refused whoever wrote it, and a cached refusal outlive its fix.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from ..plan.model import Plan, command_argv
 from ..sandbox.command_template import bind_command, expand
 from ..sandbox.sandbox import run_command
 from ..sandbox.user_env import (
+    VENV_NAMES,
     ProgramInfo,
     describe_program,
     shim_target,
@@ -93,10 +97,18 @@ def describe_commands(plan: Plan, checkout: Path, env: Mapping[str, str]) -> lis
     for argv in plan_test_commands(plan):
         program = describe_program(expand(argv, {"checkout": str(checkout)}), env, checkout)
         lines.append(f"test command '{shown(argv)}' runs {program.describe()}")
-        offer = venv_offer(argv, checkout)
+        name = program.program
+        if name.split("/")[0] in VENV_NAMES and program.resolved:
+            lines.append(
+                f"note: {name} is looked up in each node's worktree, which holds only committed "
+                f"files, so a git-ignored {name} of the checkout is not there: write "
+                f"{{checkout}}/{name}"
+            )
+        src_layout = bool(_src_packages(checkout))
+        offer = venv_offer(argv, checkout, ["PYTHONPATH=src"] if src_layout else [])
         if offer:
             lines.append(f"note: {offer}")
-        if _src_packages(checkout) and not any("PYTHONPATH" in arg for arg in argv):
+        if src_layout and not any("PYTHONPATH" in arg for arg in argv):
             lines.append(
                 f"note: a src layout ({', '.join(_src_packages(checkout))}): without "
                 f"'env PYTHONPATH=src {shown(argv)}' the tests import an installed copy, if "
@@ -175,19 +187,12 @@ def _key(argv: list[str], plan: Plan, commit: str, env: Mapping[str, str]) -> st
     return hashlib.sha256(text.encode()).hexdigest()[:24]
 
 
-def _hint(argv: list[str], reason: str, checkout: Path, program: ProgramInfo) -> str:
+def _hint(argv: list[str], checkout: Path, program: ProgramInfo, missing: str | None) -> str:
     """What to change in the command: the interpreter a pyenv shim picks, a src layout's
-    ``PYTHONPATH=src``, the project's venv; ends with one command to try when there is one."""
-    hints: list[str] = []
-    fixed = list(argv)
-    module = reason.removeprefix("No module named '").rstrip("'") if "module" in reason else ""
-    if program.resolved and "/shims/" in program.resolved:
-        target = shim_target(Path(program.resolved), checkout)
-        hints.append("it is a pyenv shim, which cannot run in the sandbox")
-        if target is not None:
-            fixed = [target if a == program.program else a for a in fixed]
-    elif module and module == program.module:
-        hints.append(f"{program.resolved} has no {module} installed")
+    ``PYTHONPATH=src``, the project's venv; ends with one command to try when there is one.
+    ``missing``: the module the tests could not import."""
+    module = missing or ""
+    hints, fixed = _program_hints(argv, checkout, program, module)
     top = module.split(".")[0]
     src_layout = bool(_src_packages(checkout)) or (checkout / "src" / f"{top}.py").is_file()
     if src_layout and not any("PYTHONPATH" in a for a in fixed):
@@ -197,39 +202,82 @@ def _hint(argv: list[str], reason: str, checkout: Path, program: ProgramInfo) ->
     with_venv = venv_command(argv, checkout, wants)
     if fixed != argv:
         hints.append(f"try test_command: '{shown(fixed)}'")
-        if with_venv:
+        if with_venv and with_venv != shown(fixed):
             hints.append(f"or, with the checkout's virtualenv: '{with_venv}'")
     elif with_venv:
         hints.append(
             f"try test_command: '{with_venv}' (the checkout's virtualenv; anti-sprawl never "
             "switches to it on its own)"
         )
-    else:
+    elif not hints:
         hints.append("name the program with a full path, or {checkout}/<venv>/bin/<program>")
     return "; ".join(hints)
 
 
+def _program_hints(
+    argv: list[str], checkout: Path, program: ProgramInfo, module: str
+) -> tuple[list[str], list[str]]:
+    """What is wrong with the program the command names, and the command with it mended:
+    a relative path (commands run in a worktree of committed files only), a pyenv shim, an
+    interpreter without the module it runs or the tests import."""
+    fixed = list(argv)
+    relative = "/" in program.program and not program.program.startswith("/")
+    if relative and program.resolved is None and (checkout / program.program).exists():
+        note = f"{program.program} is looked up in the worktree, which has only committed files"
+        return [note], [f"{{checkout}}/{a}" if a == program.program else a for a in fixed]
+    if program.resolved and "/shims/" in program.resolved:
+        target = shim_target(Path(program.resolved), checkout)
+        if target is not None:
+            fixed = [target if a == program.program else a for a in fixed]
+        return ["it is a pyenv shim, which cannot run in the sandbox"], fixed
+    if module and module == program.module:
+        return [f"{program.resolved} has no {module} installed"], fixed
+    if module and program.resolved and not _src_top(checkout, module):
+        return [
+            f"the tests import {module}, which {program.resolved} cannot: install it there"
+        ], fixed
+    return [], fixed
+
+
+def _src_top(checkout: Path, module: str) -> bool:
+    """Whether ``module``'s top package is the project's own, in its ``src/`` or at its root."""
+    top = module.split(".")[0]
+    return any(
+        (base / top).is_dir() or (base / f"{top}.py").is_file()
+        for base in (checkout / "src", checkout)
+    )
+
+
 def _projects_own(module: str, plan: Plan, checkout: Path) -> bool:
     """``module`` is the project's, not the environment's: a package at the checkout's root
-    that only lacks this submodule (``pkg.c`` with ``pkg/`` there), or a path the plan's
-    write scopes will create."""
+    or under its ``src/`` that only lacks this submodule (``pkg.c`` with ``pkg/`` there), or a
+    path the plan's write scopes will create (at the root or under ``src/``)."""
     parts = module.split(".")
-    if len(parts) > 1 and (checkout / parts[0]).is_dir():
+    if len(parts) > 1 and any((base / parts[0]).is_dir() for base in (checkout, checkout / "src")):
         return True
     path = "/".join(parts)
-    written = [entry for node in plan.tasks for entry in node.write_scope]
-    return any(entry.lstrip("/").startswith((f"{path}.py", f"{path}/")) for entry in written)
+    bases = (checkout, checkout / "src")
+    if any((b / f"{path}.py").exists() or (b / path).is_dir() for b in bases):
+        return False  # there already, and still not importable: the environment's doing
+    written = [
+        entry.lstrip("/").removeprefix("src/") for node in plan.tasks for entry in node.write_scope
+    ]
+    return any(entry.startswith((f"{path}.py", f"{path}/")) for entry in written)
 
 
-def _about_program(reason: str) -> bool:
+def _about_program(reason: str, module: str | None) -> bool:
     """Whether ``reason`` is about the program or its modules, what ``_hint`` advises on (a
-    usage error or a file pytest cannot collect is in the log, shown with the tail)."""
-    return not reason.startswith("pytest ")
+    usage error, or a file pytest cannot collect for another reason than an import, is in the
+    log, shown with the tail)."""
+    return bool(module) or not reason.startswith("pytest ")
 
 
-def _uncollectable(files: list[str], plan: Plan, worktree: Path) -> str | None:
+def _uncollectable(
+    files: list[str], plan: Plan, worktree: Path, module: str | None = None
+) -> str | None:
     """Why no node could pass: pytest cannot collect ``files`` and no node writes any of them
-    (a node that writes one may be there to fix it); None otherwise."""
+    (a node that writes one may be there to fix it); None otherwise. ``module``: the import
+    that failed, when it was one (named in the reason)."""
     if not files:
         return None
     prefix = str(worktree).rstrip("/") + "/"
@@ -240,7 +288,8 @@ def _uncollectable(files: list[str], plan: Plan, worktree: Path) -> str | None:
     if any(writes.matches(path) for path in relative):
         return None
     more = f" and {len(relative) - 1} more" if len(relative) > 1 else ""
-    return f"pytest cannot collect {relative[0]}{more}, which no node writes"
+    because = f": No module named '{module}'" if module else ""
+    return f"pytest cannot collect {relative[0]}{more}, which no node writes{because}"
 
 
 def run_at(
@@ -303,10 +352,13 @@ def run_at(
     full = log.read_text(encoding="utf-8", errors="replace") if log.is_file() else res.output
     why = cannot_start(res.exit_code, full)
     module = missing_module(full) if why and why.startswith("No module") else None
+    uncollected = collection_errors(res.exit_code, full)
     if module and _projects_own(module, plan, checkout):
         why = None  # code the plan is to write (a test-first command): a plain failure
+    elif module and uncollected and not _src_top(checkout, module):
+        why = None  # another import a test file or conftest makes: judged as that file
     if why is None and res.exit_code != 0:
-        why = _uncollectable(collection_errors(res.exit_code, full), plan, ws.path)
+        why = _uncollectable(uncollected, plan, ws.path, module)
     status: BaselineStatus = "passes" if res.exit_code == 0 else "cannot_start" if why else "fails"
     return Baseline(
         command=argv,
@@ -316,7 +368,9 @@ def run_at(
         failures=failing_tests(full) if status == "fails" else [],
         program=program.describe(),
         reason=why or "",
-        hint=(_hint(argv, why, checkout, program) if _about_program(why) else f"see {log}")
+        hint=(
+            _hint(argv, checkout, program, module) if _about_program(why, module) else f"see {log}"
+        )
         if why
         else "",
         tail="\n".join(res.output.splitlines()[-20:]),
@@ -347,14 +401,18 @@ def baseline_for(
     settings: RunSettings,
     redact: Callable[[str], str] = str,
 ) -> Baseline:
-    """One command's outcome at ``commit``, from the cache when it ran there before."""
+    """One command's outcome at ``commit``, from the cache when it ran there before and
+    could start."""
     env = settings.command_env or {}
     cache = StateLayout.ensured(checkout).baseline(_key(argv, plan, commit, env))
     if cache.is_file():
         with contextlib.suppress(OSError, ValueError):
             return Baseline.model_validate_json(cache.read_text(encoding="utf-8"))
     done = run_at(argv, plan, checkout, commit, settings, cache.with_suffix(".log"), redact)
-    atomic_write_text(cache, done.model_dump_json(indent=2))
+    if done.status != "cannot_start":
+        # a command that cannot start is what the user fixes next (installs a module, names
+        # another interpreter), in ways the key cannot see: it is run again the next time
+        atomic_write_text(cache, done.model_dump_json(indent=2))
     return done
 
 

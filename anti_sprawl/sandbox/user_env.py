@@ -44,6 +44,9 @@ CACHE_VARIABLES = {
     "MYPY_CACHE_DIR": ".cache/mypy",
     "RUFF_CACHE_DIR": ".cache/ruff",
     "PYTHONPYCACHEPREFIX": ".cache/pycache",
+    # hypothesis keeps its example database in the working directory, read-only in the
+    # sandbox: its warning failed suites run with -W error (attrs 26.1.0, issue 24's checks)
+    "HYPOTHESIS_STORAGE_DIRECTORY": ".cache/hypothesis",
 }
 # Directory names a project virtualenv is found under, in the order they are offered.
 VENV_NAMES = (".venv", "venv", ".env", "env")
@@ -73,7 +76,8 @@ class ProgramInfo(BaseModel):
     def describe(self) -> str:
         """``python -> /usr/bin/python3 (-m pytest)``, or that it is not on PATH."""
         if self.resolved is None:
-            return f"{self.program}: not found on PATH"
+            relative = "/" in self.program and not self.program.startswith("/")
+            return f"{self.program}: not found {'in the worktree' if relative else 'on PATH'}"
         real = os.path.realpath(self.resolved)
         shown = self.resolved if real == self.resolved else f"{self.resolved} ({real})"
         module = f" -m {self.module}" if self.module else ""
