@@ -177,10 +177,15 @@ class TestsCannotStart(RunError):
     multiline = True  # cli/output.py prints every line: one per command
 
 
+def _write_entries(plan: Plan) -> list[str]:
+    """Every write-scope entry of the plan's nodes, in plan order."""
+    return [entry for node in plan.tasks for entry in node.write_scope]
+
+
 def _key(argv: list[str], plan: Plan, commit: str, env: Mapping[str, str]) -> str:
     setup = command_argv(plan.setup_command) or []
     # the verdict reads the write scopes too (a module or a test file a node will write)
-    writes = sorted({entry for node in plan.tasks for entry in node.write_scope})
+    writes = sorted(set(_write_entries(plan)))
     text = json.dumps(
         [argv, setup, commit, env.get("PATH", ""), env.get("VIRTUAL_ENV", ""), writes]
     )
@@ -259,9 +264,7 @@ def _projects_own(module: str, plan: Plan, checkout: Path) -> bool:
     bases = (checkout, checkout / "src")
     if any((b / f"{path}.py").exists() or (b / path).is_dir() for b in bases):
         return False  # there already, and still not importable: the environment's doing
-    written = [
-        entry.lstrip("/").removeprefix("src/") for node in plan.tasks for entry in node.write_scope
-    ]
+    written = [entry.lstrip("/").removeprefix("src/") for entry in _write_entries(plan)]
     return any(entry.startswith((f"{path}.py", f"{path}/")) for entry in written)
 
 
@@ -284,7 +287,7 @@ def _uncollectable(
     relative = [f.removeprefix(prefix) for f in files]
     if any(path.startswith("/") for path in relative):
         return None  # a path outside the worktree: nothing says which file it is
-    writes = Scope([entry for node in plan.tasks for entry in node.write_scope])
+    writes = Scope(_write_entries(plan))
     if any(writes.matches(path) for path in relative):
         return None
     more = f" and {len(relative) - 1} more" if len(relative) > 1 else ""
