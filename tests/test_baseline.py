@@ -299,3 +299,18 @@ def test_a_relative_venv_path_is_said_to_be_looked_up_in_the_worktree(
     assert "(.venv/bin/python: not found in the worktree)" in err
     assert "try test_command: '{checkout}/.venv/bin/python -m pytest -q'" in err
     assert "not found on PATH" not in err
+
+
+def test_a_failing_baseline_of_a_command_that_stops_at_the_first_failure_says_so(
+    tmp_path: Path, make_repo: Any
+) -> None:
+    """attrs with ``-x``: each node's run stops at the known failure, which is excused, so no
+    test after it ever runs; the warning says so and how to mend the command."""
+    repo = make_repo(FAILING_FILES)
+    stops = _validated(tmp_path, repo, ["pkg/a.py"], f"{PYTEST} -x")
+    assert stops.exit_code == 0, stops.output
+    err = " ".join(stops.stderr.split())
+    assert "fails with 1 failure(s): tests/test_old.py::test_broken" in err
+    assert "stops at the first failure, so no test after a known one runs in any node" in err
+    plain = _validated(tmp_path, repo, ["pkg/a.py"])
+    assert "stops at the first failure" not in plain.stderr

@@ -164,9 +164,18 @@ class Baseline(BaseModel):
         more = len(self.failures) - _SHOWN_FAILURES
         listed += f" and {more} more" if more > 0 else ""
         note = f" ({len(marked)} marked known_failures in the plan)" if marked else ""
+        stops = ""
+        if any(a in ("-x", "--exitfirst") or a.startswith("--maxfail") for a in self.command):
+            # attrs 26.1.0 with -x: every node's run would stop at the known failure, excused,
+            # and the tests after it would never run (issue 24's checks, 2026-12-03)
+            stops = (
+                "; the command stops at the first failure, so no test after a known one runs "
+                "in any node: drop -x (or --maxfail), or deselect them (--deselect ID)"
+            )
         return (
             f"warning: baseline: {where} fails with {len(self.failures)} failure(s){note}: "
-            f"{listed}; nodes fail on tests only for failures they introduce; log: {self.log}"
+            f"{listed}; nodes fail on tests only for failures they introduce{stops}; "
+            f"log: {self.log}"
         )
 
 
