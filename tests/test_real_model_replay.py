@@ -88,10 +88,11 @@ def finishes_refused(repo: Path, state: dict[str, Any]) -> list[str]:
     return [a for a in answers if "the whole test command ran" in a]
 
 
-def transcript(repo: Path, state: dict[str, Any]) -> list[dict[str, Any]]:
+def transcript(repo: Path, state: dict[str, Any], attempt: int = 1) -> list[dict[str, Any]]:
+    """The events of the node's transcript of ``attempt`` (agent/loop.py names them)."""
     path = repo / ".anti-sprawl" / "runs" / state["run_id"] / "artifacts" / "subtract"
-    lines = (path / "transcript.jsonl").read_text().splitlines()
-    return [json.loads(line) for line in lines]
+    name = "transcript.jsonl" if attempt == 1 else f"transcript-{attempt}.jsonl"
+    return [json.loads(line) for line in (path / name).read_text().splitlines()]
 
 
 def test_text_calls_with_triple_quoted_strings_run_and_the_wrong_test_fails(
@@ -542,3 +543,31 @@ def test_a_recorded_reply_sent_a_third_time_ends_the_attempt_stalled(
     assert (node["status"], node["reason"]) == ("failed", "stalled")
     assert "sent changes it had already made 3 times" in node["message"]
     assert len(server.requests) == 3
+
+
+def test_the_first_recorded_run_to_land_lands_on_its_third_attempt(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """subtract_run13, all 17 calls over three attempts: the first changes nothing (its
+    write_file calls end in an echoed ``</data>`` and are not recovered) and fails
+    no_changes; the second adds subtract() and then sends one prose plan three times over
+    passing tests (stalled); the third writes both files from prose, runs the tests, sends the
+    same writes again as JSON (the first, calc.py, is read and answered "already done"), and
+    finishes. The run lands one commit with subtract() beside add() and a test of it."""
+    repo, state = replay(
+        tmp_path, server, "subtract_run13.json", slice(0, 17), exit_code=0, attempts=3
+    )
+    node = state["tasks"]["subtract"]
+    assert node["status"] == "succeeded", node["message"]
+    assert [a["reason"] for a in node["attempt_log"][:2]] == ["no_changes", "stalled"]
+    assert len(server.requests) == 17
+    assert fx_branch_commits(repo) == 1
+    show = ["git", "show", "anti-sprawl/add-subtract:calc.py"]
+    landed = subprocess.run(show, cwd=repo, capture_output=True, text=True, check=True).stdout
+    assert "def add(a, b):" in landed
+    assert "def subtract(a, b):\n    return a - b" in landed
+    show = ["git", "show", "anti-sprawl/add-subtract:test_calc.py"]
+    test = subprocess.run(show, cwd=repo, capture_output=True, text=True, check=True).stdout
+    assert "assert subtract(5, 3) == 2" in test
+    answers = [e["result"]["content"] for e in transcript(repo, state, 3) if e["event"] == "tool"]
+    assert sum("already done: this write_file of calc.py" in a for a in answers) == 1
