@@ -120,7 +120,7 @@ def sandbox_env(
         "TERM": "dumb",
         # The tree is read-only: pytest's cache would only warn on every run.
         "PYTEST_ADDOPTS": "-p no:cacheprovider",
-        **cache_env(home),  # mypy, ruff, __pycache__: a writable cache under the private /tmp
+        **cache_env(home),  # mypy, ruff, hypothesis: a writable cache under the private /tmp
     }
     if "VIRTUAL_ENV" in base:
         env["VIRTUAL_ENV"] = base["VIRTUAL_ENV"]

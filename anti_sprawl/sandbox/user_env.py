@@ -11,8 +11,12 @@ can be told how to use it (``{checkout}/.venv/bin/python``, sandbox/command_temp
 it is offered, never switched to silently.
 
 The worktree is read-only to test commands, so tools that keep a cache in the project
-(mypy's ``.mypy_cache``, ruff's ``.ruff_cache``, ``__pycache__``) are pointed at the
+(mypy's ``.mypy_cache``, ruff's ``.ruff_cache``, hypothesis's database) are pointed at the
 sandbox's private ``/tmp`` by ``cache_env``: a fresh, writable cache and home per command.
+Python writes no bytecode there (``PYTHONDONTWRITEBYTECODE``, sandbox/sandbox.py) and reads
+the ``__pycache__`` an install left: a ``PYTHONPYCACHEPREFIX`` in the fresh ``/tmp`` made it
+ignore those and compile every module it imported on every run (``pytest --version`` 0.16 s
+to 0.62 s; click's tests/test_basic.py 1.0 s to 0.48 s a run in the sandbox).
 """
 
 from __future__ import annotations
@@ -43,7 +47,6 @@ CACHE_VARIABLES = {
     "XDG_CACHE_HOME": ".cache",
     "MYPY_CACHE_DIR": ".cache/mypy",
     "RUFF_CACHE_DIR": ".cache/ruff",
-    "PYTHONPYCACHEPREFIX": ".cache/pycache",
     # hypothesis keeps its example database in the working directory, read-only in the
     # sandbox: its warning failed suites run with -W error (attrs 26.1.0, issue 24's checks)
     "HYPOTHESIS_STORAGE_DIRECTORY": ".cache/hypothesis",
