@@ -222,7 +222,7 @@ class _Worker:
         self._checked: TestOutcome | None = None  # a whole run since the last change to files
         self._failing_finishes = 0
         self._from_text = False  # whether the call running now was read from prose
-        self._text_changes: set[tuple[str, str]] = set()  # changes run from prose, per call
+        self._text_changes: set[tuple[str, str]] = set()  # (tool, arguments) run from prose
         self._repeat_turns: set[int] = set()  # turns that only repeated changes already run
         changing = write_handlers(ctx.firewall, lambda: self._from_text)
         handlers = {
@@ -410,7 +410,8 @@ class _Worker:
             kept = self.loop.observer.kept.get(call.id)
             text = kept.text.removeprefix("error: ") if kept else "refused"
             self.tool_errors.append(f"{call.name}: {text}")
-        if call.name in _CHANGING_TOOLS and outcome is not None:
+        changed = call.name in _CHANGING_TOOLS and outcome is not None
+        if changed and self.loop.calls not in self._repeat_turns:  # not an "already done"
             self._checked = None
         self.compactor.record(call, outcome)
         if self.ctx.on_tool:
