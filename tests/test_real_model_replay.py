@@ -571,3 +571,24 @@ def test_the_first_recorded_run_to_land_lands_on_its_third_attempt(
     assert "assert subtract(5, 3) == 2" in test
     answers = [e["result"]["content"] for e in transcript(repo, state, 3) if e["event"] == "tool"]
     assert sum("already done: this write_file of calc.py" in a for a in answers) == 1
+
+
+def test_a_recorded_submission_in_json_with_comments_is_a_submission(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """make real-model 2026-12-03 run 10, planner call 5: the whole submit_plan call as a
+    fenced block of JSON with ``//`` comments after three of its values. It was prose, and
+    planning ended there; now it is read without the comments and judged as a plan."""
+    from anti_sprawl.planner.planner import plan_requirement
+    from anti_sprawl.providers import OpenAIProvider
+
+    run = recorded("planner_run2.json")  # the same calc.py repository and requirement
+    repo = recorded_repo(tmp_path, run)
+    text = (FIXTURES / "planner_commented_json_run10.txt").read_text()
+    server.enqueue(openai_completion(content=text, finish_reason="stop"))
+    provider = OpenAIProvider("-", base_url=server.url)
+    result = plan_requirement(run["requirement"], repo, provider, lean=True)
+    assert result.rounds == 1
+    codes = {p.code for p in result.report.errors}
+    assert "base_unresolved" not in codes  # "base": "main" was read, comment and all
+    assert [t.task_id for t in (result.plan.tasks if result.plan else [])] in ([], ["task1"])

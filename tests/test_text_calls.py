@@ -274,3 +274,12 @@ def test_fenced_calls_one_after_another_are_each_a_call() -> None:
         ("run_tests", {"args": []}),
     ]
     assert text_call_problem(text + "\nand more", WORKER_TOOLS) is not None
+
+
+def test_json_with_comments_is_read_and_a_double_slash_in_a_string_kept() -> None:
+    text = (
+        '{"name": "write_file", // the tool\n'
+        ' "arguments": {"path": "a.md", "content": "see http://x.org // not a comment"}}'
+    )
+    (call,) = recover_text_calls(text, WORKER_TOOLS)
+    assert call.arguments["content"] == "see http://x.org // not a comment"

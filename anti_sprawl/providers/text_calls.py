@@ -141,6 +141,10 @@ def _load(text: str) -> Any:
     try:
         return json.loads(text)
     except (ValueError, RecursionError):
+        if "//" in text:
+            uncommented = _without_comments(text)
+            if uncommented != text:
+                return _load(uncommented)
         if text.startswith("{{") and text.endswith("}}"):
             return _load(text[1:-1])
         if '"""' in text:
@@ -153,6 +157,29 @@ def _load(text: str) -> Any:
             if undoubled != text:
                 return _load(undoubled)
         return None
+
+
+def _without_comments(text: str) -> str:
+    """``text`` without ``//`` comments outside its strings, to the end of their lines: JSON
+    written as JavaScript (recorded, make real-model 2026-12-03 run 10, planner call 5: a
+    submit_plan with ``"base": "main", // set base to an existing commit or branch``). A
+    ``//`` inside a string (``"http://..."``) is kept."""
+    out: list[str] = []
+    for line in text.split("\n"):
+        in_string = escaped = False
+        cut = len(line)
+        for i, char in enumerate(line):
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = in_string
+            elif char == '"':
+                in_string = not in_string
+            elif not in_string and line.startswith("//", i):
+                cut = i
+                break
+        out.append(line[:cut].rstrip() if cut < len(line) else line)
+    return "\n".join(out)
 
 
 def _call(data: Any, tools: Sequence[ToolSpec]) -> ToolCall | None:
