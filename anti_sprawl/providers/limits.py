@@ -22,7 +22,14 @@ __all__ = [
     "response_timeout",
 ]
 
-DEFAULT_LOCAL_LIMIT = 4_096
+# A model the table does not know, behind --base-url: most often a small local model on a
+# CPU, whose runaway replies (the same lines over and over, never stopping) run to the cap at
+# 4-9 tokens a second: 15-20 minutes each at 4,096. Of the 235 replies recorded from
+# Qwen2.5-Coder-1.5B (tests/fixtures/real_model/ and make real-model 2026-12-03, runs 7-10),
+# none that stopped on its own was longer than 1,306 tokens (every worker reply: 695), and
+# the two runaways went to the cap; a longer write is cut and told to go on in parts
+# (``cut_message``), and --max-output-tokens raises it.
+DEFAULT_LOCAL_LIMIT = 2_048
 
 # (name prefix, max output tokens), checked longest prefix first.
 _ANTHROPIC: dict[str, int] = {
