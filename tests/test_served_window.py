@@ -76,3 +76,33 @@ def test_a_budget_inside_the_window_runs(tmp_path: Path, server: FakeLLMServer) 
         server.enqueue(openai_completion(tool_calls=[call], finish_reason="tool_calls"))
     _, result = execute(tmp_path, server, plan(token_budget=12_000))
     assert result.exit_code == 0, result.output
+
+
+def test_a_plan_for_a_server_fits_its_budgets_to_the_window(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """make real-model 2026-12-03 run 11: the planner's first submission was valid, with
+    token_budget 60,000 for each of its three tasks on a 16,384-token server, and execute
+    refused the plan it had just written. ``plan`` reads the same window and lowers them."""
+    import yaml
+    from typer.testing import CliRunner
+
+    from anti_sprawl.cli.app import app
+
+    from . import e2e_fixture as fx
+
+    server.routes["/models"] = LLAMA_CPP
+    fixture = Path(__file__).parent / "fixtures" / "real_model" / "planner_over_window_run11.txt"
+    server.enqueue(openai_completion(content=fixture.read_text(), finish_reason="stop"))
+    calc = "def add(a, b):\n    return a + b\n"
+    repo = fx.make_repo(tmp_path, {"calc.py": calc, "test_calc.py": "from calc import add\n"})
+    out = tmp_path / "plan.yaml"
+    args = ["plan", "Add subtract(a, b) to calc.py, with a test in test_calc.py", "--repo"]
+    args += [str(repo), "--output", str(out), "--provider", "openai", "--base-url", server.url]
+    result = CliRunner().invoke(app, [*args, "--model", "local-test"])
+    assert result.exit_code == 0, result.output
+    budgets = [t["token_budget"] for t in yaml.safe_load(out.read_text())["tasks"]]
+    assert budgets == [16_384] * 3
+    flat = " ".join(result.output.split())
+    assert "token_budget 60,000 lowered to 16,384, the context window" in flat
+    assert "/models (n_ctx) reports" in flat

@@ -11,10 +11,12 @@ Applied by the planner after validation and before saving:
   entry that another, unordered task writes (a stale read).
 - ``default_budgets``: estimate ``token_budget`` (the per-call cap) / ``max_tool_calls`` for
   tasks whose submission left them out, from their lean first prompt (see ``budget_for``).
+- ``fit_context_window``: lower a ``token_budget`` above the context window the model is served
+  with (a ``--base-url`` server that says), which ``execute`` would refuse.
 - ``cost_estimate``: the plan's cost as a range per task and in total, from the lean first
   calls to every call of every attempt at its cap (``planner/estimate.py`` adds dollars).
 
-One cohesive module at ~300 lines: the four passes share the plan's literal files, scope
+One cohesive module at ~330 lines: the five passes share the plan's literal files, scope
 matching and ordering helpers, and splitting them would export those helpers between modules.
 """
 
@@ -49,6 +51,7 @@ __all__ = [
     "default_budgets",
     "estimated_tokens",
     "expand_read_scopes",
+    "fit_context_window",
     "missing_test_warnings",
     "prompt_sizes",
     "tool_calls_for",
@@ -329,3 +332,23 @@ def default_budgets(
             update["max_tool_calls"] = tool_calls_for(len(scoped) + len(new))
         tasks.append(node.model_copy(update=update))
     return plan.model_copy(update={"tasks": tasks})
+
+
+def fit_context_window(plan: Plan, window: int | None, source: str) -> tuple[Plan, list[str]]:
+    """``plan`` with every ``token_budget`` above ``window`` lowered to it, and a warning for
+    each: a small model planning for a local server chose 60,000 for a 16,384-token window
+    (make real-model 2026-12-03 run 11), and ``execute`` refused the plan. ``source``: where
+    the window was read (the server's URL)."""
+    if window is None:
+        return plan, []
+    warnings: list[str] = []
+    tasks: list[TaskNode] = []
+    for node in plan.tasks:
+        if node.token_budget > window:
+            warnings.append(
+                f"task '{node.task_id}': token_budget {node.token_budget:,} lowered to "
+                f"{window:,}, the context window {source} reports"
+            )
+            node = node.model_copy(update={"token_budget": window})
+        tasks.append(node)
+    return plan.model_copy(update={"tasks": tasks}), warnings

@@ -42,6 +42,7 @@ from .assist import (
     default_budgets,
     estimated_tokens,
     expand_read_scopes,
+    fit_context_window,
     missing_test_warnings,
 )
 from .prompt import (
@@ -114,10 +115,13 @@ def plan_requirement(
     models: Sequence[str] = (),
     max_output_tokens: int | None = None,
     lean: bool = False,
+    context_window: tuple[int, str] | None = None,
 ) -> PlannerResult:
     """Ask ``provider`` for a plan of ``requirement`` on ``repo`` and validate it.
 
     ``lean``: the lean prompt, for a local server (``prompt.planner_system``).
+    ``context_window``: (tokens, where it was read) of the server the plan's nodes will run
+    on; a ``token_budget`` above it is lowered, with a warning (``fit_context_window``).
 
     With ``models`` (``plan --models``) the planner may give each task one of them, saying
     why in the task's goal; the plan's default model is the first unless it picks another.
@@ -165,6 +169,7 @@ def plan_requirement(
             models=tuple(models),
             max_output_tokens=max_output_tokens or MAX_OUTPUT_TOKENS,
             lean=lean,
+            context_window=context_window,
         )
         return session.run()
 
@@ -210,6 +215,7 @@ class _Session:
     # the valid plan sent back once for that warning: still the answer if none better comes
     _held: tuple[Plan, dict[str, Any], Report] | None = None
     lean: bool = False  # the lean prompt (prompt.planner_system)
+    context_window: tuple[int, str] | None = None  # (tokens, source) the nodes will run with
 
     def __post_init__(self) -> None:
         explore = read_handlers(self.firewall, OBSERVATION_CHARS)
@@ -394,7 +400,9 @@ class _Session:
         if self.expand:
             plan, warnings = expand_read_scopes(plan, files, self._read)
         plan = default_budgets(plan, missing, files, self._read)
-        return plan, missing_test_warnings(plan, files) + warnings
+        window, source = self.context_window or (None, "")
+        plan, lowered = fit_context_window(plan, window, source)
+        return plan, missing_test_warnings(plan, files) + warnings + lowered
 
     def _read(self, path: str) -> str | None:
         try:
