@@ -592,3 +592,25 @@ def test_a_recorded_submission_in_json_with_comments_is_a_submission(
     codes = {p.code for p in result.report.errors}
     assert "base_unresolved" not in codes  # "base": "main" was read, comment and all
     assert [t.task_id for t in (result.plan.tasks if result.plan else [])] in ([], ["task1"])
+
+
+def test_a_recorded_plan_of_one_task_written_as_the_task_alone_is_a_submission(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """make real-model 2026-12-03 run 12, planner calls 1-7: one fenced task object (its id,
+    name, goal, scopes and budgets) four times, each answered as a call of a tool named
+    "Add and Subtract Function", until planning stalled. It is the plan of that one task."""
+    from anti_sprawl.planner.planner import plan_requirement
+    from anti_sprawl.providers import OpenAIProvider
+
+    run = recorded("planner_run2.json")  # the same calc.py repository and requirement
+    repo = recorded_repo(tmp_path, run)
+    text = (FIXTURES / "planner_one_task_run12.txt").read_text()
+    server.enqueue(openai_completion(content=text, finish_reason="stop"))
+    provider = OpenAIProvider("-", base_url=server.url)
+    result = plan_requirement(run["requirement"], repo, provider, lean=True)
+    assert result.ok, result.report.errors
+    assert result.plan is not None
+    assert [t.task_id for t in result.plan.tasks] == ["add_subtract_task"]
+    assert result.plan.tasks[0].write_scope == ["calc.py", "test_calc.py"]
+    assert result.rounds == 1

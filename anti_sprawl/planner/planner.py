@@ -290,7 +290,10 @@ class _Session:
         (recorded from Qwen2.5-Coder-1.5B, tests/fixtures/real_model/planner_run5.json), or the
         whole submit_plan call so (planner_run7.json), is that submission: it is validated like
         any other. Only one block with a task list counts, and only once per reply (the same
-        reply again is not a new submission)."""
+        reply again is not a new submission). So is one block holding a single task (recorded,
+        make real-model 2026-12-03 run 12, planner calls 1-7: ``{"task_id": ..., "goal": ...,
+        "write_scope": [...]}``, read as a call of a tool named by its ``name`` field): the
+        plan of that one task."""
         plans = [
             plan
             for data in fenced_objects(text)
@@ -298,6 +301,8 @@ class _Session:
             for plan in [data.get("arguments") if data.get("name") == SUBMIT_PLAN_TOOL else data]
             if isinstance(plan, dict) and isinstance(plan.get("tasks"), list)
         ]
+        if not plans:
+            plans = [{"tasks": [data]} for data in fenced_objects(text) if _one_task(data)]
         if len(plans) != 1 or text in self._prose_plans:
             return None
         self._prose_plans.add(text)
@@ -448,3 +453,13 @@ class _Session:
             return
         manifest = planner_manifest(request, self.parts, n=n)
         self.manifests.append(save_manifest(self.manifest_dir, manifest))
+
+
+def _one_task(data: dict[str, Any]) -> bool:
+    """Whether ``data`` is one task of a plan (an id, a goal, a write scope), not a plan."""
+    return (
+        isinstance(data.get("task_id"), str)
+        and isinstance(data.get("goal"), str)
+        and isinstance(data.get("write_scope"), list)
+        and "tasks" not in data
+    )
