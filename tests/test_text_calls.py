@@ -283,3 +283,7 @@ def test_json_with_comments_is_read_and_a_double_slash_in_a_string_kept() -> Non
     )
     (call,) = recover_text_calls(text, WORKER_TOOLS)
     assert call.arguments["content"] == "see http://x.org // not a comment"
+    # a file's own // lines, in a triple-quoted value, are its text
+    js = '{"name": "write_file", "arguments": {"path": "a.js", "content": """// header\nlet x = 1;\n"""}}'
+    (call,) = recover_text_calls(js, WORKER_TOOLS)
+    assert call.arguments["content"].startswith("// header\n")

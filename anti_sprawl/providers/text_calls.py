@@ -141,22 +141,24 @@ def _load(text: str) -> Any:
     try:
         return json.loads(text)
     except (ValueError, RecursionError):
-        if "//" in text:
-            uncommented = _without_comments(text)
-            if uncommented != text:
-                return _load(uncommented)
         if text.startswith("{{") and text.endswith("}}"):
             return _load(text[1:-1])
         if '"""' in text:
             unquoted = _untriple(text)
             if unquoted is not None and unquoted != text:
                 return _load(unquoted)
+        found = None
         if "{{" in text or "}}" in text:
             # every brace doubled, or only some of them (the opening one and the closing ones)
             undoubled = text.replace("{{", "{").replace("}}", "}")
             if undoubled != text:
-                return _load(undoubled)
-        return None
+                found = _load(undoubled)
+        if found is None and "//" in text and '"""' not in text:
+            # not inside a file's text in triple quotes: its // lines are its own
+            uncommented = _without_comments(text)
+            if uncommented != text:
+                found = _load(uncommented)
+        return found
 
 
 def _without_comments(text: str) -> str:
