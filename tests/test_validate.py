@@ -246,3 +246,15 @@ def test_validation_gives_back_the_collector_as_it_found_it() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("command", ["{{}}", ["{{}}"], "'{}' -q", "--"])
+def test_a_command_that_names_no_program_is_an_error(command: Any) -> None:
+    """A small model filled every command of its plan with "{{}}" (make real-model
+    2026-12-03, runs 10 and 13): a program no node could run."""
+    report = validate(plan_data(node("a"), test_command=command))
+    assert not report.valid
+    assert [p.code for p in report.errors] == ["bad_command"]
+    assert "names no program" in report.errors[0].message
+    for fine in ("python -m pytest -q", "env PYTHONPATH=src pytest", "./run-tests.sh"):
+        assert validate(plan_data(node("a"), test_command=fine)).valid

@@ -69,7 +69,7 @@ class TaskNode(BaseModel):
     test_command: TestCommand = Field(
         default=None,
         description="What run_tests executes (argv list or a string split like a shell would); "
-        "'{checkout}' is the user's checkout, bound read-only; '{{' and '}}' are literal braces.",
+        "'{checkout}' is the user's checkout, bound read-only.",
     )
     model: ModelName | None = Field(
         default=None,

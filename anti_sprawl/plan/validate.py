@@ -180,11 +180,17 @@ def command_problem(command: str | list[str] | None) -> str | None:
     parts = command if isinstance(command, list) else [command]
     if any("\0" in part for part in parts):
         return "contains a NUL byte"
+    words = parts
     if isinstance(command, str):
         try:
-            shlex.split(command)
+            words = shlex.split(command)
         except ValueError as exc:
             return f"cannot be split into arguments ({exc})"
+    program = words[0] if words else ""
+    if program and not any(c.isalnum() for c in program):
+        # a small model filled every command with "{{}}" (make real-model 2026-12-03, runs 10
+        # and 13): a literal "{}" to run, which no node could ever pass
+        return f"names no program: its first word is {program!r}"
     return None
 
 

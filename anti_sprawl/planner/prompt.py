@@ -65,8 +65,8 @@ number of calls): small for small tasks. Leave them out to let the orchestrator 
 from the size of the task's scoped files.
 - test_command (optional, per task or once for the plan): the command that runs the tests. \
 It runs in a fresh checkout without the user's untracked files; '{checkout}' names the \
-user's checkout (e.g. '{checkout}/.venv/bin/python -m pytest -q' uses their virtualenv). \
-Write a literal brace as '{{' or '}}'.
+user's checkout (e.g. '{checkout}/.venv/bin/python -m pytest -q' uses their virtualenv); \
+leave it out when the plan's default is right.
 Paths are repository-relative POSIX paths: no leading '/', no '..', no '\\'. A directory \
 entry ends with '/' and covers everything below it. Globs: '*' matches within one path \
 segment and never crosses '/'; '**' crosses directories. A path that does not exist yet may \
