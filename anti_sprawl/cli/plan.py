@@ -30,6 +30,7 @@ from ..planner.planner import PlannerResult, plan_requirement
 from ..providers.base import Provider
 from ..providers.limits import default_output_limit
 from ..providers.prices import PriceTable, call_cost, format_usd
+from ..providers.server_info import served_context_window
 from ..run.history import used_share
 from ..run.preflight import check_repo
 from ..views.github import plan_comment, result_comment
@@ -76,8 +77,6 @@ def parse_models(text: str | None) -> list[str]:
 def _served_window(provider: Provider) -> tuple[int, str] | None:
     """(tokens, where it was read) of the window a ``--base-url`` server serves the model
     with, when it says; the plan's budgets are fitted to it (planner/assist.py)."""
-    from ..providers.server_info import served_context_window
-
     url = getattr(provider, "base_url", None) or os.environ.get("OPENAI_BASE_URL")
     window = served_context_window(url, provider.model) if url else None
     return (window.tokens, window.source) if window is not None else None
