@@ -281,9 +281,12 @@ def test_the_recorded_same_reply_over_and_over_ends_the_attempt_stalled(
     assert fx_branch_commits(repo=tmp_path / "calc") == 0
 
 
-def _planned_from(tmp_path: Path, server: FakeLLMServer, name: str, calls: slice) -> Any:
+def _planned_from(
+    tmp_path: Path, server: FakeLLMServer, name: str, calls: slice, then: Sequence[str] = ()
+) -> Any:
     """``plan_requirement`` (lean) of the recorded requirement on the recorded repository,
-    served the recorded responses ``calls``."""
+    served the recorded responses ``calls`` and then replies of the texts in the fixture
+    files ``then``."""
     from anti_sprawl.planner.planner import plan_requirement
     from anti_sprawl.providers import OpenAIProvider
 
@@ -291,6 +294,9 @@ def _planned_from(tmp_path: Path, server: FakeLLMServer, name: str, calls: slice
     repo = recorded_repo(tmp_path, run)
     for call in run["calls"][calls]:
         server.enqueue(call["response"])
+    for fixture in then:
+        text = (FIXTURES / fixture).read_text()
+        server.enqueue(openai_completion(content=text, finish_reason="stop"))
     provider = OpenAIProvider("-", base_url=server.url)
     return plan_requirement(run["requirement"], repo, provider, lean=True)
 
@@ -579,15 +585,14 @@ def test_a_recorded_submission_in_json_with_comments_is_a_submission(
     """make real-model 2026-12-03 run 10, planner call 5: the whole submit_plan call as a
     fenced block of JSON with ``//`` comments after three of its values. It was prose, and
     planning ended there; now it is read without the comments and judged as a plan."""
-    from anti_sprawl.planner.planner import plan_requirement
-    from anti_sprawl.providers import OpenAIProvider
-
-    run = recorded("planner_run2.json")  # the same calc.py repository and requirement
-    repo = recorded_repo(tmp_path, run)
-    text = (FIXTURES / "planner_commented_json_run10.txt").read_text()
-    server.enqueue(openai_completion(content=text, finish_reason="stop"))
-    provider = OpenAIProvider("-", base_url=server.url)
-    result = plan_requirement(run["requirement"], repo, provider, lean=True)
+    # planner_run2: the same calc.py repository and requirement
+    result = _planned_from(
+        tmp_path,
+        server,
+        "planner_run2.json",
+        slice(0, 0),
+        then=["planner_commented_json_run10.txt"],
+    )
     assert result.rounds == 1
     codes = {p.code for p in result.report.errors}
     assert "base_unresolved" not in codes  # "base": "main" was read, comment and all
@@ -600,15 +605,10 @@ def test_a_recorded_plan_of_one_task_written_as_the_task_alone_is_a_submission(
     """make real-model 2026-12-03 run 12, planner calls 1-7: one fenced task object (its id,
     name, goal, scopes and budgets) four times, each answered as a call of a tool named
     "Add and Subtract Function", until planning stalled. It is the plan of that one task."""
-    from anti_sprawl.planner.planner import plan_requirement
-    from anti_sprawl.providers import OpenAIProvider
-
-    run = recorded("planner_run2.json")  # the same calc.py repository and requirement
-    repo = recorded_repo(tmp_path, run)
-    text = (FIXTURES / "planner_one_task_run12.txt").read_text()
-    server.enqueue(openai_completion(content=text, finish_reason="stop"))
-    provider = OpenAIProvider("-", base_url=server.url)
-    result = plan_requirement(run["requirement"], repo, provider, lean=True)
+    # planner_run2: the same calc.py repository and requirement
+    result = _planned_from(
+        tmp_path, server, "planner_run2.json", slice(0, 0), then=["planner_one_task_run12.txt"]
+    )
     assert result.ok, result.report.errors
     assert result.plan is not None
     assert [t.task_id for t in result.plan.tasks] == ["add_subtract_task"]

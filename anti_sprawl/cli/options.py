@@ -292,25 +292,33 @@ def local_server(provider: Any, base_url: str | None) -> bool:
     return provider.name == "openai" and bool(base_url or os.environ.get("OPENAI_BASE_URL"))
 
 
-def served_window(plan: Any, provider: Any, base_url: str | None) -> int | None:
-    """The context window a ``--base-url`` server says it serves (None: it does not say); a
-    node whose ``token_budget`` is above it is the user's mistake (exit 2), with the numbers."""
+def server_window(provider: Any, base_url: str | None) -> tuple[int, str] | None:
+    """(tokens, where it was read) of the context window a ``--base-url`` server says it
+    serves the model with; None for a hosted API or a server that does not say."""
     from ..providers.server_info import served_context_window
 
     url = base_url or os.environ.get("OPENAI_BASE_URL")
     if not local_server(provider, base_url) or not url:
         return None
     window = served_context_window(url, provider.model)
-    if window is None:
+    return (window.tokens, window.source) if window is not None else None
+
+
+def served_window(plan: Any, provider: Any, base_url: str | None) -> int | None:
+    """The context window a ``--base-url`` server says it serves (None: it does not say); a
+    node whose ``token_budget`` is above it is the user's mistake (exit 2), with the numbers."""
+    found = server_window(provider, base_url)
+    if found is None:
         return None
+    tokens, source = found
     for task in plan.tasks:
-        if task.token_budget > window.tokens:
+        if task.token_budget > tokens:
             raise UsageError(
                 f"task {task.task_id!r}: token_budget {task.token_budget:,} is above the "
-                f"server's context window of {window.tokens:,} tokens ({window.source}); "
-                f"lower it to at most {window.tokens:,}, or serve the model with a larger window"
+                f"server's context window of {tokens:,} tokens ({source}); "
+                f"lower it to at most {tokens:,}, or serve the model with a larger window"
             )
-    return window.tokens
+    return tokens
 
 
 def output_limit(flag: int | None, provider: Any, base_url: str | None) -> int:

@@ -8,7 +8,6 @@ file or repository is a ``UsageError`` (exit 2, raised to the CLI).
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import sys
 from collections.abc import Sequence
@@ -30,7 +29,6 @@ from ..planner.planner import PlannerResult, plan_requirement
 from ..providers.base import Provider
 from ..providers.limits import default_output_limit
 from ..providers.prices import PriceTable, call_cost, format_usd
-from ..providers.server_info import served_context_window
 from ..run.history import used_share
 from ..run.preflight import check_repo
 from ..views.github import plan_comment, result_comment
@@ -74,14 +72,6 @@ def parse_models(text: str | None) -> list[str]:
     return names
 
 
-def _served_window(provider: Provider) -> tuple[int, str] | None:
-    """(tokens, where it was read) of the window a ``--base-url`` server serves the model
-    with, when it says; the plan's budgets are fitted to it (planner/assist.py)."""
-    url = getattr(provider, "base_url", None) or os.environ.get("OPENAI_BASE_URL")
-    window = served_context_window(url, provider.model) if url else None
-    return (window.tokens, window.source) if window is not None else None
-
-
 def default_plan_path(repo: Path, plan_id: str) -> Path:
     """Where a plan goes without ``-o``: ``<repo>/.anti-sprawl/plans/<plan_id>.yaml``."""
     return StateLayout.ensured(repo).plan_file(plan_id)
@@ -101,6 +91,7 @@ def run_plan_command(
     prices: PriceTable | None = None,
     max_output_tokens: int | None = None,
     local_server: bool = False,
+    context_window: tuple[int, str] | None = None,
     test_command: str | None = None,
     comment_trigger: str | None = None,
 ) -> int:
@@ -128,7 +119,7 @@ def run_plan_command(
         models=models,
         max_output_tokens=max_output_tokens,
         lean=local_server,
-        context_window=_served_window(provider) if local_server else None,
+        context_window=context_window,
     )
     if result.plan is not None and result.plan.test_command is None and test_command:
         result.plan.test_command = test_command  # --test-command, or the config's default

@@ -31,6 +31,7 @@ from .options import (
     output_limit,
     price_table,
     repo_here,
+    server_window,
 )
 from .output import handle_errors, print_json, stderr, stdout
 
@@ -134,6 +135,7 @@ def plan_cmd(
             prices=table,
             max_output_tokens=output_limit(max_output_tokens, chosen, base_url),
             local_server=local_server(chosen, base_url),
+            context_window=server_window(chosen, base_url),
             test_command=test_command,
             comment_trigger=comment,
         )
