@@ -346,3 +346,28 @@ def test_a_first_line_only_valid_as_a_docstring_becomes_one_when_read_from_prose
     assert "docstring" not in as_sent + prose
     assert (root / "app/tool.py").read_text() == body
     assert (root / "app/notes.md").read_text() == body
+
+
+def test_a_stray_triple_quote_line_is_dropped_when_read_from_prose(
+    root: Path, firewall: Firewall
+) -> None:
+    """make real-model 2026-12-03 run 9, calls 1 and 3: calc.py read from a call in text as
+    its docstring less the opening quotes, then a line of triple quotes alone (which opens a
+    string never closed), then the code. Read from text, the docstring gets its quotes and the
+    stray line goes, since only that makes the file parse; a tool call is written as sent."""
+    body = 'A tiny calculator."""\n"""\ndef add(a, b):\n    return a + b\n'
+    turns = [
+        {"text": f"app/calc.py\n```python\n{body}```"},
+        {"tool": "write_file", "args": {"path": "app/tool.py", "content": body}},
+        FINISH,
+    ]
+    result, provider = run(root, firewall, turns)
+    assert result.status == "succeeded", result.message
+    repaired, as_sent = observations(provider)
+    assert "only valid as a docstring" in repaired
+    assert "a line holding only triple quotes, which left the file invalid, was dropped" in repaired
+    assert (root / "app/calc.py").read_text() == (
+        '"""A tiny calculator."""\ndef add(a, b):\n    return a + b\n'
+    )
+    assert "triple quotes" not in as_sent
+    assert (root / "app/tool.py").read_text() == body

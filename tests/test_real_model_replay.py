@@ -551,31 +551,55 @@ def test_a_recorded_reply_sent_a_third_time_ends_the_attempt_stalled(
     assert len(server.requests) == 3
 
 
-def test_the_first_recorded_run_to_land_lands_on_its_third_attempt(
+def landed_file(repo: Path, path: str) -> str:
+    show = ["git", "show", f"anti-sprawl/add-subtract:{path}"]
+    return subprocess.run(show, cwd=repo, capture_output=True, text=True, check=True).stdout
+
+
+def test_the_first_recorded_run_to_land_now_lands_on_its_first_attempt(
     tmp_path: Path, server: FakeLLMServer
 ) -> None:
-    """subtract_run13, all 17 calls over three attempts: the first changes nothing (its
-    write_file calls end in an echoed ``</data>`` and are not recovered) and fails
-    no_changes; the second adds subtract() and then sends one prose plan three times over
-    passing tests (stalled); the third writes both files from prose, runs the tests, sends the
-    same writes again as JSON (the first, calc.py, is read and answered "already done"), and
-    finishes. The run lands one commit with subtract() beside add() and a test of it."""
+    """subtract_run13's first attempt, calls 1-7: each write_file's triple-quoted content ends
+    in an echoed ``</data>`` instead of its closing quotes (then no change was read, and the
+    attempt failed no_changes). Now the value closes at the echoed tag; calc.py's first line,
+    the docstring less its opening quotes, gets them back and the stray triple-quote line after
+    it goes, so the file parses; the same write again is "already done"; test_calc.py is written;
+    and the finish lands, with subtract() beside add()."""
+    repo, state = replay(tmp_path, server, "subtract_run13.json", slice(0, 7), exit_code=0)
+    node = state["tasks"]["subtract"]
+    assert node["status"] == "succeeded", node["message"]
+    assert len(server.requests) == 7
+    assert fx_branch_commits(repo) == 1
+    calc = landed_file(repo, "calc.py")
+    assert calc.startswith('"""A tiny calculator."""\ndef add(a, b):\n    return a + b\n')
+    assert "def subtract(a, b):\n    return a - b" in calc
+    assert "</data>" not in calc
+    assert "assert subtract(5, 3) == 2" in landed_file(repo, "test_calc.py")
+    answers = [e["result"]["content"] for e in transcript(repo, state) if e["event"] == "tool"]
+    assert sum("a line holding only triple quotes" in a for a in answers) == 1
+    assert sum("already done: this write_file of calc.py" in a for a in answers) == 1
+
+
+def test_the_later_attempts_of_the_first_recorded_run_to_land(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """subtract_run13's attempts 2 and 3, calls 8-17: one adds subtract() and then sends one
+    prose plan three times over passing tests (stalled); the next writes both files from
+    prose, runs the tests, sends the same writes again as JSON (the first, calc.py, is read
+    and answered "already done"), and finishes. One commit, subtract() beside add()."""
     repo, state = replay(
-        tmp_path, server, "subtract_run13.json", slice(0, 17), exit_code=0, attempts=3
+        tmp_path, server, "subtract_run13.json", slice(7, 17), exit_code=0, attempts=2
     )
     node = state["tasks"]["subtract"]
     assert node["status"] == "succeeded", node["message"]
-    assert [a["reason"] for a in node["attempt_log"][:2]] == ["no_changes", "stalled"]
-    assert len(server.requests) == 17
+    assert [a["reason"] for a in node["attempt_log"][:1]] == ["stalled"]
+    assert len(server.requests) == 10
     assert fx_branch_commits(repo) == 1
-    show = ["git", "show", "anti-sprawl/add-subtract:calc.py"]
-    landed = subprocess.run(show, cwd=repo, capture_output=True, text=True, check=True).stdout
+    landed = landed_file(repo, "calc.py")
     assert "def add(a, b):" in landed
     assert "def subtract(a, b):\n    return a - b" in landed
-    show = ["git", "show", "anti-sprawl/add-subtract:test_calc.py"]
-    test = subprocess.run(show, cwd=repo, capture_output=True, text=True, check=True).stdout
-    assert "assert subtract(5, 3) == 2" in test
-    answers = [e["result"]["content"] for e in transcript(repo, state, 3) if e["event"] == "tool"]
+    assert "assert subtract(5, 3) == 2" in landed_file(repo, "test_calc.py")
+    answers = [e["result"]["content"] for e in transcript(repo, state, 2) if e["event"] == "tool"]
     assert sum("already done: this write_file of calc.py" in a for a in answers) == 1
 
 

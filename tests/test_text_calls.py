@@ -101,6 +101,31 @@ def test_triple_quoted_content_keeps_its_docstrings(text: str, arguments: dict[s
     assert (call.name, call.arguments) == ("write_file", arguments)
 
 
+# make real-model 2026-12-03 run 9 (tests/fixtures/real_model/subtract_run13.json), call 5
+# verbatim: the value opened with triple quotes ends at our data blocks' echoed closing tag
+RECORDED_ECHOED_DATA_TAG = '```json\n{\n  "name": "write_file",\n  "arguments": {\n    "path": "test_calc.py",\n    "content": """from calc import add, subtract\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\ndef test_subtract():\n    assert subtract(5, 3) == 2\n</data>\n```'
+
+
+def test_a_value_that_ends_at_an_echoed_data_tag_closes_there() -> None:
+    """The file ends where the model echoed ``</data>``, the objects left open are closed; a
+    tag with more text after it than the JSON's and the fence's ends, or one inside a value
+    that does close, is not such an end."""
+    (call,) = recover_text_calls(RECORDED_ECHOED_DATA_TAG, WORKER_TOOLS)
+    assert call.name == "write_file"
+    assert call.arguments == {
+        "path": "test_calc.py",
+        "content": "from calc import add, subtract\n\n\ndef test_add():\n    assert add(2, 3)"
+        " == 5\n\n\ndef test_subtract():\n    assert subtract(5, 3) == 2\n",
+    }
+    closed = RECORDED_ECHOED_DATA_TAG.replace("</data>\n```", '</data>\n"""}}\n```')
+    (call,) = recover_text_calls(closed, WORKER_TOOLS)
+    assert call.arguments["content"].endswith("== 2\n</data>\n")
+    followed = RECORDED_ECHOED_DATA_TAG.replace("</data>", "</data>\nThen run the tests.")
+    assert recover_text_calls(followed, WORKER_TOOLS) == []
+    in_a_list = RECORDED_ECHOED_DATA_TAG.replace('"arguments": {', '"arguments": [')
+    assert recover_text_calls(in_a_list, WORKER_TOOLS) == []
+
+
 # make real-model 2026-12-03 run 3, call 6: a whole test file in a JSON string escaped twice
 # (``\\\\n``), so one line of ``\\n``; then commentary in a fenced block
 RECORDED_ESCAPED_TWICE = '{"name": "write_file", "arguments": {"path": "test_calc.py", "content": "from calc import add\\\\n\\\\ndef test_add():\\\\n    assert add(2, 3) == 5\\\\n\\\\ndef test_subtract():\\\\n    assert subtract(2, 3) == -1\\\\n\\\\ndef test_subtract_neg():\\\\n    assert subtract(3, 2) == 1\\\\n\\\\ndef test_subtract_neg2():\\\\n    assert subtract(2, 2) == 0\\\\n\\\\ndef test_subtract_float():\\\\n    assert subtract(2.5, 1) == 1.5", "append": true}}\n```\nobj[\'summary\'] = f"Added the `subtract` function and a test in `test_calc.py` to `calc.py` and `test_calc.py`, and ran the tests to ensure they passed."\nobj[\'notes\'] = "Note: this replaced the whole file, and it no longer defines `add`; if that was not meant, write the file again with them, or add to a file with append: true or edit_file"\nobj[\'interfaces\'] = "None"\nobj[\'files\'] = ["calc.py", "test_calc.py"]\n```'

@@ -35,9 +35,9 @@ def write_file(fw: Firewall, args: WriteFileArgs, *, from_text: bool = False) ->
     ``from_text``: the call was read from a model's prose (providers/text_calls.py,
     agent/file_blocks.py), whose whole-file write of only new definitions is an addition."""
     refuse_placeholder(args.content)
-    repaired = _docstring_restored(args.path, args.content) if from_text else None
+    repaired = _quotes_repaired(args.path, args.content) if from_text else None
     if repaired is not None:
-        args = args.model_copy(update={"content": repaired})
+        args = args.model_copy(update={"content": repaired[0]})
     before = fw.current_text(args.path)
     restated = args.append and _restates(before or "", args.content)
     if args.append and not restated:
@@ -49,10 +49,7 @@ def write_file(fw: Firewall, args: WriteFileArgs, *, from_text: bool = False) ->
     note = f"; {kept}" if kept else ""
     done = f"{verb} {args.path} ({len(args.content)} chars{note})"
     if repaired is not None:
-        done += (
-            "\nnote: its first line was only valid as a docstring, so it was written as one "
-            "(in triple quotes)"
-        )
+        done += f"\nnote: {repaired[1]}"
     if added:
         kept_names = _names(_top_level_names(before or ""))
         return done + (
@@ -83,19 +80,40 @@ def write_file(fw: Firewall, args: WriteFileArgs, *, from_text: bool = False) ->
     return done
 
 
-def _docstring_restored(path: str, content: str) -> str | None:
-    """``content`` with its first line in triple quotes, when the Python file is not valid
-    as written and is with that: a docstring whose quotes merged with the triple quotes around
-    the value (recorded from Qwen2.5-Coder-1.5B, make real-model 2026-12-03 runs 3 and 5: a
-    calc.py whose first line is the bare text ``A tiny calculator.``, the old file's
-    docstring). Only parsed, never run."""
+def _quotes_repaired(path: str, content: str) -> tuple[str, str] | None:
+    """``content`` with its triple quotes repaired, and what was done, when the Python file is
+    not valid as written and is with that; None otherwise. Only parsed, never run.
+
+    Two repairs, tried alone and together: the first line in triple quotes, when it is bare
+    text (a docstring whose quotes merged with the triple quotes around the value; recorded
+    from Qwen2.5-Coder-1.5B, make real-model 2026-12-03 runs 3 and 5: a calc.py whose first
+    line is ``A tiny calculator.``, the old file's docstring, or run 9: ``A tiny calculator.``
+    with its closing quotes); and lines holding nothing but triple quotes dropped (run 9,
+    calls 1 and 3: one such line after that docstring, which opened a string never closed).
+    """
+    if not path.endswith(".py") or _parses(content):
+        return None
     first, newline, rest = content.partition("\n")
-    if not path.endswith(".py") or not first.strip() or first.lstrip()[:1] in "\"'#":
-        return None
-    if _parses(content):
-        return None
-    restored = f'"""{first.strip()}"""{newline}{rest}'
-    return restored if _parses(restored) else None
+    starts: list[tuple[str, str]] = [(content, "")]
+    bare = first.strip()
+    if bare and bare[:1] not in "\"'#":
+        quoted = f'"""{bare}' if bare.endswith('"""') else f'"""{bare}"""'
+        starts.append(
+            (
+                f"{quoted}{newline}{rest}",
+                "its first line was only valid as a docstring, so it was written as one "
+                "(in triple quotes)",
+            )
+        )
+    gone = "a line holding only triple quotes, which left the file invalid, was dropped"
+    for text, done in starts:
+        if text != content and _parses(text):
+            return text, done
+        lines = text.split("\n")
+        kept = [line for line in lines if line.strip() not in ('"""', "'''")]
+        if len(kept) < len(lines) and _parses("\n".join(kept)):
+            return "\n".join(kept), f"{done}; {gone}" if done else gone
+    return None
 
 
 def _parses(source: str) -> bool:

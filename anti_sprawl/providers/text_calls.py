@@ -102,12 +102,54 @@ def _untriple(text: str) -> str | None:
     while (opened := _TRIPLE_OPEN.search(text, pos)) is not None:
         closed = _TRIPLE_CLOSE.search(text, opened.end())
         if closed is None:
-            return None
+            return _closed_by_echoed_tag(text, opened, "".join(out) + text[pos : opened.start()])
         out += [text[pos : opened.start()], ": ", json.dumps(_triple_body(text, opened, closed))]
         pos = closed.end()
         if _NEXT_KEY.match(text, pos):
             out.append(",")  # '"""' then the next key on its own line: the comma forgotten
     return "".join(out) + text[pos:] if out else None
+
+
+# The closing tag of the data blocks files are shown in (trust.py), echoed by a small model as
+# the end of the file it writes, with nothing after it but the ends of the JSON and the fence.
+_ECHOED_CLOSE = re.compile(r"<\\?/data>[\s}\]`]*\Z")
+
+
+def _closed_by_echoed_tag(text: str, opened: re.Match[str], before: str) -> str | None:
+    """The JSON ``text`` meant when its last triple-quoted value never closes and ends at an
+    echoed ``</data>`` instead (recorded, make real-model 2026-12-03 run 9, calls 1, 3 and 5:
+    a content opened with triple quotes, then the file, ``</data>`` and the fence): the value
+    closed there and the objects opened before it closed after it. None otherwise."""
+    echoed = _ECHOED_CLOSE.search(text, opened.end())
+    if echoed is None:
+        return None
+    closers = _unclosed(before)
+    if closers is None:
+        return None
+    value = _triple_body(text, opened, echoed)
+    return f"{before}: {json.dumps(value)}{closers}"
+
+
+def _unclosed(prefix: str) -> str | None:
+    """The brackets that close what ``prefix`` (JSON cut inside an object) left open, innermost
+    first; None when it is not such a prefix."""
+    stack: list[str] = []
+    in_string = escaped = False
+    for char in prefix:
+        if escaped:
+            escaped = False
+        elif in_string:
+            escaped = char == "\\"
+            in_string = char != '"'
+        elif char == '"':
+            in_string = True
+        elif char in "{[":
+            stack.append("}" if char == "{" else "]")
+        elif char in "}]" and (not stack or stack.pop() != char):
+            return None
+    if in_string or not stack or stack[-1] != "}":
+        return None
+    return "".join(reversed(stack))
 
 
 def _triple_body(text: str, opened: re.Match[str], closed: re.Match[str]) -> str:
