@@ -127,3 +127,39 @@ def test_only_code_outside_json_calls_is_unlabelled_code() -> None:
     assert not has_unlabelled_code(two_calls)  # the closing fence opens nothing
     assert has_unlabelled_code("Here:\n```python\ndef subtract(a, b):\n    return a - b\n```")
     assert not has_unlabelled_code("```python\nnever closed")
+
+
+# make real-model 2026-12-04 run a, call 17 verbatim: both files restated with the change, each
+# in a bare ```python block, and a block of finish's arguments as data
+RECORDED_UNLABELLED_RESTATEMENTS = 'To complete the task, you need to add the `subtract` function and its test in `calc.py` and `test_calc.py`.\n\n```python\n# A tiny calculator.\n\ndef add(a, b):\n    return a + b\n\n# Add the subtract function\ndef subtract(a, b):\n    return a - b\n```\n\n```python\nfrom calc import add, subtract\n\ndef test_add():\n    assert add(2, 3) == 5\n\ndef test_subtract():\n    assert subtract(5, 2) == 3\n```\n\nAfter adding these changes, review the `calc.py` and `test_calc.py` files to ensure there are no syntax errors or issues. If everything is correct, call the `run_tests` function to ensure all tests pass.\n\n### Conclusion\nThe changes are complete. The `subtract` function and its test are now implemented, and the `run_tests` function has been called to ensure all tests pass.\n\n### Output\nWhen you call the `finish` function with the summary, notes, interfaces, and files, you can include the following:\n\n```json\n{\n    "summary": "Added the subtract function and its test in calc.py and test_calc.py. The tests passed.",\n    "notes": "",\n    "interfaces": "The task requires running the `run_tests` command, which will update the test results in the orchestrator\'s worktree.",\n    "files": [\n        "calc.py",\n        "test_calc.py"\n    ]\n}\n```\n\nThis completes the task as per the instructions.'
+CURRENT = {
+    "calc.py": '"""A tiny calculator."""\n\n\ndef add(a, b):\n    return a + b\n',
+    "test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+}
+
+
+def test_an_unlabelled_block_that_defines_all_of_one_files_names_is_that_file() -> None:
+    """Each block defines every top-level name of exactly one writable file (and more): it is
+    that file restated with its change. The JSON block is data."""
+    writable = Scope(list(CURRENT)).matches
+    blocks = whole_file_blocks(RECORDED_UNLABELLED_RESTATEMENTS, writable, CURRENT)
+    assert [path for path, _ in blocks] == ["calc.py", "test_calc.py"]
+    assert blocks[0][1].endswith("def subtract(a, b):\n    return a - b\n")
+    assert "def test_subtract():" in blocks[1][1]
+    # without the files' texts, the same blocks name no file
+    assert whole_file_blocks(RECORDED_UNLABELLED_RESTATEMENTS, writable) == []
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        "def subtract(a, b):\n    return a - b\n",  # only a new name: which file is not said
+        "def add(a, b):\n    return a\n\ndef test_add():\n    pass\n",  # both files' names
+        "add(2, 3)\n",  # no definition
+    ],
+)
+def test_a_block_that_restates_no_one_file_is_prose(block: str) -> None:
+    writable = Scope(list(CURRENT)).matches
+    assert whole_file_blocks(f"Here:\n\n```python\n{block}```\n", writable, CURRENT) == []
+    labelled = f"calc.py\n```python\n{block}```\n"
+    assert whole_file_blocks(labelled, writable, CURRENT) == [("calc.py", block)]

@@ -15,7 +15,7 @@ from ..fs.firewall import EditError, Firewall
 from ..redact import PLACEHOLDER
 from .tools import MoveFileArgs, PathArgs, WriteFileArgs
 
-__all__ = ["delete_file", "move_file", "refuse_placeholder", "write_file"]
+__all__ = ["delete_file", "move_file", "refuse_placeholder", "top_level_names", "write_file"]
 
 _LISTED = 20
 
@@ -51,7 +51,7 @@ def write_file(fw: Firewall, args: WriteFileArgs, *, from_text: bool = False) ->
     if repaired is not None:
         done += f"\nnote: {repaired[1]}"
     if added:
-        kept_names = _names(_top_level_names(before or ""))
+        kept_names = _names(top_level_names(before or ""))
         return done + (
             f"\nnote: the text keeps none of the file's definitions ({kept_names}) and only "
             "defines new ones, so it was added after them, not written over them; to replace "
@@ -68,7 +68,7 @@ def write_file(fw: Firewall, args: WriteFileArgs, *, from_text: bool = False) ->
         # a small model sent back the file as it was, as its "change" (make real-model
         # 2026-12-03, call 13)
         return done + "\nnote: this is the file as it was: nothing changed"
-    gone = [n for n in _top_level_names(before or "") if n not in _top_level_names(args.content)]
+    gone = [n for n in top_level_names(before or "") if n not in top_level_names(args.content)]
     if gone:
         # a small model rewrote calc.py with only the function it added, dropping add()
         # (recorded: tests/fixtures/real_model/subtract_run6.json, subtract_run8.json)
@@ -144,7 +144,7 @@ def _only_adds(before: str, content: str) -> bool:
     some: a small model's "whole file" that is just the function it added (recorded five
     times from Qwen2.5-Coder-1.5B, e.g. tests/fixtures/real_model/subtract_run8.json and make
     real-model 2026-12-03 run 4, call 16: ``# calc.py`` then subtract() alone, add() gone)."""
-    old, new = set(_top_level_names(before)), set(_top_level_names(content))
+    old, new = set(top_level_names(before)), set(top_level_names(content))
     return bool(old) and bool(new) and not old & new
 
 
@@ -181,8 +181,8 @@ def _redefined_note(before: str, appended: str) -> str:
     """A note when appended text defines again what the file already defines: a whole new
     file sent with append: true (make real-model 2026-12-03, call 1: calc.py restated with
     add() and appended to itself)."""
-    defined = set(_top_level_names(before))
-    again = [n for n in _top_level_names(appended) if n in defined]
+    defined = set(top_level_names(before))
+    again = [n for n in top_level_names(appended) if n in defined]
     if not again:
         return ""
     return (
@@ -198,7 +198,8 @@ _DEFINITION = re.compile(
 )
 
 
-def _top_level_names(text: str) -> list[str]:
+def top_level_names(text: str) -> list[str]:
+    """The names ``text`` defines at the top level (functions and classes, several languages)."""
     return list(dict.fromkeys(_DEFINITION.findall(text)))
 
 

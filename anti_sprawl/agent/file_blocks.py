@@ -15,12 +15,20 @@ the fence's own info string, or else a comment that is the block's first line, w
 not part of the file) is exactly a path the node may write.
 The first such block per path wins (models restate the file further down, indented, as
 "Updated calc.py"); a label that names anything else, or an empty block, is prose.
+
+A block with no such label is still a file's when it defines every top-level name of exactly
+one of the files the node may write (``current``: their texts now), and at least one: the
+model restated that file with its change and forgot to name it (recorded, make real-model
+2026-12-04 run a, calls 16 and 17: calc.py with add() and subtract(), and test_calc.py with
+test_add() and test_subtract(), each after a sentence or in a bare ```python block).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
+
+from .change_tools import top_level_names
 
 __all__ = ["has_unlabelled_code", "whole_file_blocks"]
 
@@ -30,6 +38,8 @@ _CLOSE = "```"
 # a trailing colon, and a leading "File:" (as in "**File: calc.py**").
 _DECORATION = re.compile(r"^[#>*\-+\s]*(?:\d+[.)]\s+)?(?:file(?:name)?\s*:\s*)?", re.I)
 _MAX_LABEL = 200
+# Fenced blocks that hold a call or data, not a file.
+_NOT_CODE = ("json", "tool_call")
 # A sentence that introduces the block and names one file in a code span, ending with a colon:
 # "Here's the corrected `calc.py` file:" (make real-model 2026-12-03 run 4, call 9).
 _CODE_SPAN = re.compile(r"`([^`\s]+)`")
@@ -46,9 +56,12 @@ def _label(line: str) -> str:
     return text.removeprefix("./")
 
 
-def whole_file_blocks(text: str, may_write: Callable[[str], bool]) -> list[tuple[str, str]]:
-    """``(path, content)`` for each fenced block ``text`` labels with a writable path, in order,
-    the first block per path only; [] when there is none."""
+def whole_file_blocks(
+    text: str, may_write: Callable[[str], bool], current: Mapping[str, str] | None = None
+) -> list[tuple[str, str]]:
+    """``(path, content)`` for each fenced block ``text`` labels with a writable path, or that
+    restates one of the ``current`` files by its definitions, in order, the first block per
+    path only; [] when there is none."""
     lines = text.splitlines()
     found: dict[str, str] = {}
     for start, end, info in _blocks(lines):
@@ -58,9 +71,24 @@ def whole_file_blocks(text: str, may_write: Callable[[str], bool]) -> list[tuple
             path = _commented_path(lines[first], may_write)
             first += path is not None  # the comment names the file; it is not its content
         body = "\n".join(lines[first:end])
+        if path is None and current and info.lower() not in _NOT_CODE:
+            path = _restated_file(body, current)
         if path is not None and path not in found and body.strip():
             found[path] = body + "\n"
     return list(found.items())
+
+
+def _restated_file(body: str, current: Mapping[str, str]) -> str | None:
+    """The one file of ``current`` whose top-level names (one or more) ``body`` all defines."""
+    defined = set(top_level_names(body))
+    if not defined:
+        return None
+    matches = [
+        path
+        for path, text in current.items()
+        if (names := set(top_level_names(text))) and names <= defined
+    ]
+    return matches[0] if len(matches) == 1 else None
 
 
 def _blocks(lines: list[str]) -> Iterator[tuple[int, int, str]]:
@@ -115,6 +143,4 @@ def has_unlabelled_code(text: str) -> bool:
     """Whether ``text`` has a closed fenced block of code (not JSON) at the start of a line:
     what a model that meant to write a file sends without the line naming it (recorded: a
     whole new calc.py as a bare ```python block, subtract_run8.json)."""
-    return any(
-        info.lower() not in ("json", "tool_call") for _, _, info in _blocks(text.splitlines())
-    )
+    return any(info.lower() not in _NOT_CODE for _, _, info in _blocks(text.splitlines()))

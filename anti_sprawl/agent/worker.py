@@ -26,6 +26,7 @@ from pydantic import BaseModel, Field
 
 from ..fs.firewall import Firewall, Violation
 from ..fs.scope_grant import ScopeGrant
+from ..fs.scopes import is_glob
 from ..ids import FINISH_TOOL
 from ..lifecycle import WorkerFailure
 from ..providers.base import (
@@ -375,7 +376,8 @@ class _Worker:
         once per reply: the same reply again is a repeat, not new work."""
         if reply in self._written_replies or "```" not in reply:
             return []
-        blocks = whole_file_blocks(reply, self.ctx.firewall.write_scope.matches)
+        fw = self.ctx.firewall
+        blocks = whole_file_blocks(reply, fw.write_scope.matches, self._scope_files())
         if not blocks:
             return []
         self._written_replies.add(reply)
@@ -388,6 +390,14 @@ class _Worker:
             )
             for n, (path, content) in enumerate(blocks, 1)
         ]
+
+    def _scope_files(self) -> dict[str, str]:
+        """The texts of the files the write scope names one by one (not its directories or
+        globs), as they are now: what an unlabelled block may restate (agent/file_blocks.py)."""
+        fw = self.ctx.firewall
+        named = [e for e in fw.write_scope.entries if not e.endswith("/") and not is_glob(e)]
+        texts = {path: fw.current_text(path) for path in named}
+        return {path: text for path, text in texts.items() if text is not None}
 
     def cut_turn(self, max_output_tokens: int) -> str | Ending:
         """A response cut at the output limit: its tool call is lost; say so, and how to go on."""
