@@ -47,6 +47,13 @@ PART_VERSION = "0.2.0"
 GGUF_SIZE = 1_117_320_768
 GGUF_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
 ALIAS = "qwen2.5-coder-1.5b-instruct"
+# The server's default sampling temperature (llama.cpp's own is 0.8). Greedy decoding makes a
+# small model's replies repeatable: the same prompt gets the same reply, so a run can be
+# replayed, a failure reproduced and a fix checked, and the first replies kept their form
+# (one recorded worker prompt sent 4 times each, 2026-12-04: at 0.8, 2 of 4 replies wrote a
+# working calc.py, one wrote nothing; at 0, the same working reply 4 times). Users set the same
+# on their own server (docs/local-models.md); anti-sprawl sends no temperature of its own.
+TEMPERATURE = 0.0
 
 SERVER = """
 import sys, time, xllamacpp as x
@@ -61,6 +68,7 @@ p.hostnames = ["127.0.0.1"]
 p.model_alias = {alias}  # a set of names: a str would become one alias per character
 p.cpuparams.n_threads = 1
 p.cpuparams_batch.n_threads = 1
+p.sampling.temp = float(sys.argv[5])  # the default of a request that sets none
 server = x.Server(p)
 time.sleep(seconds)  # the time limit: the process (and the server) ends here
 """
@@ -134,7 +142,16 @@ def serve(
     port = free_port()
     out = (home / "server.log").open("wb")
     proc = subprocess.Popen(
-        [str(python), "-c", SERVER, str(model), str(port), ALIAS, str(minutes * 60)],
+        [
+            str(python),
+            "-c",
+            SERVER,
+            str(model),
+            str(port),
+            ALIAS,
+            str(minutes * 60),
+            str(TEMPERATURE),
+        ],
         stdout=out,
         stderr=subprocess.STDOUT,
     )
@@ -145,7 +162,7 @@ def serve(
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{port}/v1/models", timeout=5) as r:
                 meta = json.load(r)
-            log(f"server up on port {port}: {json.dumps(meta)[:300]}")
+            log(f"server up on port {port}, temperature {TEMPERATURE:g}: {json.dumps(meta)[:300]}")
             return proc, port
         except OSError:
             time.sleep(2)
