@@ -66,6 +66,15 @@ def test_test_locations_and_globbed_write_scopes() -> None:
     # a glob that lets the task create or change the sibling tests covers them
     globbed = plan(node("w", write_scope=["src/pkg/*.py"]), tester)
     assert missing_test_warnings(globbed, FILES) == []
+    # a test_<module>.py beside the module counts, written or not yet there (make real-model
+    # run b: calc.py and test_calc.py in one task, warned about)
+    beside = plan(node("w", write_scope=["./calc.py", "./test_calc.py"]))
+    assert missing_test_warnings(beside, ["calc.py"]) == []
+    assert missing_test_warnings(beside, ["calc.py", "test_calc.py"]) == []
+    alone = plan(node("w", write_scope=["calc.py"]))
+    assert missing_test_warnings(alone, ["calc.py", "test_calc.py"]) == [
+        "task 'w' changes calc.py but its tests (test_calc.py) are in no task's write scope"
+    ]
 
 
 def test_expansion_resolves_absolute_relative_and_package_imports() -> None:

@@ -179,12 +179,15 @@ def _changed_modules(node: TaskNode, files: Sequence[str]) -> list[str]:
 
 
 def _tests_of(module: str, candidates: Sequence[str]) -> list[str]:
+    """The tests of ``module``: ``<module>_test.py`` or ``test_<module>.py`` beside it, or
+    ``test_<module>.py`` under a ``tests`` folder (recorded, make real-model 2026-12-04 run b:
+    calc.py and test_calc.py side by side in one task's write scope were warned about)."""
     p = PurePosixPath(module)
-    sibling = str(p.with_name(f"{p.stem}_test.py"))
+    siblings = {str(p.with_name(f"{p.stem}_test.py")), str(p.with_name(f"test_{p.stem}.py"))}
     return [
         c
         for c in candidates
-        if c == sibling
+        if c in siblings
         or (PurePosixPath(c).name == f"test_{p.stem}.py" and "tests" in PurePosixPath(c).parts)
     ]
 
@@ -204,7 +207,8 @@ def missing_test_warnings(plan: Plan, files: Sequence[str]) -> list[str]:
             found = _tests_of(module, pool)
             p = PurePosixPath(module)
             defaults = [f"tests/test_{p.stem}.py", str(p.with_name(f"{p.stem}_test.py"))]
-            if any(writes.matches(c) for c in [*found, *defaults]):
+            beside = str(p.with_name(f"test_{p.stem}.py"))
+            if any(writes.matches(c) for c in [*found, *defaults, beside]):
                 continue
             existing = [c for c in found if c in set(files)]
             if existing:
