@@ -200,16 +200,17 @@ def test_the_recorded_real_model_eval_cases_score_no_false_success() -> None:
     """tasks/eval-real-model: the recorded turns as scripted cases. On main before issue 23 the
     false claim scored green (1 of 2 nodes succeeded with an empty diff), and before
     git/substance.py the change that only took text away did too; now none does, and the
-    whole files the model wrote in prose land."""
+    whole files the model wrote in prose land, labelled or (since 2026-12-04) not."""
     from anti_sprawl.eval import load_cases, run_case
     from anti_sprawl.eval.metrics import aggregate
 
     cases = load_cases(Path(__file__).resolve().parents[1] / "tasks" / "eval-real-model")
     results = [run_case(case) for case in cases]
-    assert [r.passed for r in results] == [True] * 4, [r.failed_checks for r in results]
+    assert [r.passed for r in results] == [True] * 5, [r.failed_checks for r in results]
     summary = aggregate("baseline", results)
-    # the whole-files case lands (its files written from the prose reply); no empty success
-    assert (summary.tasks, summary.tasks_succeeded, summary.empty_successes) == (4, 1, 0)
+    # whole-files and unlabelled-files land (their files written from the prose reply); no
+    # empty success
+    assert (summary.tasks, summary.tasks_succeeded, summary.empty_successes) == (5, 2, 0)
 
 
 def test_the_recorded_planner_submission_written_as_text_is_planned(
