@@ -47,13 +47,10 @@ PART_VERSION = "0.2.0"
 GGUF_SIZE = 1_117_320_768
 GGUF_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046"
 ALIAS = "qwen2.5-coder-1.5b-instruct"
-# The server's default sampling temperature (llama.cpp's own is 0.8). Greedy decoding makes a
-# small model's replies repeatable: the same prompt gets the same reply, so a run can be
-# replayed, a failure reproduced and a fix checked, and the first replies kept their form
-# (one recorded worker prompt sent 4 times each, 2026-12-04: at 0.8, 2 of 4 replies wrote a
-# working calc.py, one wrote nothing; at 0, the same working reply 4 times). Users set the same
-# on their own server (docs/local-models.md); anti-sprawl sends no temperature of its own.
-TEMPERATURE = 0.0
+# The server's default sampling temperature: llama.cpp's own. Greedy (0) makes a reply repeat
+# for the same prompt, but the model then ran away (2,048 tokens of one digit) on both of the
+# first two worker calls of make real-model 2026-12-04 run b; see docs/local-models.md.
+TEMPERATURE = 0.8
 
 SERVER = """
 import sys, time, xllamacpp as x
