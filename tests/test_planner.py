@@ -564,12 +564,27 @@ def test_the_planner_assigns_allowed_models_and_says_why(tmp_path: Path, repo: P
     provider.assert_complete()
 
 
-def test_without_models_the_planner_may_not_pick_one(tmp_path: Path, repo: Path) -> None:
-    provider = scripted(tmp_path, [submit(with_models("claude-haiku-5-5", None))] * 2)
+def test_without_models_a_model_the_planner_picks_is_left_out(tmp_path: Path, repo: Path) -> None:
+    """Without ``--models`` the user chose none: a model the submission names (make real-model
+    2026-12-04 run c: 'python', in all three submissions, and planning failed on that alone)
+    is left out with a warning, and the run's model does that work."""
+    named = with_models("claude-haiku-5-5", None) | {"default_model": "python"}
+    provider = scripted(tmp_path, [submit(named)])
     result = plan_requirement("Add an API handler", repo, provider, max_rounds=2)
-    assert not result.ok
-    assert any(p.code == "model_not_allowed" for p in result.report.errors)
+    assert result.ok, result.message
+    assert result.plan is not None
+    assert result.plan.default_model is None
+    assert [t.model for t in result.plan.tasks] == [None, None]
+    left_out = [p.message for p in result.report.warnings if p.code == "model_left_out"]
+    assert left_out == [
+        "default_model 'python' left out: the user allowed no models (plan --models), so the "
+        "run's model does this work",
+        "task 'core' model 'claude-haiku-5-5' left out: the user allowed no models (plan "
+        "--models), so the run's model does this work",
+    ]
+    assert all(message in result.warnings for message in left_out)
     assert "Models" not in provider.requests[0].messages[0].content
+    provider.assert_complete()
 
 
 def test_models_flag_through_the_cli(tmp_path: Path, repo: Path) -> None:

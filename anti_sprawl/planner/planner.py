@@ -60,6 +60,7 @@ from .tools import (
     missing_budgets,
     model_problems,
     submission_data,
+    unasked_models,
     unwritten_feedback,
 )
 
@@ -358,7 +359,10 @@ class _Session:
             force_id=self.plan_id is not None,
             base=self.base,
         )
+        data, left_out = unasked_models(data, self.models)
         report = validate(data, self.repo)
+        if left_out:
+            report = report.model_copy(update={"warnings": [*left_out, *report.warnings]})
         chosen = model_problems(report.plan, self.models) if report.plan is not None else []
         if chosen:
             errors = [*report.errors, *chosen]
@@ -395,6 +399,9 @@ class _Session:
         if not final.valid or final.plan is None:  # assistance must never break a valid plan
             warnings.append("scope assistance was not applied: it made the plan invalid")
             plan, final = report.plan or plan, report
+        left_out = [p for p in report.warnings if p.code == "model_left_out"]
+        if left_out and final is not report:  # said of the submission, not of the final plan
+            final = final.model_copy(update={"warnings": [*left_out, *final.warnings]})
         warnings += [p.message for p in final.warnings]
         self.report = final
         return self._result("planned", "", plan, warnings)

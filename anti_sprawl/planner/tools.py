@@ -26,6 +26,7 @@ __all__ = [
     "missing_budgets",
     "model_problems",
     "submission_data",
+    "unasked_models",
 ]
 
 OBSERVATION_CHARS = 24_000  # about 6k tokens: one file must not eat the planner's budget
@@ -131,6 +132,43 @@ def unwritten_feedback(warnings: Sequence[Problem]) -> str:
         "again to keep it as it is.",
     ]
     return "\n".join(lines)
+
+
+def unasked_models(
+    data: dict[str, Any], allowed: Sequence[str]
+) -> tuple[dict[str, Any], list[Problem]]:
+    """The submission without the models it names when the user allowed none (no ``plan
+    --models``), and a warning for each: every node then runs on the run's own model, which is
+    what "leave it out" asks for. Recorded, make real-model 2026-12-04 run c: Qwen2.5-Coder-1.5B
+    named model 'python' in all three submissions, and planning failed on that alone."""
+    if allowed:
+        return data, []
+    dropped: list[Problem] = []
+    named = data.get("default_model")
+    if isinstance(named, str) and named:
+        data = {**data, "default_model": None}
+        dropped.append(_left_out(f"default_model '{named}'", []))
+    tasks = data.get("tasks")
+    if isinstance(tasks, list):
+        kept: list[Any] = []
+        for task in tasks:
+            model = task.get("model") if isinstance(task, dict) else None
+            if isinstance(model, str) and model:
+                task = {**task, "model": None}
+                task_id = str(task.get("task_id", "?"))
+                dropped.append(_left_out(f"task '{task_id}' model '{model}'", [task_id]))
+            kept.append(task)
+        data = {**data, "tasks": kept}
+    return data, dropped
+
+
+def _left_out(what: str, tasks: list[str]) -> Problem:
+    return Problem(
+        code="model_left_out",
+        message=f"{what} left out: the user allowed no models (plan --models), so the run's "
+        "model does this work",
+        tasks=tasks,
+    )
 
 
 def model_problems(plan: Plan, allowed: Sequence[str]) -> list[Problem]:
