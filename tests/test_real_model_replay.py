@@ -639,3 +639,20 @@ def test_a_recorded_plan_of_one_task_written_as_the_task_alone_is_a_submission(
     assert [t.task_id for t in result.plan.tasks] == ["add_subtract_task"]
     assert result.plan.tasks[0].write_scope == ["calc.py", "test_calc.py"]
     assert result.rounds == 1
+
+
+def test_a_recorded_plan_that_named_a_model_in_every_submission_is_planned(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """make real-model 2026-12-04 run c: all three submissions name model 'python' (the
+    default_model too), and the third had no other error, yet planning failed on it. Without
+    ``plan --models`` those models are now left out with a warning; the third submission is
+    the plan, two tasks, each for the run's model."""
+    result = _planned_from(tmp_path, server, "planner_models_run_c.json", slice(0, 3))
+    assert result.ok, result.message
+    assert result.rounds == 3
+    assert result.plan is not None
+    assert [t.task_id for t in result.plan.tasks] == ["update_calc.py", "update_test_calc.py"]
+    assert {t.model for t in result.plan.tasks} == {None}
+    assert result.plan.default_model is None
+    assert sum("left out: the user allowed no models" in w for w in result.warnings) == 3
