@@ -163,3 +163,27 @@ def test_a_block_that_restates_no_one_file_is_prose(block: str) -> None:
     assert whole_file_blocks(f"Here:\n\n```python\n{block}```\n", writable, CURRENT) == []
     labelled = f"calc.py\n```python\n{block}```\n"
     assert whole_file_blocks(labelled, writable, CURRENT) == [("calc.py", block)]
+
+
+# make real-model 2026-12-04 run c, call 6 verbatim: a new test under the test file's import,
+# in a bare python block
+RECORDED_NEW_TEST_UNDER_ITS_IMPORT = (
+    "To change a file without a tool call, write its path on a line of its own, then its complete "
+    "new content in a fenced code block: it is written for you.\n\n```python\nfrom calc import "
+    "add\n\n\ndef test_subtract():\n    assert subtract(2, 3) == -1\n```\n\nThe whole test "
+    "command passes with your changes: if the goal is met, call finish."
+)
+
+
+def test_an_unlabelled_block_that_shares_a_line_with_one_file_alone_is_that_file() -> None:
+    """The block brings a new name only, but its import line is test_calc.py's alone. Not when
+    another file shares the line too, nor when a file the write scope names does not exist
+    yet (the block may be that one's)."""
+    writable = Scope([*CURRENT, "new.py"]).matches
+    blocks = whole_file_blocks(RECORDED_NEW_TEST_UNDER_ITS_IMPORT, writable, CURRENT)
+    assert blocks == [("test_calc.py", "from calc import add\n\n\ndef test_subtract():\n"
+                       "    assert subtract(2, 3) == -1\n")]  # fmt: skip
+    both = {**CURRENT, "calc.py": "from calc import add\n"}
+    assert whole_file_blocks(RECORDED_NEW_TEST_UNDER_ITS_IMPORT, writable, both) == []
+    to_create = {**CURRENT, "new.py": ""}
+    assert whole_file_blocks(RECORDED_NEW_TEST_UNDER_ITS_IMPORT, writable, to_create) == []

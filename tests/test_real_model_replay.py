@@ -457,15 +457,16 @@ def test_the_recorded_name_error_names_the_missing_import(
 
 
 def test_the_recorded_alternating_echo_stalls(tmp_path: Path, server: FakeLLMServer) -> None:
-    """subtract_run11, attempt 1, calls 5-10: after one prose answer the model echoed the source
-    tag of calc.py, then of test_calc.py, by turns, until its call cap. The fourth reply in a
-    row without a tool call ends the attempt as stalled (call 7), before the same reply came a
-    third time (call 9)."""
+    """subtract_run11, attempt 1, calls 5-10: after one prose answer (call 4, whose unlabelled
+    block shares the test file's import and test line with it alone, so it is now written
+    there: agent/file_blocks.py) the model echoed the source tag of calc.py, then of
+    test_calc.py, by turns, until its call cap. The fourth reply in a row without a tool call
+    ends the attempt as stalled (call 8), before the same reply came a third time (call 9)."""
     _, state = replay(tmp_path, server, "subtract_run11.json", slice(0, 10))
     node = state["tasks"]["subtract"]
     assert (node["status"], node["reason"]) == ("failed", "stalled")
     assert f"sent {TEXT_TURN_LIMIT} replies in a row without calling a tool" in node["message"]
-    assert len(server.requests) == 3 + TEXT_TURN_LIMIT
+    assert len(server.requests) == 4 + TEXT_TURN_LIMIT
 
 
 def test_the_recorded_wrong_test_is_shown_to_the_model_before_its_finish_is_taken(

@@ -30,7 +30,8 @@ TESTS = (
 pytestmark = pytest.mark.usefixtures("python_on_path")
 
 
-def test_arguments_narrow_the_run_and_the_final_check_runs_all(tmp_path: Path) -> None:
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
     repo = tmp_path / "repo"
     (repo / "tests").mkdir(parents=True)
     (repo / "tests/test_one.py").write_text(TESTS)
@@ -38,6 +39,10 @@ def test_arguments_narrow_the_run_and_the_final_check_runs_all(tmp_path: Path) -
     env = {**os.environ, **GIT_ENV}
     for args in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-q", "-m", "init"]):
         subprocess.run(["git", *args], cwd=repo, check=True, env=env)
+    return repo
+
+
+def test_arguments_narrow_the_run_and_the_final_check_runs_all(tmp_path: Path, repo: Path) -> None:
     plan = {
         "plan_id": "targeted",
         "requirement": "Check one test",
@@ -84,3 +89,56 @@ def test_arguments_narrow_the_run_and_the_final_check_runs_all(tmp_path: Path) -
     assert "4 passed" in final
     # the recorded outcome is the final, full command
     assert state["tasks"]["t"]["tests"]["command"] == plan["test_command"]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["python -m pytest -v -p no:cacheprovider"],
+        ["python", "-m", "pytest", "-v", "-p", "no:cacheprovider"],
+    ],
+)
+def test_arguments_that_restate_the_test_command_run_it_once(
+    tmp_path: Path, repo: Path, args: list[str]
+) -> None:
+    """make real-model 2026-12-04 run c, call 9: run_tests with the test command as its args,
+    which ran ``python -m pytest -q python -m pytest -q`` ("file or directory not found"). Args
+    that spell the command itself are dropped: it runs once, whole, and the model is told."""
+    plan = {
+        "plan_id": "restated",
+        "requirement": "Check the tests",
+        "test_command": "python -m pytest -v -p no:cacheprovider",
+        "tasks": [
+            {
+                "task_id": "t",
+                "name": "Run the tests",
+                "goal": "Run the tests",
+                "read_scope": ["tests/"],
+                "write_scope": ["tests/test_one.py"],
+                "expect_changes": False,
+            }
+        ],
+    }
+    turns = [
+        {"tool": "run_tests", "args": {"args": args}},
+        {"tool": "finish", "args": {"summary": "ran the tests"}},
+    ]
+    plan_path, script_path = tmp_path / "plan.yaml", tmp_path / "script.yaml"
+    plan_path.write_text(yaml.safe_dump(plan))
+    script_path.write_text(yaml.safe_dump({"workers": {"t": turns}}))
+    result = runner.invoke(
+        app,
+        ["execute", str(plan_path), "--repo", str(repo), "--script", str(script_path), "--json"],
+    )
+    assert result.exit_code == 0, result.output
+    state = json.loads(result.stdout)
+    artifacts = repo / ".anti-sprawl/runs" / state["run_id"] / "artifacts/t"
+    first = (artifacts / "tests-1-1.log").read_text()
+    assert "4 passed" in first
+    assert "not found" not in first
+    events = [
+        json.loads(line) for line in (artifacts / "transcript.jsonl").read_text().splitlines()
+    ]
+    (observed,) = [e["result"]["content"] for e in events if e["event"] == "tool"
+                   and e["call"]["name"] == "run_tests"]  # fmt: skip
+    assert "note: your args were the test command itself, so it ran once, whole" in observed

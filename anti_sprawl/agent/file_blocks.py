@@ -20,7 +20,12 @@ A block with no such label is still a file's when it defines every top-level nam
 one of the files the node may write (``current``: their texts now), and at least one: the
 model restated that file with its change and forgot to name it (recorded, make real-model
 2026-12-04 run a, calls 16 and 17: calc.py with add() and subtract(), and test_calc.py with
-test_add() and test_subtract(), each after a sentence or in a bare ```python block).
+test_add() and test_subtract(), each after a sentence or in a bare ```python block). Failing
+that, it is the file's when that one file alone shares an unindented line of code with it
+(run c, calls 6-8: ``from calc import add`` and a new test_subtract(), the test file's import),
+and every file the write scope names exists (``current`` maps one still to create to ""); a
+write that only adds new definitions is then added after the file's own
+(agent/change_tools.py).
 """
 
 from __future__ import annotations
@@ -79,16 +84,27 @@ def whole_file_blocks(
 
 
 def _restated_file(body: str, current: Mapping[str, str]) -> str | None:
-    """The one file of ``current`` whose top-level names (one or more) ``body`` all defines."""
+    """The one file of ``current`` whose top-level names (one or more) ``body`` all defines;
+    else the one file that has a top-level line of ``body`` (an import, a definition's line)."""
     defined = set(top_level_names(body))
-    if not defined:
-        return None
     matches = [
         path
         for path, text in current.items()
-        if (names := set(top_level_names(text))) and names <= defined
+        if defined and (names := set(top_level_names(text))) and names <= defined
     ]
+    if not matches and all(current.values()):  # a file still to create may be the one
+        lines = _top_level_lines(body)
+        matches = [path for path, text in current.items() if lines & _top_level_lines(text)]
     return matches[0] if len(matches) == 1 else None
+
+
+def _top_level_lines(text: str) -> set[str]:
+    """The unindented lines of code: no blank line, comment or lone bracket or quotes."""
+    return {
+        line.rstrip()
+        for line in text.splitlines()
+        if line[:1].strip() and not line.startswith(("#", "//")) and len(line.strip()) > 3
+    }
 
 
 def _blocks(lines: list[str]) -> Iterator[tuple[int, int, str]]:

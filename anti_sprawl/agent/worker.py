@@ -115,6 +115,8 @@ class TestOutcome(BaseModel):
     limit: str = ""  # which sandbox limit (probably) ended the run, in words; "" for none
     # Failed only with tests that fail at the start commit too (run/baseline.py): a pass.
     known_failures: list[str] = Field(default_factory=list)
+    # The worker's arguments were the test command itself, so the whole command ran alone.
+    restated: bool = False
 
     @property
     def passed(self) -> bool:
@@ -393,11 +395,11 @@ class _Worker:
 
     def _scope_files(self) -> dict[str, str]:
         """The texts of the files the write scope names one by one (not its directories or
-        globs), as they are now: what an unlabelled block may restate (agent/file_blocks.py)."""
+        globs), as they are now, "" for one that does not exist: what an unlabelled block may
+        restate (agent/file_blocks.py)."""
         fw = self.ctx.firewall
         named = [e for e in fw.write_scope.entries if not e.endswith("/") and not is_glob(e)]
-        texts = {path: fw.current_text(path) for path in named}
-        return {path: text for path, text in texts.items() if text is not None}
+        return {path: fw.current_text(path) or "" for path in named}
 
     def cut_turn(self, max_output_tokens: int) -> str | Ending:
         """A response cut at the output limit: its tool call is lost; say so, and how to go on."""
@@ -472,7 +474,7 @@ class _Worker:
             return ToolOutcome("this task has no test command", status="error")
         run = self.ctx.run_tests(args.args)
         self.tests = run
-        if not args.args:
+        if not args.args or run.restated:
             self._checked = run
         return self._tests_outcome(run)
 
@@ -485,6 +487,8 @@ class _Worker:
         head = f"tests {verdict} (exit code {run.exit_code}{limit}): {' '.join(run.command)}"
         status = "ok" if run.passed else "failed"
         text = f"{head}\n{run.tail}"
+        if run.restated:
+            text += "\nnote: your args were the test command itself, so it ran once, whole"
         if not run.passed:
             firewall = self.ctx.firewall
             hints = import_hints(run.tail, firewall.write_scope.entries, firewall.current_text)

@@ -84,8 +84,16 @@ class TestRunner:
         self.runs = 0  # logs numbered so far in this attempt
 
     def __call__(self, extra: Sequence[str] = ()) -> TestOutcome:
-        """The test command, plus the worker's extra arguments (the final check has none)."""
+        """The test command, plus the worker's extra arguments (the final check has none).
+
+        Arguments that spell the test command itself are dropped: the whole command runs
+        (recorded, make real-model 2026-12-04 run c, call 9: ``run_tests`` with ``args:
+        ["python -m pytest -q"]``, which ran ``python -m pytest -q python -m pytest -q``)."""
         job, bound = self.job, self.bound
+        words = [word for arg in extra for word in arg.split()]
+        restated = bool(extra) and words in (self.template, bound.argv)
+        if restated:
+            extra = ()
         command = [*bound.argv, *extra]
         self.runs += 1
         log = self.artifacts.root / job.task_id / f"tests-{job.attempt}-{self.runs}.log"
@@ -111,6 +119,7 @@ class TestRunner:
             log=str(log),
             layer=res.layer,
             known_failures=self._only_known(res.exit_code, log, res.output),
+            restated=restated,
         )
 
     def _only_known(self, exit_code: int | None, log: Path, output: str) -> list[str]:
