@@ -657,3 +657,20 @@ def test_a_recorded_plan_that_named_a_model_in_every_submission_is_planned(
     assert {t.model for t in result.plan.tasks} == {None}
     assert result.plan.default_model is None
     assert sum("left out: the user allowed no models" in w for w in result.warnings) == 3
+
+
+def test_run_tests_with_the_test_command_as_its_args_runs_it_whole(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """subtract_run_c, attempt 2, calls 6-10: run_tests with ``args: ["python -m pytest -q"]``
+    ran ``python -m pytest -q python -m pytest -q`` ("file or directory not found"), and the
+    model then advised installing pytest. Now the whole command runs once, and the model is
+    told; the attempt still stalls on bare blocks that name no file (an import alone, then
+    subtract() alone, which no file of the scope shares a line with)."""
+    repo, state = replay(tmp_path, server, "subtract_run_c.json", slice(5, 10))
+    node = state["tasks"]["subtract"]
+    assert (node["status"], node["reason"]) == ("failed", "stalled")
+    (ran,) = [e["result"]["content"] for e in transcript(repo, state) if e["event"] == "tool"]
+    assert "tests passed (exit code 0): python -m pytest -q\n" in ran
+    assert "not found" not in ran
+    assert "note: your args were the test command itself" in ran
