@@ -15,12 +15,12 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, TypeVar
 
-__all__ = ["TokenCounter", "count_tokens", "fill_budget"]
+__all__ = ["TokenCounter", "count_joined", "count_tokens", "fill_budget", "joins_safely"]
 
 _T = TypeVar("_T")
 
@@ -78,6 +78,46 @@ def count_tokens(text: str) -> int:
         if len(_counts) > _CACHE_ENTRIES:
             _counts.popitem(last=False)
     return n
+
+
+def joins_safely(before: str, after: str) -> bool:
+    """Whether no cl100k token can span the join of ``before`` and ``after``, which then
+    split exactly as they do alone. ``before`` ends with a newline, and either ``after``
+    starts with a visible ASCII character (no pre-token of the pattern joins a newline to a
+    following non-space: those that may hold one are whitespace only, or end at it), or the
+    newline follows ASCII punctuation and ``after`` starts with no line break (the
+    punctuation's pre-token takes the newlines after it and ends there: a data block's
+    opening tag line, then an outline whose first line number is padded with a space)."""
+    if not before.endswith("\n") or not after:
+        return False
+    first = after[0]
+    if first.isascii() and first.isprintable() and first != " ":
+        return True
+    mark = before[-2:-1]
+    return (
+        mark.isascii()
+        and mark.isprintable()
+        and not mark.isalnum()
+        and mark != " "
+        and first not in "\r\n"
+    )
+
+
+def count_joined(pieces: Sequence[str]) -> int:
+    """``count_tokens("".join(pieces))``, exactly, with each run of pieces between safe joins
+    (``joins_safely``) counted on its own: a piece many texts share (a file's content in the
+    blocks of different paths, a plan's requirement in every brief) is encoded once."""
+    total = 0
+    run = ""
+    for piece in pieces:
+        if not piece:
+            continue
+        if run and not joins_safely(run, piece):
+            run += piece
+            continue
+        total += count_tokens(run)
+        run = piece
+    return total + count_tokens(run)
 
 
 class TokenCounter:

@@ -17,6 +17,7 @@ import re
 __all__ = [
     "RESERVED_TAGS",
     "count_hidden_chars",
+    "data_block",
     "escape_data",
     "wrap_data",
 ]
@@ -68,6 +69,15 @@ def count_hidden_chars(text: str) -> int:
 
 def wrap_data(kind: str, source: str, text: str, *, trust: str = "untrusted") -> str:
     """``text`` as one delimited data block; attributes are HTML-escaped, content tag-escaped."""
+    return "".join(data_block(kind, source, text, trust=trust))
+
+
+def data_block(
+    kind: str, source: str, text: str, *, trust: str = "untrusted"
+) -> tuple[str, str, str]:
+    """``wrap_data``'s block in three pieces: the opening tag line, the escaped content (ending
+    in a newline) and the closing tag line; the content piece is the same for the same text,
+    whatever its kind and source (token counts are kept per piece: ``tokens.count_joined``)."""
     body = escape_data(text)
     if not body.endswith("\n"):
         body += "\n"
@@ -75,4 +85,4 @@ def wrap_data(kind: str, source: str, text: str, *, trust: str = "untrusted") ->
         f'{name}="{html.escape(value, quote=True)}"'
         for name, value in (("kind", kind), ("source", source), ("trust", trust))
     )
-    return f"<data {attrs}>\n{body}</data>\n"
+    return f"<data {attrs}>\n", body, "</data>\n"

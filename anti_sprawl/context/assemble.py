@@ -59,13 +59,14 @@ from .read_scoped import (
     header,
     memory_id,
     part,
+    pieces_part,
     read_scoped_files,
 )
 from .sections import (
     DATA_POLICY,
     RULES,
     UpstreamSummary,
-    render_brief,
+    brief_pieces,
     render_memory,
     render_upstream,
 )
@@ -159,7 +160,8 @@ def assemble_worker_prompt(
         raise ValueError(f"upstream summaries of non-dependencies of {node.task_id}: {strangers}")
     target = context_budget if context_budget is not None else lean_target(node.token_budget)
     stable = list(_stable_parts())
-    brief = part("brief", "brief", "task", node.task_id, "trusted", render_brief(plan, node))
+    pieces = brief_pieces(plan, node)
+    brief = pieces_part("brief", "brief", "task", node.task_id, "trusted", pieces)
     up_parts: list[Part] = []
     for up in sorted(upstream, key=lambda u: node.dependencies.index(u.task_id)):
         text = render_upstream(up)

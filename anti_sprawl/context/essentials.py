@@ -30,7 +30,7 @@ from ..plan.model import Plan, TaskNode
 from ..plan.validate import Problem, Report
 from ..providers.base import ModelRequest, UserMessage, request_text
 from ..tables import print_table
-from ..tokens import count_tokens
+from ..tokens import count_tokens, joins_safely
 from .assemble import AssembledPrompt, assemble_worker_prompt
 from .commit_files import read_commit_files
 from .manifest import FileChoice
@@ -87,9 +87,8 @@ def _first_call(prompt: AssembledPrompt, heads: dict[str, tuple[str, int]] | Non
     before the message and its count), counted in pieces where that cannot change the count:
     what precedes the message (system and tools, the same for every node) once, and the
     message as the sum of its items' counts (``manifest_items``, counted when they were
-    assembled). A piece boundary is safe when the text before it ends with a
-    newline and the text after it starts with a visible ASCII character: no cl100k pre-token
-    joins a newline to a following non-space, so no token spans the boundary. Pieces with an
+    assembled). A piece boundary is safe when no token can span it (``tokens.joins_safely``:
+    a newline before it, a visible ASCII character after it). Pieces with an
     unsafe boundary between them are counted together (a section header opening with a blank
     line joins the item before it), from the first one's last safe split (``_run_tokens``)."""
     message = prompt.first_user_message
@@ -117,11 +116,11 @@ def _first_call(prompt: AssembledPrompt, heads: dict[str, tuple[str, int]] | Non
     ]
     if heads is None or not text.endswith(message) or "".join(t for t, _ in pieces) != message:
         return count_tokens(text)
-    if not pieces or not _safe_split(head, pieces[0][0]):
+    if not pieces or not joins_safely(head, pieces[0][0]):
         return count_tokens(text)
     runs: list[list[tuple[str, int]]] = []  # pieces between safe boundaries
     for piece in pieces:
-        if runs and not _safe_split(runs[-1][-1][0], piece[0]):
+        if runs and not joins_safely(runs[-1][-1][0], piece[0]):
             runs[-1].append(piece)
         else:
             runs.append([piece])
@@ -132,11 +131,6 @@ def _first_call(prompt: AssembledPrompt, heads: dict[str, tuple[str, int]] | Non
     for run in runs:
         total += run[0][1] if len(run) == 1 else _run_tokens(run)
     return total
-
-
-def _safe_split(before: str, after: str) -> bool:
-    first = after[:1]
-    return before.endswith("\n") and first.isascii() and first.isprintable() and first != " "
 
 
 def _run_tokens(run: list[tuple[str, int]]) -> int:
@@ -154,14 +148,14 @@ def _run_tokens(run: list[tuple[str, int]]) -> int:
 
 
 def _last_safe_cut(text: str, tries: int = 8) -> int | None:
-    """The start of one of ``text``'s last lines where splitting it is safe (``_safe_split``),
+    """The start of one of ``text``'s last lines where splitting it is safe (``joins_safely``),
     looking back over at most ``tries`` lines; None when none is."""
     end = len(text) - 1  # a cut leaves a non-empty tail
     for _ in range(tries):
         newline = text.rfind("\n", 0, end)
         if newline < 0:
             return None
-        if _safe_split(text[: newline + 1], text[newline + 1 :]):
+        if joins_safely(text[: newline + 1], text[newline + 1 :]):
             return newline + 1
         end = newline
     return None

@@ -17,8 +17,7 @@ from ..outline.pyrefs import ModuleRefs
 from ..outline.python import OutlineLine
 from ..outline.regions import source_lines
 from ..outline.views import Level, render_outline
-from ..trust import wrap_data
-from .read_scoped import Part, Section, part
+from .read_scoped import Part, Section, data_part
 from .used import used_entries
 
 __all__ = ["FileFacts"]
@@ -52,8 +51,7 @@ class FileFacts:
     def whole(self, section: Section, path: str, text: str) -> Part:
         key = (section, path, text)
         if key not in self._whole:
-            block = wrap_data("file", path, text)
-            self._whole[key] = part(section, f"file:{path}", "file", path, "untrusted", block)
+            self._whole[key] = data_part(section, f"file:{path}", "file", path, "file", text)
         return self._whole[key]
 
     def outline(
@@ -76,6 +74,5 @@ class FileFacts:
             else:
                 rendered = render_outline(entries, level, n_lines, detailed)
                 item_id = f"stub:{path}"
-            block = wrap_data("stub", path, rendered)
-            self._outlines[key] = part("stubs", item_id, "stub", path, "untrusted", block)
+            self._outlines[key] = data_part("stubs", item_id, "stub", path, "stub", rendered)
         return self._outlines[key]

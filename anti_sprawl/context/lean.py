@@ -37,10 +37,9 @@ from ..outline.parsed import file_entries
 from ..outline.python import OutlineLine
 from ..outline.regions import Terms, source_lines
 from ..outline.views import Level, region_view, render_outline
-from ..trust import wrap_data
 from .file_facts import FileFacts
 from .manifest import ChoiceReason, DroppedItem, FileChoice, FileForm
-from .read_scoped import Part, Section, drop, part
+from .read_scoped import Part, Section, data_part, drop
 from .used import Used, detail_lines, signatures, used_entries
 
 __all__ = [
@@ -104,8 +103,8 @@ class Scoped:
             self.entries = self.facts.entries(self.path, self.text)
             self.n_lines = self.facts.n_lines(self.path, self.text)
         else:
-            block = wrap_data("file", self.path, self.text)
-            self.whole = part(section, f"file:{self.path}", "file", self.path, "untrusted", block)
+            item_id = f"file:{self.path}"
+            self.whole = data_part(section, item_id, "file", self.path, "file", self.text)
             self.entries = file_entries(self.path, self.text)
             self.n_lines = len(source_lines(self.text))
         self.detailed = detail_lines(self.entries, self.used)
@@ -123,9 +122,8 @@ class Scoped:
             )
         if level not in self._outlines:
             text = render_outline(self.entries, level, self.n_lines, self.detailed)
-            block = wrap_data("stub", self.path, text)
-            self._outlines[level] = part(
-                "stubs", f"stub:{self.path}", "stub", self.path, "untrusted", block
+            self._outlines[level] = data_part(
+                "stubs", f"stub:{self.path}", "stub", self.path, "stub", text
             )
         return self._outlines[level]
 
@@ -137,15 +135,13 @@ class Scoped:
             return self.facts.outline(self.path, self.text, "used", self.entries, self.detailed)
         entries = used_entries(self.entries, self.detailed)
         text = render_outline(entries, "names", self.n_lines, self.detailed)
-        block = wrap_data("stub", self.path, text)
-        return part("stubs", f"used:{self.path}", "stub", self.path, "untrusted", block)
+        return data_part("stubs", f"used:{self.path}", "stub", self.path, "stub", text)
 
     def view(self, budget: int, terms: Terms) -> tuple[Part, FileChoice]:
         """Outline plus regions in about ``budget`` tokens."""
         v = region_view(self.path, self.text, self.entries, terms, budget, head=self.write)
         section: Section = "files" if self.write else "stubs"
-        block = wrap_data("region", self.path, v.text)
-        p = part(section, f"region:{self.path}", "region", self.path, "untrusted", block)
+        p = data_part(section, f"region:{self.path}", "region", self.path, "region", v.text)
         regions = [(r.start, r.end) for r in v.regions]
         return p, self.choice("region", "too_large", p, level=v.level, regions=regions)
 

@@ -27,7 +27,7 @@ from ..fs.scope_grant import ScopeGrant
 from ..ids import TaskId
 from ..providers.base import AssistantMessage, Message, ToolSpec, UserMessage, turn_text
 from ..tables import print_table
-from ..tokens import count_tokens
+from ..tokens import count_joined, count_tokens
 from ..trust import count_hidden_chars
 
 __all__ = [
@@ -278,14 +278,23 @@ def render_manifests(manifests: Sequence[ContextManifest], console: Console) -> 
     print_table(console, summary, {"task"})
 
 
-def make_item(item_id: str, kind: ItemKind, source: str, trust: Trust, text: str) -> ContextItem:
-    """The manifest record of ``text``: exact token count, SHA-256, hidden characters."""
+def make_item(
+    item_id: str,
+    kind: ItemKind,
+    source: str,
+    trust: Trust,
+    text: str,
+    pieces: Sequence[str] | None = None,
+) -> ContextItem:
+    """The manifest record of ``text``: exact token count, SHA-256, hidden characters;
+    ``pieces``, when given, join to ``text`` and are counted apart where that is exact
+    (``tokens.count_joined``)."""
     return ContextItem(
         item_id=item_id,
         kind=kind,
         source=source,
         trust=trust,
-        tokens=count_tokens(text),
+        tokens=count_tokens(text) if pieces is None else count_joined(pieces),
         sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
         hidden_chars=count_hidden_chars(text),
     )

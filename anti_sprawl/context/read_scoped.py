@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections import deque
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Literal
 
@@ -17,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 from ..fs.firewall import Firewall, FirewallError
 from ..fs.scopes import Scope
 from ..plan.model import TaskNode
+from ..trust import data_block
 from .manifest import ContextItem, DroppedItem, FileChoice, ItemKind, Trust, make_item
 from .memory import MemoryFact
 from .sections import SECTION_HEADERS
@@ -26,11 +28,13 @@ __all__ = [
     "SECTIONS",
     "Part",
     "Section",
+    "data_part",
     "drop",
     "header",
     "make_item",
     "memory_id",
     "part",
+    "pieces_part",
     "read_scoped_files",
     "scoped_files",
 ]
@@ -64,6 +68,31 @@ def part(
     section: Section, item_id: str, kind: ItemKind, source: str, trust: Trust, text: str
 ) -> Part:
     return Part(section=section, item=make_item(item_id, kind, source, trust, text), text=text)
+
+
+def pieces_part(
+    section: Section,
+    item_id: str,
+    kind: ItemKind,
+    source: str,
+    trust: Trust,
+    pieces: Sequence[str],
+) -> Part:
+    """``part`` of the text ``pieces`` join to, counted piece by piece where that is exact: a
+    data block's content (``trust.data_block``) or a plan's requirement in a brief is encoded
+    once however many items hold it."""
+    text = "".join(pieces)
+    item = make_item(item_id, kind, source, trust, text, pieces)
+    return Part(section=section, item=item, text=text)
+
+
+def data_part(
+    section: Section, item_id: str, kind: ItemKind, source: str, block: str, content: str
+) -> Part:
+    """An untrusted ``part`` holding ``content`` as a ``block`` data block from ``source``."""
+    return pieces_part(
+        section, item_id, kind, source, "untrusted", data_block(block, source, content)
+    )
 
 
 @lru_cache(maxsize=len(SECTION_HEADERS))  # a frozen Part per section: counted once

@@ -20,6 +20,7 @@ __all__ = [
     "RULES",
     "SECTION_HEADERS",
     "UpstreamSummary",
+    "brief_pieces",
     "render_brief",
     "render_memory",
     "render_upstream",
@@ -109,19 +110,26 @@ def _bullets(entries: list[str]) -> str:
 
 def render_brief(plan: Plan, node: TaskNode) -> str:
     """The node brief: goal, scopes, test command and caps. Trusted: it comes from the plan."""
+    return "".join(brief_pieces(plan, node))
+
+
+def brief_pieces(plan: Plan, node: TaskNode) -> tuple[str, str, str]:
+    """``render_brief`` in three pieces, the plan's requirement (the same in every node's
+    brief) the middle one."""
     argv = plan.test_command_for(node)
     test = f"`{shlex.join(argv)}` (run it with run_tests)" if argv else "none"
     deps = ", ".join(node.dependencies) if node.dependencies else "none"
     return (
         f"# Brief: node {node.task_id}: {node.name}\n"
-        f"Overall requirement (context only; other nodes do the rest):\n{plan.requirement}\n\n"
+        "Overall requirement (context only; other nodes do the rest):\n",
+        f"{plan.requirement}\n\n",
         f"Your goal:\n{node.goal}\n\n"
         f"Write scope (the only paths you may create or change):\n{_bullets(node.write_scope)}\n"
         f"Read scope (you may also read these):\n{_bullets(node.read_scope)}\n"
         f"Test command: {test}\n"
         f"Caps: {node.token_budget:,} tokens per model call (older tool output is masked or "
         f"digested to stay under it); at most {node.max_tool_calls} tool calls.\n"
-        f"Depends on: {deps}\n"
+        f"Depends on: {deps}\n",
     )
 
 

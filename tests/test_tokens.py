@@ -1,0 +1,73 @@
+"""Token counts by pieces (issue 29): ``count_joined`` is exactly the count of the joined text."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from anti_sprawl.context.sections import SECTION_HEADERS, brief_pieces, render_brief
+from anti_sprawl.outline.parsed import file_entries
+from anti_sprawl.outline.views import render_outline
+from anti_sprawl.plan.model import Plan
+from anti_sprawl.tokens import count_joined, count_tokens, joins_safely
+from anti_sprawl.trust import data_block, wrap_data
+
+# Characters that decide where cl100k's pre-tokens start and end: line breaks, spaces and
+# tabs, ASCII punctuation, letters and digits, a contraction's quote, non-ASCII letters,
+# digits and spaces, a combining mark, an emoji.
+_ALPHABET = "\n\n\r \t  >:.=\"'_-#(sdtxAZ09éü١\u00a0\u3000\u0301😀"
+
+
+def test_pieces_are_counted_as_the_joined_text_at_every_kind_of_join() -> None:
+    rng = random.Random(29)
+    for _ in range(4000):
+        pieces = [
+            "".join(rng.choice(_ALPHABET) for _ in range(rng.randint(0, 10)))
+            for _ in range(rng.randint(1, 4))
+        ]
+        assert count_joined(pieces) == count_tokens("".join(pieces)), pieces
+
+
+def test_safe_joins_split_real_blocks_and_briefs_exactly() -> None:
+    """Every join this accepts as safe, on real prompt material: data blocks of this
+    repository's modules and of their outlines (padded line numbers after the opening tag),
+    briefs and section headers."""
+    root = Path(__file__).resolve().parent.parent
+    texts: list[str] = []
+    for source in sorted((root / "anti_sprawl" / "context").glob("*.py")):
+        text = source.read_text()
+        entries = file_entries(source.name, text) or []
+        for level in ("names", "signatures", "full"):
+            rendered = render_outline(entries, level, len(text.splitlines()), frozenset())
+            texts.append(wrap_data("stub", source.name, rendered))
+            assert count_joined(data_block("stub", source.name, rendered)) == count_tokens(
+                texts[-1]
+            )
+        texts.append(wrap_data("file", source.name, text))
+        assert count_joined(data_block("file", source.name, text)) == count_tokens(texts[-1])
+    plan = Plan.model_validate(
+        {
+            "plan_id": "p",
+            "requirement": "  Indented requirement\n\nwith é and a list:\n- one\n",
+            "tasks": [
+                {"task_id": "a", "name": "A", "goal": "Do a", "write_scope": ["a.py"]},
+                {"task_id": "b", "name": "B", "goal": "\n  b", "write_scope": ["b.py"]},
+            ],
+        }
+    )
+    for task in plan.tasks:
+        assert "".join(brief_pieces(plan, task)) == render_brief(plan, task)
+        assert count_joined(brief_pieces(plan, task)) == count_tokens(render_brief(plan, task))
+        texts.append(render_brief(plan, task))
+    for before in texts:
+        for after in [*texts[:6], *SECTION_HEADERS.values()]:
+            assert count_joined([before, after]) == count_tokens(before + after)
+
+
+def test_joins_safely_needs_a_newline_then_no_line_break() -> None:
+    assert joins_safely("a\n", "b")
+    assert joins_safely('<data kind="stub">\n', " 3: class C")
+    assert not joins_safely("a\n", " b")  # the newline and the space may form one token
+    assert not joins_safely(">\n", "\nb")  # the punctuation's token takes every newline
+    assert not joins_safely("a", "b")
+    assert not joins_safely("a\n", "")
