@@ -7,7 +7,8 @@ calibration factor learned from the usage the provider reports for each call.
 
 The same text is counted many times in a run (a file's content in every prompt that holds it,
 a section on every budget check, the system prompt on every call): counts are kept by content
-hash, so each distinct text is encoded once per process (issue 29).
+(a short text under itself, a longer one under its hash), so each distinct text is encoded once
+per process (issue 29); ``count_joined`` counts a text from pieces others share.
 """
 
 from __future__ import annotations
@@ -54,9 +55,12 @@ def _encoding() -> Any:
     )
 
 
-_CACHE_ENTRIES = 8192  # distinct texts kept; each entry is a 16-byte digest and an int
-_SHORT = 32  # texts shorter than this are counted directly: hashing would cost as much
-_counts: OrderedDict[bytes, int] = OrderedDict()
+_CACHE_ENTRIES = 8192  # distinct texts kept, with their counts
+# A text up to this long is kept under itself: a str caches its hash, so the same object
+# (a constant piece, a section header, "</data>\n") is found at once; a longer one under a
+# 16-byte digest. At most ~2 MiB of keys.
+_KEYED = 256
+_counts: OrderedDict[str | bytes, int] = OrderedDict()
 _counts_lock = threading.Lock()
 
 
@@ -64,15 +68,16 @@ def count_tokens(text: str) -> int:
     """Tokens in ``text`` under cl100k_base (special-token text is counted as plain text)."""
     if not text:
         return 0
-    if len(text) < _SHORT:
-        return len(_encoding().encode(text, disallowed_special=()))
-    key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    if len(text) <= _KEYED:
+        key: str | bytes = text
+    else:
+        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
     with _counts_lock:
         found = _counts.get(key)
         if found is not None:
             _counts.move_to_end(key)
             return found
-    n = len(_encoding().encode(text, disallowed_special=()))
+    n = len(_encoding().encode_ordinary(text))
     with _counts_lock:
         _counts[key] = n
         if len(_counts) > _CACHE_ENTRIES:

@@ -71,3 +71,15 @@ def test_joins_safely_needs_a_newline_then_no_line_break() -> None:
     assert not joins_safely(">\n", "\nb")  # the punctuation's token takes every newline
     assert not joins_safely("a", "b")
     assert not joins_safely("a\n", "")
+
+
+def test_kept_counts_are_bounded_and_found_by_content() -> None:
+    from anti_sprawl import tokens
+
+    long = "word " * 200  # kept under its digest
+    n = count_tokens(long)
+    assert count_tokens("".join(["word "] * 200)) == n  # another object, the same content
+    for i in range(tokens._CACHE_ENTRIES + 10):
+        count_tokens(f"text {i}")
+    assert len(tokens._counts) <= tokens._CACHE_ENTRIES
+    assert count_tokens(long) == n  # counted again once it was let go

@@ -27,7 +27,7 @@ from ..fs.firewall import Firewall
 from ..fs.scopes import Scope
 from ..git.cmd import run_git
 from ..plan.model import Plan, TaskNode
-from ..plan.validate import Problem, Report
+from ..plan.validate import Problem, Report, collector_paused
 from ..providers.base import ModelRequest, UserMessage, request_text
 from ..tables import print_table
 from ..tokens import count_tokens, joins_safely
@@ -286,6 +286,11 @@ def first_prompt_rows(fits: list[NodeFirstPrompt]) -> list[dict[str, object]]:
 def first_prompts(plan: Plan, repo: Path, commit: str | None) -> list[NodeFirstPrompt]:
     """Every node's lean first prompt at ``commit`` (None: the directory as it is, each node
     through its own firewall). At a commit every node reads one shared ``StartView``."""
+    with collector_paused():  # many small acyclic objects: as in validate (a tenth less)
+        return _first_prompts(plan, repo, commit)
+
+
+def _first_prompts(plan: Plan, repo: Path, commit: str | None) -> list[NodeFirstPrompt]:
     if commit is None:
         everything = Scope([e for t in plan.tasks for e in (*t.read_scope, *t.write_scope)])
         with scope_snapshot(repo, None, everything) as root:

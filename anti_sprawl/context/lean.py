@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import PurePosixPath
 from typing import Literal
 
@@ -68,6 +69,7 @@ WHOLE_PER_RELEVANCE = 4_000  # a fully relevant file is worth up to this many to
 REGION_UPGRADE = 1_500  # tokens of regions a relevant big read-scope file may get
 
 
+@lru_cache(maxsize=256)  # a plan's few caps; asked on every fit check of every node
 def reserve_for(cap: int) -> int:
     """Room a call needs beyond the first prompt: the output the worker keeps free under
     ``cap`` (a quarter of it, at most 4,096) and one tool result."""

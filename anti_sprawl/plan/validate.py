@@ -40,6 +40,7 @@ __all__ = [
     "MAX_TOOL_CALLS",
     "Problem",
     "Report",
+    "collector_paused",
     "command_problem",
     "ref_component_problem",
     "validate",
@@ -54,13 +55,14 @@ def validate(
 ) -> Report:
     """Check a plan (a parsed mapping or a Plan) and, with ``repo``, its scopes on disk and
     its base; ``setup_network``: the run lets the setup command use the network."""
-    with _collector_paused():
+    with collector_paused():
         return _validate(data, repo, setup_network)
 
 
 @contextmanager
-def _collector_paused() -> Iterator[None]:
-    """Python's cycle collector off while a plan is checked.
+def collector_paused() -> Iterator[None]:
+    """Python's cycle collector off while a plan is checked (and while every node's first
+    prompt is assembled: context/essentials.py).
 
     Validation allocates many small objects that hold no reference cycles (models, trie
     nodes, problems); the collector's full passes over them are pure cost and grow with the
