@@ -143,7 +143,10 @@ class TokenCounter:
         return self._ratio
 
     def estimate(self, text: str) -> int:
-        base = count_tokens(text)
+        return self.scale(count_tokens(text))
+
+    def scale(self, base: int) -> int:
+        """The estimate for ``base`` cl100k tokens (what ``estimate`` gives for a text of them)."""
         return int(base * self._ratio + 0.999) if base else 0
 
     def observe(self, estimated_raw: int, reported: int) -> None:

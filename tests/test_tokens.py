@@ -83,3 +83,34 @@ def test_kept_counts_are_bounded_and_found_by_content() -> None:
         count_tokens(f"text {i}")
     assert len(tokens._counts) <= tokens._CACHE_ENTRIES
     assert count_tokens(long) == n  # counted again once it was let go
+
+
+def test_a_request_is_counted_by_pieces_exactly() -> None:
+    """A call's input count (budgets, the scripted provider's usage) from its pieces."""
+    from anti_sprawl.agent.tools import WORKER_TOOLS
+    from anti_sprawl.providers.base import (
+        AssistantMessage,
+        ModelRequest,
+        SystemBlock,
+        ToolCall,
+        ToolResult,
+        ToolResultMessage,
+        UserMessage,
+        raw_request_tokens,
+        request_text,
+    )
+
+    call = ToolCall(id="1", name="read_file", arguments={"path": "a.py"})
+    messages = [
+        UserMessage(content="  an indented brief\n"),
+        AssistantMessage(text="", tool_calls=[call]),
+        ToolResultMessage(results=[ToolResult(call_id="1", content="\n\nx = 1\n")]),
+        UserMessage(content="é"),
+    ]
+    for k in range(len(messages) + 1):
+        request = ModelRequest(
+            system=[SystemBlock(text="rules\n"), SystemBlock(text="")],
+            tools=list(WORKER_TOOLS),
+            messages=messages[:k] or [UserMessage(content="")],
+        )
+        assert raw_request_tokens(request) == count_tokens(request_text(request))

@@ -25,7 +25,7 @@ from ..providers.base import (
     ModelRequest,
     ModelResponse,
     Usage,
-    request_text,
+    raw_request_tokens,
     turn_text,
 )
 from ..providers.prices import Price, call_cost
@@ -116,8 +116,8 @@ class Budget:
 
     def measure(self, request: ModelRequest) -> tuple[int, int]:
         """(our raw count, the calibrated estimate) of ``request``'s input tokens."""
-        raw = count_tokens(request_text(request))
-        return raw, int(raw * self.counter.ratio + 0.999) if raw else 0
+        raw = raw_request_tokens(request)
+        return raw, self.counter.scale(raw)
 
     def fit(
         self,

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..tokens import TokenCounter, count_tokens
+from ..tokens import TokenCounter, count_joined, count_tokens
 from .errors import (
     AuthenticationFailed,
     BadRequest,
@@ -53,6 +53,7 @@ __all__ = [
     "estimated_usage",
     "observe_usage",
     "raw_request_tokens",
+    "request_pieces",
     "request_text",
     "turn_text",
     "with_retries",
@@ -211,6 +212,12 @@ def request_text(request: ModelRequest) -> str:
 
     Budgets are checked against its token count, so it must change whenever the prompt does.
     """
+    return "".join(request_pieces(request))
+
+
+def request_pieces(request: ModelRequest) -> list[str]:
+    """``request_text`` in pieces (each system block, tool schema and message, with the
+    newline that joins it to the next), which a conversation's calls share."""
     parts = [block.text for block in request.system]
     parts += [_dump(tool.model_dump()) for tool in request.tools]
     for message in request.messages:
@@ -220,17 +227,19 @@ def request_text(request: ModelRequest) -> str:
             parts.append(turn_text(message.text, message.tool_calls))
         else:
             parts += [result.content for result in message.results]
-    return "\n".join(parts)
+    return [f"{part}\n" for part in parts[:-1]] + parts[-1:]
 
 
 def raw_request_tokens(request: ModelRequest) -> int:
-    """Unscaled cl100k tokens of ``request`` (what ``TokenCounter.observe`` expects)."""
-    return count_tokens(request_text(request))
+    """Unscaled cl100k tokens of ``request`` (what ``TokenCounter.observe`` expects): counted
+    by pieces (``tokens.count_joined``, exact), so the system, the tools and the messages a
+    call repeats from the one before are not encoded again (issue 29)."""
+    return count_joined(request_pieces(request))
 
 
 def estimate_request_tokens(request: ModelRequest, counter: TokenCounter) -> int:
     """Calibrated estimate of the input tokens ``request`` will cost, for pre-call budget checks."""
-    return counter.estimate(request_text(request))
+    return counter.scale(raw_request_tokens(request))
 
 
 def observe_usage(request: ModelRequest, usage: Usage, counter: TokenCounter) -> None:
