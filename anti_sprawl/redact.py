@@ -103,7 +103,7 @@ _HTTP_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("api-key", re.compile(r"\bsk-[A-Za-z0-9_-]{8,}")),  # shorter than a real key: test keys
 )
 _M = TypeVar("_M", bound=BaseModel)
-_SHORT = 16  # shorter texts are kept under themselves (cheaper than a digest)
+_KEYED = 256  # texts up to this long are kept under themselves (a str caches its hash)
 _CACHED_MAX = 1 << 20  # longer texts are scanned each time, not kept
 _CACHE_ENTRIES = 4096
 
@@ -168,7 +168,7 @@ class Redactor:
         if len(text) > _CACHED_MAX:
             return self._redact(text)
         key: str | bytes = text
-        if len(text) >= _SHORT:
+        if len(text) > _KEYED:
             key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
         with self._done_lock:
             found = self._done.get(key)
@@ -213,18 +213,30 @@ class Redactor:
         return redacted
 
     def _value(self, value: Any) -> Any:
+        return self._walk(value)[0]
+
+    def _walk(self, value: Any) -> tuple[Any, bool]:
+        """``value`` redacted, and whether anything in it changed. An immutable (frozen)
+        model with nothing to redact is itself (a manifest's items, a record's usage: most
+        of what a node redacts), not a copy; everything else is copied as before."""
         if isinstance(value, str):
-            return self(value)
+            out = self(value)
+            return (value, False) if out == value else (out, True)
         if isinstance(value, BaseModel):
-            fields = type(value).model_fields
-            return value.model_copy(update={k: self._value(getattr(value, k)) for k in fields})
-        if isinstance(value, list):
-            return [self._value(v) for v in value]
-        if isinstance(value, tuple):
-            return tuple(self._value(v) for v in value)
+            walked = {k: self._walk(getattr(value, k)) for k in type(value).model_fields}
+            changed = any(c for _, c in walked.values())
+            if not changed and value.model_config.get("frozen"):
+                return value, False
+            return value.model_copy(update={k: v for k, (v, _) in walked.items()}), changed
+        if isinstance(value, list | tuple):
+            items = [self._walk(v) for v in value]
+            out_items = [v for v, _ in items]
+            changed = any(c for _, c in items)
+            return (out_items if isinstance(value, list) else tuple(out_items)), changed
         if isinstance(value, dict):
-            return {k: self._value(v) for k, v in value.items()}
-        return value
+            pairs = {k: self._walk(v) for k, v in value.items()}
+            return {k: v for k, (v, _) in pairs.items()}, any(c for _, c in pairs.values())
+        return value, False
 
 
 def redact_data(value: Any, redact: Callable[[str], str]) -> Any:

@@ -163,3 +163,77 @@ def test_each_text_is_scanned_once_short_ones_too() -> None:
     assert again == first * 3
     assert first[:3] == ["string", "x://[REDACTED:url-password]@h", "[REDACTED:env]"]
     assert first[3] == texts[3]
+
+
+def test_an_immutable_model_with_nothing_to_redact_is_kept_and_the_rest_copied() -> None:
+    """Redactor.model (issue 29): frozen parts with nothing to redact are not copied; a
+    secret anywhere is still replaced, and a mutable model is still a copy."""
+    from anti_sprawl.context.manifest import ContextItem, DroppedItem
+    from anti_sprawl.run.result import TaskResult
+
+    redactor = Redactor([KEY])
+    item = ContextItem(
+        item_id="file:a.py",
+        kind="file",
+        source="a.py",
+        trust="untrusted",
+        tokens=3,
+        sha256="0" * 64,
+    )
+    assert redactor.model(item) is item
+    leaky = item.model_copy(update={"source": f"a.py {KEY}"})
+    assert redactor.model(leaky).source == "a.py [REDACTED:env]"
+    record = TaskResult(task_id="t", message=f"saw {KEY}", files_changed=["a.py"])
+    clean = redactor.model(record)
+    assert clean is not record
+    assert clean.files_changed is not record.files_changed
+    assert clean.message == "saw [REDACTED:env]"
+    assert KEY in record.message
+    drop = DroppedItem(item_id="x", kind="file", source=KEY, tokens=0, reason="denied")
+    assert redactor.model([item, drop])[1].source == "[REDACTED:env]"  # type: ignore[arg-type]
+
+
+def test_a_request_with_nothing_to_redact_is_sent_as_it_is() -> None:
+    from anti_sprawl.providers.base import ModelRequest, ToolResult, ToolResultMessage, UserMessage
+    from anti_sprawl.providers.redacting import redact_request
+
+    redactor = Redactor([KEY])
+    first = UserMessage(content="Do the task.")
+    request = ModelRequest(
+        system=[SystemBlock(text="rules")],
+        messages=[first, ToolResultMessage(results=[ToolResult(call_id="1", content="ok")])],
+    )
+    assert redact_request(redactor, request) is request
+    leaky = request.model_copy(
+        update={
+            "messages": [first, ToolResultMessage(results=[ToolResult(call_id="1", content=KEY)])]
+        }
+    )
+    sent = redact_request(redactor, leaky)
+    assert KEY not in request_text(sent)
+    assert sent.messages[0] is first
+
+
+def test_kept_request_parts_are_per_redactor_and_by_content(tmp_path: Path) -> None:
+    """context/requests.py keeps each part's redacted JSON by its content, per redactor: a
+    redactor that knows a secret never gets another one's text of the same part."""
+    from anti_sprawl.context.requests import load_request, save_request
+    from anti_sprawl.providers.base import ModelRequest, UserMessage
+
+    request = ModelRequest(
+        system=[SystemBlock(text="rules")], messages=[UserMessage(content=f"key {KEY}")]
+    )
+    save_request(tmp_path / "a", "t", 1, request, Redactor([]))
+    save_request(tmp_path / "b", "t", 1, request, Redactor([KEY]))
+    save_request(tmp_path / "b", "t", 2, request, Redactor([KEY]))
+    plain, *redacted = (
+        load_request(tmp_path / d, "t", n) for d, n in (("a", 1), ("b", 1), ("b", 2))
+    )
+    assert plain is not None
+    assert plain["messages"][0]["content"] == f"key {KEY}"
+    for kept in redacted:
+        assert kept is not None
+        assert kept["messages"][0]["content"] == "key [REDACTED:env]"
+    for path in (tmp_path / "b").rglob("*"):
+        if path.is_file():
+            assert KEY not in path.read_text()

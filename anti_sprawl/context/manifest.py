@@ -89,7 +89,7 @@ ChoiceReason = Literal[
 class ContextItem(BaseModel):
     """One item of one model call: where it came from, whether it is trusted, what it cost."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     item_id: str
     kind: ItemKind
@@ -103,7 +103,7 @@ class ContextItem(BaseModel):
 class DroppedItem(BaseModel):
     """A candidate that was left out of the call, and why."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     item_id: str
     kind: ItemKind
@@ -115,7 +115,7 @@ class DroppedItem(BaseModel):
 class UsedSignature(BaseModel):
     """A definition in a read-scope file whose signature the prompt shows, and why."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     name: str = Field(description="Qualified name: `func`, `Class`, `Class.method`.")
     line: int = Field(ge=1)
@@ -125,7 +125,7 @@ class UsedSignature(BaseModel):
 class FileChoice(BaseModel):
     """How one scoped file went into a node's first prompt, and why."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     path: str
     scope: Literal["read", "write"]

@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from ..fs.files import atomic_write_text
 from ..providers.base import ModelRequest
@@ -33,9 +36,38 @@ def request_path(artifacts: Path, task_id: str, n: int) -> Path:
     return artifacts / task_id / f"request-{n}.json"
 
 
-def _part(folder: Path, value: Any) -> str:
-    text = json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-    sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
+_KEPT = 256  # parts' redacted text kept per redactor (a run's tools and system among them)
+_kept: WeakKeyDictionary[Callable[[str], str], OrderedDict[bytes, tuple[str, str]]]
+_kept = WeakKeyDictionary()
+_kept_lock = threading.Lock()
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def _redacted(value: Any, redact: Callable[[str], str]) -> tuple[str, str]:
+    """The canonical JSON of ``value`` with every string redacted, and its SHA-256; kept by
+    the digest of the unredacted JSON, per redactor: every call of a run sends the same tools
+    and system, and each call repeats the one before's messages (issue 29)."""
+    key = hashlib.blake2b(_canonical(value).encode("utf-8", "surrogatepass")).digest()
+    with _kept_lock:
+        kept = _kept.setdefault(redact, OrderedDict())
+        found = kept.get(key)
+        if found is not None:
+            kept.move_to_end(key)
+            return found
+    text = _canonical(redact_data(value, redact))
+    found = (text, hashlib.sha256(text.encode("utf-8")).hexdigest())
+    with _kept_lock:
+        kept[key] = found
+        if len(kept) > _KEPT:
+            kept.popitem(last=False)
+    return found
+
+
+def _part(folder: Path, value: Any, redact: Callable[[str], str]) -> str:
+    text, sha = _redacted(value, redact)
     path = folder / f"part-{sha}.json"
     if not path.exists():
         atomic_write_text(path, text + "\n", durable=False)
@@ -47,14 +79,14 @@ def save_request(
 ) -> Path:
     """Keep call ``n``'s request (redacted) under ``artifacts/<task_id>/``; returns its index."""
     folder = artifacts / task_id
-    data = redact_data(request.model_dump(mode="json"), redact)
+    data = request.model_dump(mode="json")
     index = {
-        "call_id": data.get("call_id"),
-        "model": data.get("model"),
+        "call_id": redact_data(data.get("call_id"), redact),
+        "model": redact_data(data.get("model"), redact),
         "max_output_tokens": data.get("max_output_tokens"),
-        "system": _part(folder, data.get("system", [])),
-        "tools": _part(folder, data.get("tools", [])),
-        "messages": [_part(folder, m) for m in data.get("messages", [])],
+        "system": _part(folder, data.get("system", []), redact),
+        "tools": _part(folder, data.get("tools", []), redact),
+        "messages": [_part(folder, m, redact) for m in data.get("messages", [])],
     }
     path = request_path(artifacts, task_id, n)
     atomic_write_text(path, json.dumps(index, indent=2) + "\n", durable=False)

@@ -8,6 +8,8 @@ never leave the machine (docs/security.md).
 
 from __future__ import annotations
 
+from typing import Any
+
 from ..redact import Redactor
 from .base import (
     AssistantMessage,
@@ -15,6 +17,7 @@ from .base import (
     ModelRequest,
     ModelResponse,
     Provider,
+    SystemBlock,
     ToolCall,
     ToolResult,
     ToolResultMessage,
@@ -39,28 +42,50 @@ class RedactingProvider:
 
 
 def redact_request(redact: Redactor, request: ModelRequest) -> ModelRequest:
-    """A copy of ``request`` with every text field redacted."""
-    return request.model_copy(
-        update={
-            "system": [b.model_copy(update={"text": redact(b.text)}) for b in request.system],
-            "messages": [_message(redact, m) for m in request.messages],
-        }
-    )
+    """``request`` with every text field redacted: a copy where anything changed, else the
+    (immutable) request itself, so a call's unchanged messages are not built again (each
+    conversation re-sends all of them; issue 29)."""
+    system = [_block(redact, b) for b in request.system]
+    messages = [_message(redact, m) for m in request.messages]
+    if _same(system, request.system) and _same(messages, request.messages):
+        return request
+    return request.model_copy(update={"system": system, "messages": messages})
+
+
+def _same(new: list[Any], old: list[Any]) -> bool:
+    return all(a is b for a, b in zip(new, old, strict=True))
+
+
+def _block(redact: Redactor, block: SystemBlock) -> SystemBlock:
+    text = redact(block.text)
+    return block if text == block.text else block.model_copy(update={"text": text})
 
 
 def _message(redact: Redactor, message: Message) -> Message:
     if isinstance(message, UserMessage):
-        return UserMessage(content=redact(message.content))
+        content = redact(message.content)
+        return message if content == message.content else UserMessage(content=content)
     if isinstance(message, AssistantMessage):
         calls = [_call(redact, c) for c in message.tool_calls]
-        return AssistantMessage(text=redact(message.text), tool_calls=calls)
-    results = [
-        ToolResult(call_id=r.call_id, content=redact(r.content), is_error=r.is_error)
-        for r in message.results
-    ]
+        text = redact(message.text)
+        if text == message.text and _same(calls, message.tool_calls):
+            return message
+        return AssistantMessage(text=text, tool_calls=calls)
+    results = [_result(redact, r) for r in message.results]
+    if _same(results, message.results):
+        return message
     return ToolResultMessage(results=results)
+
+
+def _result(redact: Redactor, result: ToolResult) -> ToolResult:
+    content = redact(result.content)
+    if content == result.content:
+        return result
+    return ToolResult(call_id=result.call_id, content=content, is_error=result.is_error)
 
 
 def _call(redact: Redactor, call: ToolCall) -> ToolCall:
     args = {k: redact(v) if isinstance(v, str) else v for k, v in call.arguments.items()}
+    if all(args[k] == v for k, v in call.arguments.items()):
+        return call
     return call.model_copy(update={"arguments": args})
