@@ -224,13 +224,16 @@ class Confinement:
                     st = entry.stat(follow_symlinks=False)
                 except FileNotFoundError:
                     continue
-                if self.deny.reason(rel) or self.deny.reason(rel, True):
-                    continue
                 kind = _kind(st.st_mode)
-                if self.read_scope.matches(rel) or (
+                if not self.read_scope.matches(rel) and not (
                     kind in ("dir", "symlink") and self.read_scope.may_contain(rel)
                 ):
-                    out.append(DirEntry(name=entry.name, kind=kind, size=st.st_size))
+                    continue
+                # the deny rules last, for the few entries in scope: a directory a run fills
+                # (one file a node) is mostly other nodes' files (issue 29)
+                if self.deny.reason(rel) or self.deny.reason(rel, True):
+                    continue
+                out.append(DirEntry(name=entry.name, kind=kind, size=st.st_size))
         return sorted(out, key=lambda e: e.name)
 
 
