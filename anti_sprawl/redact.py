@@ -152,6 +152,7 @@ class Redactor:
             for kind, pattern in self._shapes
         ]
         self._done: OrderedDict[str | bytes, str] = OrderedDict()
+        self._clean: OrderedDict[BaseModel, None] = OrderedDict()  # immutable, nothing to redact
         self._done_lock = threading.Lock()
 
     def __getstate__(self) -> dict[str, Any]:
@@ -215,6 +216,23 @@ class Redactor:
     def _value(self, value: Any) -> Any:
         return self._walk(value)[0]
 
+    def _known_clean(self, model: BaseModel) -> bool:
+        """Whether an equal immutable model was found to hold nothing to redact (equal
+        models redact alike): a manifest's items recur in every call of a conversation."""
+        try:
+            with self._done_lock:
+                return model in self._clean
+        except TypeError:  # unhashable: a list or dict field
+            return False
+
+    def _remember_clean(self, model: BaseModel) -> None:
+        if not _hashable(model):
+            return
+        with self._done_lock:
+            self._clean[model] = None
+            if len(self._clean) > _CACHE_ENTRIES:
+                self._clean.popitem(last=False)
+
     def _walk(self, value: Any) -> tuple[Any, bool]:
         """``value`` redacted, and whether anything in it changed. An immutable (frozen)
         model with nothing to redact is itself (a manifest's items, a record's usage: most
@@ -223,9 +241,13 @@ class Redactor:
             out = self(value)
             return (value, False) if out == value else (out, True)
         if isinstance(value, BaseModel):
+            frozen = bool(value.model_config.get("frozen"))
+            if frozen and self._known_clean(value):
+                return value, False
             walked = {k: self._walk(getattr(value, k)) for k in type(value).model_fields}
             changed = any(c for _, c in walked.values())
-            if not changed and value.model_config.get("frozen"):
+            if not changed and frozen:
+                self._remember_clean(value)
                 return value, False
             return value.model_copy(update={k: v for k, (v, _) in walked.items()}), changed
         if isinstance(value, list | tuple):
@@ -237,6 +259,14 @@ class Redactor:
             pairs = {k: self._walk(v) for k, v in value.items()}
             return {k: v for k, (v, _) in pairs.items()}, any(c for _, c in pairs.values())
         return value, False
+
+
+def _hashable(model: BaseModel) -> bool:
+    try:
+        hash(model)
+    except TypeError:  # a frozen model with a list or dict field
+        return False
+    return True
 
 
 def redact_data(value: Any, redact: Callable[[str], str]) -> Any:

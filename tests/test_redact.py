@@ -181,6 +181,8 @@ def test_an_immutable_model_with_nothing_to_redact_is_kept_and_the_rest_copied()
         sha256="0" * 64,
     )
     assert redactor.model(item) is item
+    again = item.model_copy()  # an equal model: known to hold nothing to redact
+    assert redactor.model(again) is again
     leaky = item.model_copy(update={"source": f"a.py {KEY}"})
     assert redactor.model(leaky).source == "a.py [REDACTED:env]"
     record = TaskResult(task_id="t", message=f"saw {KEY}", files_changed=["a.py"])
