@@ -15,6 +15,7 @@ import itertools
 import keyword
 import re
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from typing import NamedTuple
 
 from ..tokens import count_tokens
@@ -92,20 +93,32 @@ def goal_terms(texts: Iterable[str]) -> Terms:
     strong: set[str] = set()
     weak: set[str] = set()
     for text in texts:
-        for match in _IDENT.finditer(text):
-            token = match.group(0)
-            quoted = token.startswith("`")
-            called = token.endswith("(")
-            words = _WORD.findall(token)
-            dotted = len(words) > 1 and not quoted and "/" not in token
-            for word in words:
-                if len(word) < 3 or keyword.iskeyword(word):
-                    continue
-                if quoted or called or dotted or _code_like(word):
-                    strong.add(word)
-                elif len(word) >= 4 and word.lower() not in _STOP:
-                    weak.add(word)
+        text_strong, text_weak = _text_terms(text)
+        strong |= text_strong
+        weak |= text_weak
     return Terms(frozenset(strong), frozenset(weak - strong))
+
+
+@lru_cache(maxsize=1024)
+def _text_terms(text: str) -> tuple[frozenset[str], frozenset[str]]:
+    """One text's strong and weak words, kept by content: every node's terms read the plan's
+    requirement (the pre-flight reads it once per node of the plan)."""
+    strong: set[str] = set()
+    weak: set[str] = set()
+    for match in _IDENT.finditer(text):
+        token = match.group(0)
+        quoted = token.startswith("`")
+        called = token.endswith("(")
+        words = _WORD.findall(token)
+        dotted = len(words) > 1 and not quoted and "/" not in token
+        for word in words:
+            if len(word) < 3 or keyword.iskeyword(word):
+                continue
+            if quoted or called or dotted or _code_like(word):
+                strong.add(word)
+            elif len(word) >= 4 and word.lower() not in _STOP:
+                weak.add(word)
+    return frozenset(strong), frozenset(weak)
 
 
 def number_lines(lines: Sequence[str], start: int, width: int) -> list[str]:
