@@ -14,6 +14,7 @@ class of the package is drawn here, in the module that defines it, and
     └── RunError                 errors            the work failed: a node, git, a model (exit 1)
         ├── GitError             git.cmd           a git command failed; its stderr is kept
         ├── LandingConflict      git.branch        a commit does not replay onto the run branch
+        ├── OrderKept            git.reorder       the branch's commits cannot take the plan's order
         ├── ResultRefused        git.landing_audit a remote node's result fails the re-audit
         ├── SandboxUnavailable   sandbox.sandbox   no OS sandbox works here
         ├── TestsCannotStart     run.baseline      a test command fails before any test runs

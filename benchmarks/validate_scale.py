@@ -6,7 +6,7 @@ package, and depends on up to three earlier nodes (a random DAG). Validation sho
 near-linearly with nodes + edges: the ratio of times should be close to the ratio of sizes
 (10x), far from the 100x a naive all-pairs overlap check would give.
 
-Part 2: each graph piece of ``plan/graph.py`` (and the scheduler's landing order) on the
+Part 2: each graph piece of ``plan/graph.py`` (and the run branch's commit order) on the
 10k-node plan, the hand-written loop and networkx timed in this same run, interleaved (the
 machine is shared, so only ratios measured together mean anything). The networkx times
 include building its graph from the plan, which the hand-written code does not need. The
@@ -267,7 +267,7 @@ def compare_pieces(n: int = 10_000, repeats: int = 5) -> None:
             "hand",
         ),
         (
-            "scheduler landing order",
+            "run branch commit order",
             lambda: scheduler_order(edges, order),
             lambda: nx_scheduler_order(edges, order),
             "hand",

@@ -221,3 +221,66 @@ def test_kill_during_the_rebuild_then_resume_converges(tmp_path: Path, point: st
     assert fsck.returncode == 0
     assert not list((repo / ".anti-sprawl" / "worktrees").glob("*"))
     assert _suite_at(repo, cf.BRANCH, tmp_path).returncode == 0
+
+
+def _slow(plan: dict[str, Any], task: str) -> dict[str, Any]:
+    """``plan`` with ``task``'s tests run after a pause: it finishes after its neighbours."""
+    node = next(t for t in plan["tasks"] if t["task_id"] == task)
+    tests = node["test_command"][-1]
+    pause = f"import sys, time, pytest; time.sleep(2); sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', '{tests}']))"
+    node["test_command"] = [sys.executable, "-c", pause]
+    return plan
+
+
+def _finished_first(state: dict[str, Any], one: str, other: str) -> bool:
+    """Whether ``one``'s first attempt finished before ``other``'s."""
+    first = {t: state["tasks"][t]["attempt_log"][0]["finished_at"] for t in (one, other)}
+    return bool(first[one] < first[other])
+
+
+def test_branch_and_blame_are_the_same_whichever_node_finishes_first(tmp_path: Path) -> None:
+    """The same plan twice, a's tests slow in one run and b's in the other: the nodes land
+    in different orders, yet the branch is put in the plan's order before the check, so
+    bisection blames b both times and both runs end with the same branch order."""
+    seen = []
+    for slow in ("a", "b"):
+        root = tmp_path / slow
+        root.mkdir()
+        repo, done = _execute(root, _slow(cf.plan(), slow), cf.script())
+        assert done.returncode == 0, done.stdout + done.stderr
+        state = _state(repo)
+        fast = "b" if slow == "a" else "a"
+        assert _finished_first(state, fast, slow)  # the timing did differ between the runs
+        integration = state["integration"]
+        assert state["branch_order"] == ""  # put in order, nothing left as it landed
+        seen.append((integration["culprits"], _commits(repo), integration["status"]))
+    assert seen[0] == seen[1] == (["b"], ["a", "b", "c", "d"], "passed")
+
+
+def test_kill_mid_reorder_then_resume_converges(tmp_path: Path) -> None:
+    """b lands before a (a's tests are slow); the run is killed once the reordered commits
+    exist but before the branch moves: the branch is as it landed, and resume finishes with
+    each node once, in the plan's order."""
+    plan = _slow(_only("a", "b", "d"), "a")
+    repo, crashed = _execute(
+        tmp_path, plan, cf.script(c_runs=0), ANTI_SPRAWL_CRASH_AT="mid_reorder"
+    )
+    assert crashed.returncode == -signal.SIGKILL, crashed.stdout + crashed.stderr
+    assert _commits(repo)[-1] == "a"  # killed before the move: still in landing order
+    run_id = _state(repo)["run_id"]
+    again = tmp_path / "again.yaml"
+    again.write_text(json.dumps({"workers": {"b": cf.b_fixed()}}))
+    resumed = _cli("resume", run_id, "--repo", str(repo), "--script", str(again))
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    state = _state(repo)
+    assert state["status"] == "succeeded"
+    assert state["integration"]["culprits"] == ["b"]
+    assert _commits(repo) == ["a", "b", "d"]
+    for tid, record in state["tasks"].items():  # the journal names the reordered commits
+        assert record["commit"] == fx.git(
+            repo, "log", "-1", "--format=%H", f"--grep=Anti-Sprawl-Task: {tid}", cf.BRANCH
+        )
+    assert fx.git(repo, "for-each-ref", "refs/anti-sprawl/reorder") == ""
+    fsck = subprocess.run(["git", "fsck", "--no-progress"], cwd=repo, capture_output=True)
+    assert fsck.returncode == 0
+    assert _suite_at(repo, cf.BRANCH, tmp_path).returncode == 0

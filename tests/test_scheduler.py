@@ -137,28 +137,36 @@ def test_exception_in_a_node_is_raised_after_running_nodes_finish() -> None:
         run_dag({"a": [], "b": []}, run_node, jobs=1)
 
 
-def test_land_runs_in_topological_order_whatever_finishes_first() -> None:
+def test_a_node_lands_when_it_finishes_and_its_dependents_start_at_once() -> None:
+    """e (last in plan order) lands, and its dependent f runs, while a (first) is still
+    running: a cannot finish until f has run. A node that fails to land skips its
+    dependents; a node never lands before its dependencies."""
     landed: list[str] = []
-    delays = {"a": 0.15, "b": 0.0, "c": 0.05, "d": 0.0, "e": 0.0}
+    f_ran = threading.Event()
 
     def run_node(task: str) -> NodeVerdict:
-        time.sleep(delays[task])
+        if task == "a":
+            assert f_ran.wait(30), "f never ran while a was running"
+        if task == "f":
+            f_ran.set()
         return "succeeded"
 
     def land(task: str) -> NodeVerdict:
         landed.append(task)
         return "failed" if task == "c" else "succeeded"
 
-    # plan order lists d before its dependencies: the landing order is still topological
-    deps = {"d": ["b", "c"], "a": [], "b": ["a"], "c": ["a"], "e": []}
+    deps = {"d": ["b", "c"], "a": [], "b": ["a"], "c": ["a"], "e": [], "f": ["e"]}
     sched = run_dag(deps, run_node, jobs=4, land=land, order=list(deps))
-    assert landed == ["a", "b", "c", "e"]  # d is skipped: c failed to land
+    assert landed[0] == "e"  # before a, first in plan order
+    assert sorted(landed[1:3]) == ["a", "f"]  # (finished together: landed in plan order)
+    assert sorted(landed[3:]) == ["b", "c"]  # d is skipped: c failed to land
     assert sched.status == {
         "a": "succeeded",
         "b": "succeeded",
         "c": "failed",
         "d": "skipped",
         "e": "succeeded",
+        "f": "succeeded",
     }
 
 

@@ -7,7 +7,8 @@ three-way merge: no working tree, no index, so the user's checkout is never touc
 scopes, so this never conflicts; if it does, the node fails instead of corrupting the branch.
 Git failing for another reason is no conflict: the landing is tried again, and if git still
 fails, the run stops with the node left for ``resume`` (run/node.py), never failed for it.
-Which nodes are done is read back from the branch's ``Anti-Sprawl-Task`` trailers.
+Which nodes are done is read back from the branch's ``Anti-Sprawl-Task`` trailers. Nodes
+land in the order they finish; git/reorder.py puts the commits in the plan's order after.
 
 A branch checked out in any worktree of the repository (the user's main checkout or a
 ``git worktree add``) is never moved: ``update-ref`` would change it underneath that checkout,
@@ -225,10 +226,12 @@ class RunBranch:
                 out.setdefault(task, sha)
         return out
 
-    def move(self, new: str, expected: str) -> None:
+    def move(self, new: str, expected: str, *, scratch: str | None = None) -> None:
         """Point the branch at ``new`` if it is still at ``expected`` (one compare-and-swap:
-        a rebuilt branch replaces the old one whole, or not at all; run/rebuild.py). What
-        this object remembers follows: the tip becomes ``new``, the landed tasks are re-read."""
+        a rebuilt branch replaces the old one whole, or not at all; run/rebuild.py). With
+        ``scratch``, that ref (where ``new`` was written, git/reorder.py) is deleted in the
+        same transaction. What this object remembers follows: the tip becomes ``new``, the
+        landed tasks are re-read."""
         with self._lock:
             refuse_checked_out(
                 self.repo,
@@ -236,7 +239,11 @@ class RunBranch:
                 "the run stopped before rebuilding it; check out another branch there first",
             )
             try:
-                run_git(["update-ref", self.ref, new, expected], self.repo)
+                if scratch is None:
+                    run_git(["update-ref", self.ref, new, expected], self.repo)
+                else:
+                    steps = f"update {self.ref} {new} {expected}\ndelete {scratch}\n"
+                    run_git(["update-ref", "--stdin"], self.repo, input_bytes=steps.encode())
             except GitError:
                 self._forget()  # moved or not: the next read asks git
                 raise

@@ -9,9 +9,9 @@ before it counts: a result over the size limit is refused; the commit is fetched
 quarantine ref and re-audited (``git/landing_audit.py``: one commit on the base, every path in
 the write scope, no secret the central process knows), then rebuilt with a message written
 here; manifests and artifacts are written only under the node's own folders of the run,
-redacted again. ``NodeRunner`` then journals the outcome and lands the commit in the run's
-fixed order, as for a local attempt: the branch, its trailers and ``resume`` are the same
-whichever executor ran the node.
+redacted again. ``NodeRunner`` then journals the outcome and lands the commit as it would a
+local attempt's (at once; run/branch_order.py puts the branch in the plan's fixed order): the
+branch, its trailers and ``resume`` are the same whichever executor ran the node.
 
 Failure semantics: Dask retries nothing; a worker that dies mid-node fails the attempt
 (``worker_lost``): the scheduler reports ``KilledWorker``, or, on a cluster that re-runs the

@@ -3,8 +3,9 @@
 Every node is tested in its own worktree at its own base. Two nodes the DAG leaves unordered
 can each pass there and still break each other (one starts using ``lib.util.helper`` while
 the other renames it): the branch the user reviews was never tested. So after the last node
-lands, ``integrate`` runs the plan's ``integration_command`` (default: its ``test_command``)
-once on the run branch's tip, in a fresh worktree under the run's sandbox, exactly as a
+lands, and its commits are put in the plan's fixed order (run/branch_order.py: the blame
+must not depend on which of two such nodes finished first), ``integrate`` runs the plan's
+``integration_command`` (default: its ``test_command``) once on the run branch's tip, in a fresh worktree under the run's sandbox, exactly as a
 baseline runs (run/baseline.py ``run_at``), and judges it against the start commit's
 baseline: tests that already failed there do not count (run/test_failures.py).
 
@@ -35,6 +36,7 @@ from ..git.replay import NodeCommit, node_commits
 from ..sandbox.user_env import user_command_env
 from .baseline import baseline_for, run_at, shown
 from .bisect import first_failing
+from .branch_order import settle_order
 from .failure_note import make_note
 from .integration_result import IntegrationOutcome, IntegrationRun
 from .rebuild import rebuild_without
@@ -175,6 +177,7 @@ def _loop(run: NodeRunner, argv: list[str]) -> None:
             reason = "not every node succeeded"
             _record(run, IntegrationOutcome(status="skipped", command=argv, reason=reason))
             return
+        settle_order(run)  # bisection blames the same node whatever order nodes landed in
         tip = run.branch.tip()
         done = state.integration
         if done and done.last and done.last.passed and done.last.commit == tip:

@@ -101,6 +101,11 @@ class RunState(BaseModel):
     integration: IntegrationOutcome | None = Field(
         default=None, description="The integration command on the branch tip (run/integration.py)."
     )
+    branch_order: str = Field(
+        default="",
+        description="Why the run branch's commits are in the order they landed, not the "
+        "plan's fixed order (run/branch_order.py); empty when they are in that order.",
+    )
     seq: int = Field(
         default=0, description="The last journal event in this snapshot (journal_log.py)."
     )

@@ -5,7 +5,9 @@ A node has up to ``max_attempts`` attempts (the plan's default is 2). Each attem
 firewall, clean-slate prompt, worker, audit, final tests, secret scan, one commit), run by
 ``run_job``: ``run_node_job`` in the scheduler's thread for this process, or whatever an
 executor supplies. What comes back is turned into the node's journal record here, and a
-committed node is landed on the run branch in the run's fixed order. An attempt that fails for
+committed node is landed on the run branch as soon as it finishes (its dependencies landed
+before it started; run/branch_order.py puts the branch in the plan's fixed order before the
+integration check and at the end of the run). An attempt that fails for
 a reason another could fix (``failure_note.RETRY_REASONS``) is followed by a fresh one at the
 same base, with the same clean-slate prompt plus a typed failure note, never the failed
 attempt's transcript; the journal records every attempt, and one commit lands whatever the
@@ -260,7 +262,7 @@ class NodeRunner:
             redact_note=self.opts.redactor.model,
         )
         if outcome.verdict == "succeeded" and outcome.commit is not None:
-            # The commit outlives the worktree; `land` puts it on the run branch in order.
+            # The commit outlives the worktree; `land` puts it on the run branch.
             self._committed[node.task_id] = outcome.commit
             if base is not None:
                 self._bases[node.task_id] = base
@@ -319,7 +321,8 @@ class NodeRunner:
         return "Earlier work in this session:\n" + "\n\n".join(texts) + "\n\n" if texts else ""
 
     def land(self, task_id: str) -> NodeVerdict:
-        """Replay the node's commit onto the run branch (called in the run's fixed order)."""
+        """Replay the node's commit onto the run branch (called by the scheduler's thread,
+        one node at a time, as each finishes)."""
         record = self.journal.state.tasks[task_id]
         sha = self._committed.pop(task_id)
         # Kept beside the commit so a crash between landing and the journal loses nothing.

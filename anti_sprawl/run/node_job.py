@@ -17,7 +17,7 @@ written under ``job.paths`` as the work goes (the run's own directories when the
 the run's process, so nothing needs copying; a remote executor points them at a staging
 directory) and listed in the outcome. The journal, the result kept beside the commit, the lock
 and the run branch belong to the central process: ``node.NodeRunner`` turns outcomes into
-journal records and lands committed nodes in the run's fixed order.
+journal records and lands committed nodes as they finish.
 
 A job never raises for a failure of its node: a ``RunError`` or a bug fails the attempt
 (``verdict == "failed"``, the record says why, a traceback is kept as ``error.txt``).

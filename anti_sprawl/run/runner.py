@@ -33,6 +33,7 @@ from ..hints import command
 from ..plan.model import Plan
 from ..redact import Redactor
 from .ablations import ABLATIONS
+from .branch_order import settle_order
 from .integration import integrate
 from .interrupts import Stops, stop_signals
 from .journal import Journal, RepoLock, RunState, new_run_id
@@ -174,7 +175,8 @@ def _interrupted(stops: Stops, hint: str) -> Interrupted:
 
 
 def _wind_up(run: NodeRunner, lock: RepoLock, stops: Stops) -> None:
-    """Write the journal one last time, clean up, then let go of the run.
+    """Put the branch's commits in the plan's order, write the journal one last time, clean
+    up, then let go of the run.
 
     With node threads still running (abandoned after a stop: stuck in a model call, or left
     by a second signal), the journal is closed to them first and nothing of theirs lands, so
@@ -187,6 +189,8 @@ def _wind_up(run: NodeRunner, lock: RepoLock, stops: Stops) -> None:
     if abandoned:
         _HELD_UNTIL_EXIT.append(lock)
     try:
+        if not abandoned:  # the branch as the user gets it: in the plan's fixed order
+            settle_order(run)
         _finish(run)
         # Leftovers (a failed removal) are removed by the next resume, before anything runs.
         with contextlib.suppress(RunError, OSError):

@@ -46,6 +46,10 @@ class DagScheduler:
         self._ready = [(self._rank[t], t) for t, ds in self._waiting.items() if not ds]
         heapq.heapify(self._ready)
 
+    def rank(self, task: str) -> int:
+        """``task``'s position in the plan order."""
+        return self._rank[task]
+
     def mark(self, task: str, outcome: NodeVerdict) -> None:
         """Record an outcome known before running (e.g. from a resumed journal)."""
         if outcome == "succeeded":
@@ -117,19 +121,21 @@ def run_dag(
     in the result's ``abandoned``. An exception in this thread (a second Ctrl-C) abandons them
     at once.
 
-    With ``land``, a node that ``run_node`` reports "succeeded" is only ready to land: ``land``
-    is called for it on this thread, strictly in topological order (ties by ``order``), and
-    only what lands releases its dependents. The result's order is then the same however the
-    threads interleave; a node's dependencies always precede it, so the order never waits on
-    a node that cannot start.
+    With ``land``, a node that ``run_node`` reports "succeeded" is landed by ``land``, on this
+    thread, as soon as it finishes (nodes finished together: in plan order), and only what
+    lands releases its dependents, which can start at once. A node starts only once its
+    dependencies landed, so they always precede it; nodes the DAG leaves unordered land in
+    the order they finished, which the run puts back in a fixed order before anything judges
+    the branch (run/branch_order.py). (Landing in a fixed order instead held every finished
+    node, and its dependents, behind the slowest node before it: about twice the makespan of
+    a 100-node plan at 8 parallel, docs/development.md.)
     """
     sched = DagScheduler(deps, order)
     for task in already_succeeded:
         sched.mark(task, "succeeded")
     stop = stop or threading.Event()
     errors: list[BaseException] = []
-    lander = _Lander(topological_order(deps, order), land) if land else None
-    driver = _Driver(sched, run_node, max(1, jobs), stop, on_skip, lander, errors)
+    driver = _Driver(sched, run_node, max(1, jobs), stop, on_skip, land, errors)
     try:
         driver.loop(grace)
     except BaseException:
@@ -146,7 +152,7 @@ _Done = tuple[str, NodeVerdict, BaseException | None]
 
 
 class _Driver:
-    """The loop of ``run_dag``: start nodes into free slots, collect them, land them in order."""
+    """The loop of ``run_dag``: start nodes into free slots, collect and land them."""
 
     def __init__(
         self,
@@ -155,7 +161,7 @@ class _Driver:
         jobs: int,
         stop: threading.Event,
         on_skip: Callable[[str, str], None] | None,
-        lander: _Lander | None,
+        land: Callable[[str], NodeVerdict] | None,
         errors: list[BaseException],
     ):
         self.sched = sched
@@ -163,7 +169,7 @@ class _Driver:
         self.jobs = jobs
         self.stop = stop
         self.on_skip = on_skip
-        self.lander = lander
+        self.land = land
         self.errors = errors
         self.running: set[str] = set()
         self.results: queue.Queue[_Done] = queue.Queue()
@@ -213,17 +219,21 @@ class _Driver:
         return done
 
     def _record(self, done: list[_Done]) -> None:
-        for task, outcome, exc in done:
+        rank = self.sched.rank
+        for task, outcome, exc in sorted(done, key=lambda d: rank(d[0])):
             self.running.discard(task)
             if exc is not None:
                 self.errors.append(exc)
                 outcome = "failed"
-            if self.lander is not None and outcome == "succeeded":
-                self.lander.ready.add(task)
-            else:
-                self._finish(task, outcome)
-        if self.lander is not None:
-            self.lander.land_in_order(self.sched, self._finish, self.errors)
+            if self.land is not None and outcome == "succeeded":
+                try:
+                    outcome = self.land(task)
+                except Exception as error:  # a landing bug fails the node; re-raised at the end
+                    self.errors.append(error)
+                    outcome = "failed"
+            self._finish(task, outcome)
+            if not self.stop.is_set() and not self.errors:
+                self._start_ready()  # its dependents start while the next one lands
 
 
 def topological_order(
@@ -251,35 +261,3 @@ def topological_order(
             if waiting[child] == 0:
                 heapq.heappush(heap, (rank[child], child))
     return out
-
-
-class _Lander:
-    """Lands finished nodes one at a time, in a fixed topological order."""
-
-    def __init__(self, order: list[str], land: Callable[[str], NodeVerdict]):
-        self.order = order
-        self.land = land
-        self.ready: set[str] = set()
-        self.position = 0
-
-    def land_in_order(
-        self,
-        sched: DagScheduler,
-        finish: Callable[[str, NodeVerdict], None],
-        errors: list[BaseException],
-    ) -> None:
-        while self.position < len(self.order):
-            task = self.order[self.position]
-            if sched.status[task] in ("succeeded", "failed", "skipped"):
-                self.position += 1
-            elif task in self.ready:
-                self.ready.discard(task)
-                try:
-                    outcome = self.land(task)
-                except Exception as exc:  # a landing bug fails the node; re-raised at the end
-                    errors.append(exc)
-                    outcome = "failed"
-                finish(task, outcome)
-                self.position += 1
-            else:
-                return  # the next node in the order is still running or waiting to start

@@ -45,6 +45,8 @@ CRASH_POINTS = (
     # the re-landed nodes' new commits not yet journaled.
     "mid_rebuild",
     "after_rebuild",
+    # run/branch_order.py: the reordered commits are written, the branch not yet moved.
+    "mid_reorder",
 )
 
 

@@ -216,6 +216,8 @@ def _verdict_notes(state: RunState) -> list[tuple[str, bool]]:
     if state.prices and state.cost_usd:
         notes.append((f"dollars at {escape(state.prices)}", True))
     notes.append((f"branch: {state.branch}", True))
+    if state.branch_order:  # its commits as they landed, not in the plan's order (rare)
+        notes.append((f"branch order: {escape(state.branch_order)}", True))
     return notes
 
 
