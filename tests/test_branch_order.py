@@ -116,7 +116,7 @@ def test_commits_are_put_in_order_with_their_changes_and_the_same_tree(repo: Pat
     for task, sha in done.moved.items():
         assert sha != landed[task]
         assert _facts(repo, sha) == before[task]
-    assert _git(repo, "for-each-ref", scratch_ref(branch)) == ""  # deleted with the move
+    assert _git(repo, "for-each-ref", scratch_ref(branch.name)) == ""  # deleted with the move
     subprocess.run(["git", "-C", str(repo), "fsck", "--no-progress"], check=True)
     # in order already: nothing moves
     again = reorder(branch, base, ["a", "b", "c", "d"])
@@ -173,8 +173,8 @@ def test_a_crash_before_the_move_leaves_the_branch_as_it_was(repo: Path) -> None
         reorder(branch, base, ["a", "b"], before_move=crash)
     assert _git(repo, "rev-parse", branch.ref) == tip  # nothing lost: the old tip stays
     assert _order(repo, branch, base) == ["b", "a"]
-    assert _git(repo, "for-each-ref", "--format=%(refname)", scratch_ref(branch))
+    assert _git(repo, "for-each-ref", "--format=%(refname)", scratch_ref(branch.name))
     done = reorder(RunBranch(repo, "anti-sprawl/p", "r1"), base, ["a", "b"])  # the next try
     assert _order(repo, branch, base) == ["a", "b"]
     assert _git(repo, "rev-parse", branch.ref) == done.tip
-    assert _git(repo, "for-each-ref", scratch_ref(branch)) == ""
+    assert _git(repo, "for-each-ref", scratch_ref(branch.name)) == ""

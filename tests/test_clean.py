@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from anti_sprawl.cli.app import app
+from anti_sprawl.git.reorder import scratch_ref
 
 from . import e2e_fixture as fx
 
@@ -48,6 +49,8 @@ def test_clean_lists_then_removes_only_what_finished_runs_left(tmp_path: Path) -
     age(repo, old)
     age(repo, mine)
     fx.git(repo, "branch", "anti-sprawl/notes", "main")  # the user's, by its name only
+    # what a kill mid-reorder leaves (git/reorder.py): goes with its branch
+    fx.git(repo, "update-ref", scratch_ref("anti-sprawl/demo"), "anti-sprawl/demo")
     before = branches(repo)
     assert {"anti-sprawl/demo", "feature", "anti-sprawl/recent", "anti-sprawl/notes"} <= before
 
@@ -62,6 +65,7 @@ def test_clean_lists_then_removes_only_what_finished_runs_left(tmp_path: Path) -
     done = runner.invoke(app, ["clean", "--repo", str(repo)])
     assert done.exit_code == 0, done.output
     assert branches(repo) == before - {"anti-sprawl/demo"}
+    assert fx.git(repo, "for-each-ref", scratch_ref("anti-sprawl/demo")) == ""
     runs = {p.name for p in (repo / ".anti-sprawl" / "runs").iterdir()}
     assert runs == {recent}
     assert fx.git(repo, "rev-parse", "--abbrev-ref", "HEAD") == "main"

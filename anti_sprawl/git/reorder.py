@@ -69,9 +69,10 @@ class _Commit:
         return [*self.deleted, *(path for _, _, path in self.set)]
 
 
-def scratch_ref(branch: RunBranch) -> str:
-    """Where ``fast-import`` writes the reordered commits before the branch is moved."""
-    return f"refs/anti-sprawl/reorder/{branch.name}"
+def scratch_ref(branch: str) -> str:
+    """Where ``fast-import`` writes the reordered commits of branch ``branch`` before it is
+    moved (a kill in between leaves it: the next reorder or ``clean`` deletes it)."""
+    return f"refs/anti-sprawl/reorder/{branch}"
 
 
 def reorder(
@@ -103,17 +104,19 @@ def reorder(
     onto = commits[start - 1].sha if start else base
     rest = _read(repo, commits[start:])
     _check_disjoint(rest, [rest[c.sha] for c in wanted[start:]])
-    new_tip, moved = _write(repo, scratch_ref(branch), onto, [rest[c.sha] for c in wanted[start:]])
+    new_tip, moved = _write(
+        repo, scratch_ref(branch.name), onto, [rest[c.sha] for c in wanted[start:]]
+    )
     old_tree = rest[commits[-1].sha].tree.decode()
     new_tree = _text(run_git(["rev-parse", f"{new_tip}^{{tree}}"], repo).stdout)
     if new_tree != old_tree:
-        run_git(["update-ref", "-d", scratch_ref(branch), new_tip], repo, check=False)
+        run_git(["update-ref", "-d", scratch_ref(branch.name), new_tip], repo, check=False)
         raise OrderKept(
             f"the reordered tip's tree {new_tree[:12]} is not the tip's {old_tree[:12]}"
         )
     if before_move is not None:
         before_move()
-    branch.move(new_tip, tip, scratch=scratch_ref(branch))
+    branch.move(new_tip, tip, scratch=scratch_ref(branch.name))
     return Reordered(new_tip, moved)
 
 

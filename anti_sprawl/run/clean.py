@@ -21,6 +21,7 @@ from ..errors import UsageError
 from ..git.branch import TRAILER_RUN
 from ..git.cmd import run_git
 from ..git.layout import StateLayout
+from ..git.reorder import scratch_ref
 from ..git.workspace import remove_stale_worktrees
 from .journal import RepoLock, RunState, list_runs
 
@@ -88,6 +89,8 @@ def clean(
     try:
         for name in plan.branches:
             run_git(["update-ref", "-d", f"refs/heads/{name}"], repo)
+            # Left only by a kill mid-reorder; absent (and so not an error) otherwise.
+            run_git(["update-ref", "-d", scratch_ref(name)], repo, check=False)
         for path in plan.runs:
             shutil.rmtree(path)
         if runs and branches:
