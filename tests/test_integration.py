@@ -227,7 +227,8 @@ def _slow(plan: dict[str, Any], task: str) -> dict[str, Any]:
     """``plan`` with ``task``'s tests run after a pause: it finishes after its neighbours."""
     node = next(t for t in plan["tasks"] if t["task_id"] == task)
     tests = node["test_command"][-1]
-    pause = f"import sys, time, pytest; time.sleep(2); sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', '{tests}']))"
+    args = ["-q", "-p", "no:cacheprovider", tests]
+    pause = f"import sys, time, pytest; time.sleep(2); sys.exit(pytest.main({args!r}))"
     node["test_command"] = [sys.executable, "-c", pause]
     return plan
 

@@ -5,9 +5,10 @@ can each pass there and still break each other (one starts using ``lib.util.help
 the other renames it): the branch the user reviews was never tested. So after the last node
 lands, and its commits are put in the plan's fixed order (run/branch_order.py: the blame
 must not depend on which of two such nodes finished first), ``integrate`` runs the plan's
-``integration_command`` (default: its ``test_command``) once on the run branch's tip, in a fresh worktree under the run's sandbox, exactly as a
-baseline runs (run/baseline.py ``run_at``), and judges it against the start commit's
-baseline: tests that already failed there do not count (run/test_failures.py).
+``integration_command`` (default: its ``test_command``) once on the run branch's tip, in a
+fresh worktree under the run's sandbox, exactly as a baseline runs (run/baseline.py
+``run_at``), and judges it against the start commit's baseline: tests that already failed
+there do not count (run/test_failures.py).
 
 When it fails, the node commits are bisected (run/bisect.py: ⌈log₂ N⌉ more runs) to the
 first commit at which it fails. That node is ``revoke``d with the reason ``integration`` and
