@@ -14,11 +14,14 @@ from typing import Any
 import pytest
 
 from anti_sprawl.agent.tools import WORKER_TOOLS
+from anti_sprawl.planner.prompt import planner_tools
 from anti_sprawl.providers.text_calls import recover_text_calls, text_call_problem
 
 from . import e2e_fixture as fx
 from .fake_llm_server import FakeLLMServer, openai_completion
 from .test_no_changes import execute, plan
+
+FIXTURES = Path(__file__).parent / "fixtures" / "real_model"
 
 pytestmark = pytest.mark.usefixtures("python_on_path")
 WRITE = {"path": "pkg/a.py", "content": "A = 1\n"}
@@ -312,3 +315,19 @@ def test_json_with_comments_is_read_and_a_double_slash_in_a_string_kept() -> Non
     js = '{"name": "write_file", "arguments": {"path": "a.js", "content": """// header\nlet x = 1;\n"""}}'
     (call,) = recover_text_calls(js, WORKER_TOOLS)
     assert call.arguments["content"].startswith("// header\n")
+
+
+def test_a_call_written_as_a_python_dict_is_read() -> None:
+    """make real-model 2026-12-04 run d, planner call 6: the whole submit_plan with None, True
+    and trailing commas, which no JSON repair reads. It is read as a Python literal (parsed,
+    never run); a literal that is not a dict, or code, is not a call."""
+    text = (FIXTURES / "planner_python_literals_run_d.txt").read_text()
+    (call,) = recover_text_calls(text, planner_tools(lean=True))
+    assert call.name == "submit_plan"
+    assert call.arguments["test_command"] is None
+    assert [t["task_id"] for t in call.arguments["tasks"]] == ["task_1", "task_2"]
+    assert call.arguments["tasks"][0]["expect_changes"] is True
+    assert (
+        recover_text_calls("{'name': 'finish', 'arguments': __import__('os')}", WORKER_TOOLS) == []
+    )
+    assert recover_text_calls("{1, 2}", WORKER_TOOLS) == []
