@@ -10,6 +10,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -42,6 +43,19 @@ def repo(tmp_path: Path) -> Path:
     return repo
 
 
+def executed(tmp_path: Path, repo: Path, plan: dict[str, Any], turns: list[Any]) -> Any:
+    """The run state of ``execute --json`` of ``plan`` on ``repo``, node t scripted ``turns``."""
+    plan_path, script_path = tmp_path / "plan.yaml", tmp_path / "script.yaml"
+    plan_path.write_text(yaml.safe_dump(plan))
+    script_path.write_text(yaml.safe_dump({"workers": {"t": turns}}))
+    result = runner.invoke(
+        app,
+        ["execute", str(plan_path), "--repo", str(repo), "--script", str(script_path), "--json"],
+    )
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
 def test_arguments_narrow_the_run_and_the_final_check_runs_all(tmp_path: Path, repo: Path) -> None:
     plan = {
         "plan_id": "targeted",
@@ -63,15 +77,7 @@ def test_arguments_narrow_the_run_and_the_final_check_runs_all(tmp_path: Path, r
         {"tool": "run_tests", "args": {"args": ["tests/test_one.py", "-k", "beta or gamma"]}},
         {"tool": "finish", "args": {"summary": "ran one test"}},
     ]
-    plan_path, script_path = tmp_path / "plan.yaml", tmp_path / "script.yaml"
-    plan_path.write_text(yaml.safe_dump(plan))
-    script_path.write_text(yaml.safe_dump({"workers": {"t": turns}}))
-    result = runner.invoke(
-        app,
-        ["execute", str(plan_path), "--repo", str(repo), "--script", str(script_path), "--json"],
-    )
-    assert result.exit_code == 0, result.output
-    state = json.loads(result.stdout)
+    state = executed(tmp_path, repo, plan, turns)
     logs = sorted((repo / ".anti-sprawl/runs" / state["run_id"] / "artifacts/t").glob("tests-*"))
     assert [p.name for p in logs] == ["tests-1-1.log", "tests-1-2.log", "tests-1-3.log"]
     one, two, final = (p.read_text() for p in logs)
@@ -123,15 +129,7 @@ def test_arguments_that_restate_the_test_command_run_it_once(
         {"tool": "run_tests", "args": {"args": args}},
         {"tool": "finish", "args": {"summary": "ran the tests"}},
     ]
-    plan_path, script_path = tmp_path / "plan.yaml", tmp_path / "script.yaml"
-    plan_path.write_text(yaml.safe_dump(plan))
-    script_path.write_text(yaml.safe_dump({"workers": {"t": turns}}))
-    result = runner.invoke(
-        app,
-        ["execute", str(plan_path), "--repo", str(repo), "--script", str(script_path), "--json"],
-    )
-    assert result.exit_code == 0, result.output
-    state = json.loads(result.stdout)
+    state = executed(tmp_path, repo, plan, turns)
     artifacts = repo / ".anti-sprawl/runs" / state["run_id"] / "artifacts/t"
     first = (artifacts / "tests-1-1.log").read_text()
     assert "4 passed" in first
