@@ -196,18 +196,23 @@ def test_attempts_exhausted_fail_the_run_and_keep_the_last_passing_branch(
     assert "the last that passed" in done.stdout
 
 
+def _resumed_with_b_fixed(tmp_path: Path, repo: Path) -> dict[str, Any]:
+    """The state after ``resume`` of the killed run, the model answering b's retry with the fix
+    (a new process serves a script from its start)."""
+    run_id = _state(repo)["run_id"]
+    again = tmp_path / "again.yaml"
+    again.write_text(json.dumps({"workers": {"b": cf.b_fixed()}}))
+    resumed = _cli("resume", run_id, "--repo", str(repo), "--script", str(again))
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    return _state(repo)
+
+
 @pytest.mark.parametrize("point", ["mid_rebuild:b", "after_rebuild:b"])
 def test_kill_during_the_rebuild_then_resume_converges(tmp_path: Path, point: str) -> None:
     plan = _only("a", "b", "d")
     repo, crashed = _execute(tmp_path, plan, cf.script(c_runs=0), ANTI_SPRAWL_CRASH_AT=point)
     assert crashed.returncode == -signal.SIGKILL, crashed.stdout + crashed.stderr
-    run_id = _state(repo)["run_id"]
-    # the model answers b's retry with the fix (a new process serves a script from its start)
-    again = tmp_path / "again.yaml"
-    again.write_text(json.dumps({"workers": {"b": cf.b_fixed()}}))
-    resumed = _cli("resume", run_id, "--repo", str(repo), "--script", str(again))
-    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-    state = _state(repo)
+    state = _resumed_with_b_fixed(tmp_path, repo)
     assert state["status"] == "succeeded"
     assert state["integration"]["status"] == "passed"
     assert "b" in state["integration"]["culprits"]
@@ -268,12 +273,7 @@ def test_kill_mid_reorder_then_resume_converges(tmp_path: Path) -> None:
     )
     assert crashed.returncode == -signal.SIGKILL, crashed.stdout + crashed.stderr
     assert _commits(repo)[-1] == "a"  # killed before the move: still in landing order
-    run_id = _state(repo)["run_id"]
-    again = tmp_path / "again.yaml"
-    again.write_text(json.dumps({"workers": {"b": cf.b_fixed()}}))
-    resumed = _cli("resume", run_id, "--repo", str(repo), "--script", str(again))
-    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
-    state = _state(repo)
+    state = _resumed_with_b_fixed(tmp_path, repo)
     assert state["status"] == "succeeded"
     assert state["integration"]["culprits"] == ["b"]
     assert _commits(repo) == ["a", "b", "d"]
