@@ -331,3 +331,20 @@ def test_a_call_written_as_a_python_dict_is_read() -> None:
         recover_text_calls("{'name': 'finish', 'arguments': __import__('os')}", WORKER_TOOLS) == []
     )
     assert recover_text_calls("{1, 2}", WORKER_TOOLS) == []
+
+
+# make real-model 2026-12-04 run d, call 12 verbatim: the content as Python strings joined with +
+RECORDED_JOINED_STRINGS = '```json\n{\n  "name": "write_file",\n  "arguments": {\n    "path": "calc.py",\n    "content": """A tiny calculator."""\n    + "\\n\\n"\n    + "def add(a, b):\\n"\n    + "    return a + b",\n    "append": true\n  }\n}\n```'
+
+
+def test_a_value_written_as_strings_joined_with_plus_is_their_text() -> None:
+    (call,) = recover_text_calls(RECORDED_JOINED_STRINGS, WORKER_TOOLS)
+    assert call.arguments == {
+        "path": "calc.py",
+        "content": "A tiny calculator.\n\ndef add(a, b):\n    return a + b",
+        "append": True,
+    }
+    # only strings are joined: a name, a call or a number in the sum is not a literal
+    for value in ('"a" + x', '"a" + f()', '"a" + 1'):
+        text = '{"name": "finish", "arguments": {"summary": ' + value + "}}"
+        assert recover_text_calls(text, WORKER_TOOLS) == []

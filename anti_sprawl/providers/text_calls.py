@@ -22,7 +22,7 @@ import json
 import re
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from .base import ToolCall, ToolSpec
 
@@ -336,14 +336,41 @@ _MAX_LITERAL = 200_000  # characters: a reply read as a Python literal is parsed
 
 
 def _literal(source: str) -> Any:
-    """The Python literal ``source`` spells (an f-string without fields read as a string), or
-    ``_NOT_LITERAL``."""
+    """The Python literal ``source`` spells (an f-string without fields read as a string;
+    strings joined with ``+``, as one), or ``_NOT_LITERAL``."""
     if source[:1] in "fF" and source[1:2] in "\"'" and "{" not in source:
         source = source[1:]
     try:
-        return ast.literal_eval(source)
+        return ast.literal_eval(_JoinedStrings().visit(ast.parse(source.strip(), mode="eval")))
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return _NOT_LITERAL
+
+
+class _JoinedStrings(ast.NodeTransformer):
+    """``"a" + "b"`` as ``"ab"``: a file's text written as Python strings joined with ``+``
+    (recorded, make real-model 2026-12-04 run d, call 12: a triple-quoted docstring, then
+    ``+ "\\n\\n" + "def add(a, b):\\n" + ...``, beside JSON's ``true``); and JSON's
+    ``true``, ``false`` and ``null`` as Python's. Only strings are joined; nothing is run."""
+
+    _JSON_WORDS: ClassVar[dict[str, Any]] = {"true": True, "false": False, "null": None}
+
+    def visit_Name(self, node: ast.Name) -> ast.AST:
+        if node.id in self._JSON_WORDS:
+            return ast.copy_location(ast.Constant(self._JSON_WORDS[node.id]), node)
+        return node
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        self.generic_visit(node)
+        left, right = node.left, node.right
+        if (
+            isinstance(node.op, ast.Add)
+            and isinstance(left, ast.Constant)
+            and isinstance(right, ast.Constant)
+            and isinstance(left.value, str)
+            and isinstance(right.value, str)
+        ):
+            return ast.copy_location(ast.Constant(left.value + right.value), node)
+        return node
 
 
 # A fenced block in prose, indented as under a numbered list item.
