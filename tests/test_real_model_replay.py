@@ -674,3 +674,32 @@ def test_run_tests_with_the_test_command_as_its_args_runs_it_whole(
     assert "tests passed (exit code 0): python -m pytest -q\n" in ran
     assert "not found" not in ran
     assert "note: your args were the test command itself" in ran
+
+
+def test_a_reply_that_ran_on_to_the_limit_is_told_so_not_to_write_in_parts(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """subtract_run_d, attempt 3, calls 11-16: its call 15 ran to the 2,048-token limit writing
+    what run_tests would answer (``<tool_response>`` and the test output), and was told to
+    write large files in parts, which its next reply set out to do. A reply that ran on is now
+    told so, and to send one call; a cut large write is still told to write in parts."""
+    replay(tmp_path, server, "subtract_run_d.json", slice(10, 16))
+    after_cut = server.requests[5].body["messages"][-1]["content"]
+    assert "It ran on, repeating itself or writing what a tool would answer" in after_cut
+    assert "Write large files in parts" not in after_cut
+
+
+def test_what_ran_on_and_what_is_a_large_write() -> None:
+    """The recorded runaways ran on (run b's 1,700 zeros are subtract_run12's kind too: one
+    digit over and over); a cut write of distinct lines did not."""
+    from anti_sprawl.providers.limits import ran_on
+
+    run12 = recorded("subtract_run12.json")["calls"][14]["response"]
+    assert run12["choices"][0]["finish_reason"] == "length"
+    assert ran_on(run12["choices"][0]["message"]["content"])
+    run_d = recorded("subtract_run_d.json")["calls"][14]["response"]
+    assert ran_on(run_d["choices"][0]["message"]["content"])
+    digits = '{"name": "write_file", "arguments": {"content": "assert add(1' + "0" * 1700
+    assert ran_on(digits)
+    lines = "".join(f"def f{i}(x):\n    return x * {i} + {i * i}\n\n" for i in range(120))
+    assert not ran_on('{"name": "write_file", "arguments": {"path": "a.py", "content": "' + lines)

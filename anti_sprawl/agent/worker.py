@@ -30,6 +30,7 @@ from ..fs.scopes import is_glob
 from ..ids import FINISH_TOOL
 from ..lifecycle import WorkerFailure
 from ..providers.base import (
+    AssistantMessage,
     ModelRequest,
     ModelResponse,
     Provider,
@@ -38,7 +39,7 @@ from ..providers.base import (
     Usage,
     UserMessage,
 )
-from ..providers.limits import cut_message
+from ..providers.limits import RAN_ON, WRITE_IN_PARTS, cut_message, ran_on
 from ..providers.prices import Price
 from ..providers.text_calls import text_call_nudge
 from ..tokens import TokenCounter
@@ -405,7 +406,9 @@ class _Worker:
         """A response cut at the output limit: its tool call is lost; say so, and how to go on."""
         self.truncated += 1
         self.compactor.text_turn()
-        return cut_message(max_output_tokens)
+        cut = self.loop.messages[-1]
+        text = cut.text if isinstance(cut, AssistantMessage) else ""
+        return cut_message(max_output_tokens, RAN_ON if ran_on(text or "") else WRITE_IN_PARTS)
 
     def before_tool(self, call: ToolCall) -> Ending | None:
         self._replies.clear()  # a tool call breaks a run of replies

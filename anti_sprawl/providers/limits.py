@@ -11,14 +11,18 @@ than what the node's token budget leaves.
 
 from __future__ import annotations
 
+import zlib
+
 __all__ = [
     "DEFAULT_LOCAL_LIMIT",
     "HOSTED_REQUEST_TIMEOUT",
     "LOCAL_REQUEST_TIMEOUT",
+    "RAN_ON",
     "WRITE_IN_PARTS",
     "call_deadline",
     "cut_message",
     "default_output_limit",
+    "ran_on",
     "response_timeout",
 ]
 
@@ -129,6 +133,27 @@ WRITE_IN_PARTS = (
     "Write large files in parts: write_file with the first part, then write_file with "
     "append: true for each next part."
 )
+
+
+RAN_ON = (
+    "It ran on, repeating itself or writing what a tool would answer: send one tool call, or "
+    "one file, and stop there."
+)
+# Our tags and the chat template's tool-result tag: a reply that holds one is writing the
+# answer it expects, not its own turn.
+_ECHOED_TAGS = ("<tool_response>", '<data kind="')
+
+
+def ran_on(text: str) -> bool:
+    """Whether a response cut at the output limit ran on rather than held a large write: its
+    last 2,000 characters compress to under a tenth (one digit or line over and over), or it
+    echoes a tool's answer (recorded, make real-model 2026-12-04: calc.py's test with a number
+    of 1,700 zeros, run b; a hallucinated ``<tool_response>`` of the test run, run d call 26;
+    each told "write large files in parts", which run d's next reply tried to do)."""
+    if any(tag in text for tag in _ECHOED_TAGS):
+        return True
+    tail = text[-2000:].encode("utf-8", "replace")
+    return len(tail) >= 500 and len(zlib.compress(tail)) * 10 < len(tail)
 
 
 def cut_message(max_output_tokens: int, advice: str = WRITE_IN_PARTS) -> str:
