@@ -148,7 +148,8 @@ def read_view(
 
     A whole read longer than ``max_chars`` returns the file's numbered outline instead (the
     model then asks for ranges); a range longer than ``max_chars`` stops early and says where
-    to continue. LineRangeError for a range outside the file.
+    to continue; one that ends past the file's end is read to it. LineRangeError for a range
+    that starts outside the file.
     """
     if start_line is None and end_line is None:
         if len(text) <= max_chars:
@@ -165,11 +166,16 @@ def read_view(
         )
     if n == 0:
         raise LineRangeError(f"{path} is empty: it has no lines to show")
-    if first > n or last > n:
+    if first > n:
         raise LineRangeError(
             f"{path} has {n:,} lines: the range {first}-{last} goes past the end "
             f"(ask for lines 1-{n} at most)"
         )
+    # a range that starts inside the file and ends past it is read to the end (make
+    # real-model 2026-12-04 run e, planner call 3: lines 3-7 of a 5-line calc.py, refused,
+    # and the model answered nothing)
+    ends = f" (the file ends at line {n})" if last > n else ""
+    last = min(last, n)
     width = len(str(n))
     shown: list[str] = []
     size = 0
@@ -181,7 +187,7 @@ def read_view(
             return f"{path} lines {first}-{number - 1} of {n}{more}\n" + "\n".join(shown)
         shown.append(line)
         size += len(line) + 1
-    return f"{path} lines {first}-{last} of {n}\n" + "\n".join(shown)
+    return f"{path} lines {first}-{last} of {n}{ends}\n" + "\n".join(shown)
 
 
 def _too_long(path: str, text: str, max_chars: int) -> str:
