@@ -703,3 +703,25 @@ def test_what_ran_on_and_what_is_a_large_write() -> None:
     assert ran_on(digits)
     lines = "".join(f"def f{i}(x):\n    return x * {i} + {i * i}\n\n" for i in range(120))
     assert not ran_on('{"name": "write_file", "arguments": {"path": "a.py", "content": "' + lines)
+
+
+def test_the_run_that_landed_on_the_final_code_lands_on_its_second_attempt(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """subtract_run_e, all 6 calls over two attempts (make real-model 2026-12-04 run e, the
+    second live landing): two runaways cut at the limit, each answered that it ran on; the
+    tests of the old files pass and the finish over no change fails no_changes; the retry
+    writes both files from triple-quoted text calls and lands one commit, its tests passing."""
+    repo, state = replay(
+        tmp_path, server, "subtract_run_e.json", slice(0, 6), exit_code=0, attempts=3
+    )
+    node = state["tasks"]["subtract"]
+    assert node["status"] == "succeeded", node["message"]
+    assert [a["reason"] for a in node["attempt_log"][:1]] == ["no_changes"]
+    assert len(server.requests) == 6
+    for cut in (server.requests[1], server.requests[2]):
+        assert "It ran on" in cut.body["messages"][-1]["content"]
+    assert fx_branch_commits(repo) == 1
+    assert "def subtract(a, b):\n    return a - b" in landed_file(repo, "calc.py")
+    assert "assert subtract(2, 3) == -1" in landed_file(repo, "test_calc.py")
+    assert node["tests"]["exit_code"] == 0
