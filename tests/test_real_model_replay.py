@@ -725,3 +725,21 @@ def test_the_run_that_landed_on_the_final_code_lands_on_its_second_attempt(
     assert "def subtract(a, b):\n    return a - b" in landed_file(repo, "calc.py")
     assert "assert subtract(2, 3) == -1" in landed_file(repo, "test_calc.py")
     assert node["tests"]["exit_code"] == 0
+
+
+def test_a_planner_reply_that_ran_on_is_told_so(tmp_path: Path, server: FakeLLMServer) -> None:
+    """make real-model 2026-12-04 run f, planner call 2: the tools' answers written out as
+    ``<tool_response>`` blocks until the output cap, then told to submit a shorter plan (its
+    next reply ran on the same way). A reply that ran on is told so, and to send one call."""
+    _planned_from(
+        tmp_path,
+        server,
+        "planner_runaway_run_f.json",
+        slice(0, 2),
+        then=["planner_one_task_run12.txt"],  # a plan, so planning ends there
+    )
+    cut = recorded("planner_runaway_run_f.json")["calls"][1]["response"]
+    assert cut["choices"][0]["finish_reason"] == "length"
+    told = server.requests[2].body["messages"][-1]["content"]
+    assert "It ran on, repeating itself or writing what a tool would answer" in told
+    assert "shorter plan" not in told

@@ -35,8 +35,16 @@ from ..git.cmd import run_git
 from ..ids import PLANNER_TASK_ID, SUBMIT_PLAN_TOOL
 from ..plan.model import Plan
 from ..plan.validate import Problem, Report, validate
-from ..providers.base import ModelRequest, ModelResponse, Provider, ToolCall, Usage, UserMessage
-from ..providers.limits import cut_message
+from ..providers.base import (
+    AssistantMessage,
+    ModelRequest,
+    ModelResponse,
+    Provider,
+    ToolCall,
+    Usage,
+    UserMessage,
+)
+from ..providers.limits import RAN_ON, cut_message, ran_on
 from ..providers.text_calls import fenced_objects, text_call_nudge
 from .assist import (
     default_budgets,
@@ -314,7 +322,9 @@ class _Session:
         self.nudges += 1
         if self.nudges > MAX_NUDGES:
             return Ending("stalled", "the model's responses kept hitting the output limit")
-        return cut_message(max_output_tokens, CUT_ADVICE)
+        cut = self.loop.messages[-1]
+        text = (cut.text if isinstance(cut, AssistantMessage) else "") or ""
+        return cut_message(max_output_tokens, RAN_ON if ran_on(text) else CUT_ADVICE)
 
     def before_tool(self, call: ToolCall) -> Ending | None:
         self.nudges = 0
