@@ -558,6 +558,19 @@ def landed_file(repo: Path, path: str) -> str:
     return subprocess.run(show, cwd=repo, capture_output=True, text=True, check=True).stdout
 
 
+def landed_node(
+    repo: Path, state: dict[str, Any], server: FakeLLMServer, failed: list[str], requests: int
+) -> dict[str, Any]:
+    """The node of a replay that landed one commit after attempts that failed for ``failed``,
+    having served ``requests`` recorded responses."""
+    node: dict[str, Any] = state["tasks"]["subtract"]
+    assert node["status"] == "succeeded", node["message"]
+    assert [a["reason"] for a in node["attempt_log"][: len(failed)]] == failed
+    assert len(server.requests) == requests
+    assert fx_branch_commits(repo) == 1
+    return node
+
+
 def test_the_first_recorded_run_to_land_now_lands_on_its_first_attempt(
     tmp_path: Path, server: FakeLLMServer
 ) -> None:
@@ -568,10 +581,7 @@ def test_the_first_recorded_run_to_land_now_lands_on_its_first_attempt(
     it goes, so the file parses; the same write again is "already done"; test_calc.py is written;
     and the finish lands, with subtract() beside add()."""
     repo, state = replay(tmp_path, server, "subtract_run13.json", slice(0, 7), exit_code=0)
-    node = state["tasks"]["subtract"]
-    assert node["status"] == "succeeded", node["message"]
-    assert len(server.requests) == 7
-    assert fx_branch_commits(repo) == 1
+    landed_node(repo, state, server, [], 7)
     calc = landed_file(repo, "calc.py")
     assert calc.startswith('"""A tiny calculator."""\ndef add(a, b):\n    return a + b\n')
     assert "def subtract(a, b):\n    return a - b" in calc
@@ -592,11 +602,7 @@ def test_the_later_attempts_of_the_first_recorded_run_to_land(
     repo, state = replay(
         tmp_path, server, "subtract_run13.json", slice(7, 17), exit_code=0, attempts=2
     )
-    node = state["tasks"]["subtract"]
-    assert node["status"] == "succeeded", node["message"]
-    assert [a["reason"] for a in node["attempt_log"][:1]] == ["stalled"]
-    assert len(server.requests) == 10
-    assert fx_branch_commits(repo) == 1
+    landed_node(repo, state, server, ["stalled"], 10)
     landed = landed_file(repo, "calc.py")
     assert "def add(a, b):" in landed
     assert "def subtract(a, b):\n    return a - b" in landed
@@ -715,13 +721,9 @@ def test_the_run_that_landed_on_the_final_code_lands_on_its_second_attempt(
     repo, state = replay(
         tmp_path, server, "subtract_run_e.json", slice(0, 6), exit_code=0, attempts=3
     )
-    node = state["tasks"]["subtract"]
-    assert node["status"] == "succeeded", node["message"]
-    assert [a["reason"] for a in node["attempt_log"][:1]] == ["no_changes"]
-    assert len(server.requests) == 6
+    node = landed_node(repo, state, server, ["no_changes"], 6)
     for cut in (server.requests[1], server.requests[2]):
         assert "It ran on" in cut.body["messages"][-1]["content"]
-    assert fx_branch_commits(repo) == 1
     assert "def subtract(a, b):\n    return a - b" in landed_file(repo, "calc.py")
     assert "assert subtract(2, 3) == -1" in landed_file(repo, "test_calc.py")
     assert node["tests"]["exit_code"] == 0

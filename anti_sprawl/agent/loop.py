@@ -83,8 +83,9 @@ class Policy(Protocol):
         the policy reads in its text (the worker's whole-file blocks, agent/file_blocks.py)."""
         ...
 
-    def cut_turn(self, max_output_tokens: int) -> str | Ending:
-        """A response cut at the output limit (its tool calls dropped): what to say, or the end."""
+    def cut_turn(self, max_output_tokens: int, text: str) -> str | Ending:
+        """A response cut at the output limit (its tool calls dropped; ``text``: what it
+        said): what to say, or the end."""
         ...
 
     def before_tool(self, call: ToolCall) -> Ending | None:
@@ -186,7 +187,7 @@ class Loop:
         if overrun:
             return Ending("budget", overrun)
         if cut:
-            return self._after_cut(policy, fitted.request.max_output_tokens)
+            return self._after_cut(policy, fitted.request.max_output_tokens, response.text)
         if not response.tool_calls:
             return self._after_text(policy, response)
         return self._tools(policy, response.tool_calls)
@@ -259,8 +260,8 @@ class Loop:
             }
         )
 
-    def _after_cut(self, policy: Policy, max_output: int) -> Ending | None:
-        told = policy.cut_turn(max_output)
+    def _after_cut(self, policy: Policy, max_output: int, text: str) -> Ending | None:
+        told = policy.cut_turn(max_output, text or "")
         if isinstance(told, Ending):
             return told
         self.log({"event": "cut", "message": told})

@@ -30,7 +30,6 @@ from ..fs.scopes import is_glob
 from ..ids import FINISH_TOOL
 from ..lifecycle import WorkerFailure
 from ..providers.base import (
-    AssistantMessage,
     ModelRequest,
     ModelResponse,
     Provider,
@@ -39,7 +38,7 @@ from ..providers.base import (
     Usage,
     UserMessage,
 )
-from ..providers.limits import RAN_ON, WRITE_IN_PARTS, cut_message, ran_on
+from ..providers.limits import cut_message
 from ..providers.prices import Price
 from ..providers.text_calls import text_call_nudge
 from ..tokens import TokenCounter
@@ -379,8 +378,8 @@ class _Worker:
         once per reply: the same reply again is a repeat, not new work."""
         if reply in self._written_replies or "```" not in reply:
             return []
-        fw = self.ctx.firewall
-        blocks = whole_file_blocks(reply, fw.write_scope.matches, self._scope_files())
+        may_write = self.ctx.firewall.write_scope.matches
+        blocks = whole_file_blocks(reply, may_write, self._scope_files())
         if not blocks:
             return []
         self._written_replies.add(reply)
@@ -402,13 +401,11 @@ class _Worker:
         named = [e for e in fw.write_scope.entries if not e.endswith("/") and not is_glob(e)]
         return {path: fw.current_text(path) or "" for path in named}
 
-    def cut_turn(self, max_output_tokens: int) -> str | Ending:
+    def cut_turn(self, max_output_tokens: int, text: str) -> str | Ending:
         """A response cut at the output limit: its tool call is lost; say so, and how to go on."""
         self.truncated += 1
         self.compactor.text_turn()
-        cut = self.loop.messages[-1]
-        text = cut.text if isinstance(cut, AssistantMessage) else ""
-        return cut_message(max_output_tokens, RAN_ON if ran_on(text or "") else WRITE_IN_PARTS)
+        return cut_message(max_output_tokens, text)
 
     def before_tool(self, call: ToolCall) -> Ending | None:
         self._replies.clear()  # a tool call breaks a run of replies

@@ -36,7 +36,6 @@ from ..ids import PLANNER_TASK_ID, SUBMIT_PLAN_TOOL
 from ..plan.model import Plan
 from ..plan.validate import Problem, Report, validate
 from ..providers.base import (
-    AssistantMessage,
     ModelRequest,
     ModelResponse,
     Provider,
@@ -44,7 +43,7 @@ from ..providers.base import (
     Usage,
     UserMessage,
 )
-from ..providers.limits import RAN_ON, cut_message, ran_on
+from ..providers.limits import cut_message
 from ..providers.text_calls import fenced_objects, text_call_nudge
 from .assist import (
     default_budgets,
@@ -318,13 +317,11 @@ class _Session:
         call_id = f"call_prose_plan_{len(self._prose_plans)}"
         return ToolCall(id=call_id, name=SUBMIT_PLAN_TOOL, arguments=plans[0], from_text=True)
 
-    def cut_turn(self, max_output_tokens: int) -> str | Ending:
+    def cut_turn(self, max_output_tokens: int, text: str) -> str | Ending:
         self.nudges += 1
         if self.nudges > MAX_NUDGES:
             return Ending("stalled", "the model's responses kept hitting the output limit")
-        cut = self.loop.messages[-1]
-        text = (cut.text if isinstance(cut, AssistantMessage) else "") or ""
-        return cut_message(max_output_tokens, RAN_ON if ran_on(text) else CUT_ADVICE)
+        return cut_message(max_output_tokens, text, CUT_ADVICE)
 
     def before_tool(self, call: ToolCall) -> Ending | None:
         self.nudges = 0

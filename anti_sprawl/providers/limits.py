@@ -156,8 +156,11 @@ def ran_on(text: str) -> bool:
     return len(tail) >= 500 and len(zlib.compress(tail)) * 10 < len(tail)
 
 
-def cut_message(max_output_tokens: int, advice: str = WRITE_IN_PARTS) -> str:
-    """What a model is told when its response hit the output limit (its tool call is lost)."""
+def cut_message(max_output_tokens: int, text: str, advice: str = WRITE_IN_PARTS) -> str:
+    """What a model is told when its response (``text``) hit the output limit (its tool call
+    is lost): ``advice``, unless it ran on (``ran_on``)."""
+    if ran_on(text):
+        advice = RAN_ON
     return (
         f"Your response was cut at {max_output_tokens:,} output tokens (the output limit), so "
         f"the tool call in it was lost and nothing was done. {advice}"
