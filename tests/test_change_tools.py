@@ -371,3 +371,13 @@ def test_a_stray_triple_quote_line_is_dropped_when_read_from_prose(
     )
     assert "triple quotes" not in as_sent
     assert (root / "app/tool.py").read_text() == body
+
+
+def test_only_the_stray_triple_quote_line_is_dropped(root: Path, firewall: Firewall) -> None:
+    """The line after the docstring goes; the lines that close the module's own docstrings
+    further down stay (a real module has many: dask/array/core.py, 6,278 lines)."""
+    body = 'def f():\n    """\n    Doc.\n    """\n    return 1\n'
+    turns = [{"text": f'app/m.py\n```python\nModule."""\n"""\n{body}```'}, FINISH]
+    result, _ = run(root, firewall, turns)
+    assert result.status == "succeeded", result.message
+    assert (root / "app/m.py").read_text() == f'"""Module."""\n{body}'

@@ -109,10 +109,14 @@ def _quotes_repaired(path: str, content: str) -> tuple[str, str] | None:
     for text, done in starts:
         if text != content and _parses(text):
             return text, done
+        # the first such line only: later ones close the file's own docstrings (a 6,278-line
+        # dask/array/core.py lost them all, and did not parse)
         lines = text.split("\n")
-        kept = [line for line in lines if line.strip() not in ('"""', "'''")]
-        if len(kept) < len(lines) and _parses("\n".join(kept)):
-            return "\n".join(kept), f"{done}; {gone}" if done else gone
+        stray = next((i for i, line in enumerate(lines) if line.strip() in ('"""', "'''")), None)
+        if stray is not None:
+            kept = "\n".join(lines[:stray] + lines[stray + 1 :])
+            if _parses(kept):
+                return kept, f"{done}; {gone}" if done else gone
     return None
 
 
