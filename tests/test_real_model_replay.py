@@ -57,15 +57,19 @@ def replay(
     then: Sequence[dict[str, Any]] = (),
     exit_code: int = 1,
     attempts: int = 1,
+    stream: bool = False,
 ) -> tuple[Path, dict[str, Any]]:
     """``execute`` (``attempts`` attempts) of the recorded plan on the recorded repository,
-    served the recorded responses ``calls`` and then the responses ``then``."""
+    served the recorded responses ``calls`` (``stream``: as events, the way llama.cpp streams
+    them) and then the responses ``then``."""
     run = recorded(name)
     repo = recorded_repo(tmp_path, run)
     plan = tmp_path / "plan.yaml"
     tasks = [{**task, "max_attempts": attempts} for task in run["plan"]["tasks"]]
     plan.write_text(yaml.safe_dump({**run["plan"], "tasks": tasks}))
-    for body in [call["response"] for call in run["calls"][calls]] + list(then):
+    for call in run["calls"][calls]:
+        server.enqueue(call["response"], stream=stream)
+    for body in then:
         server.enqueue(body)
     args = ["execute", str(plan), "--repo", str(repo), "--json", "--provider", "openai"]
     args += ["--base-url", server.url, "--model", run["calls"][0]["request"]["model"]]
@@ -283,18 +287,23 @@ def test_the_recorded_same_reply_over_and_over_ends_the_attempt_stalled(
 
 
 def _planned_from(
-    tmp_path: Path, server: FakeLLMServer, name: str, calls: slice, then: Sequence[str] = ()
+    tmp_path: Path,
+    server: FakeLLMServer,
+    name: str,
+    calls: slice,
+    then: Sequence[str] = (),
+    stream: bool = False,
 ) -> Any:
     """``plan_requirement`` (lean) of the recorded requirement on the recorded repository,
-    served the recorded responses ``calls`` and then replies of the texts in the fixture
-    files ``then``."""
+    served the recorded responses ``calls`` (``stream``: as events) and then replies of the
+    texts in the fixture files ``then``."""
     from anti_sprawl.planner.planner import plan_requirement
     from anti_sprawl.providers import OpenAIProvider
 
     run = recorded(name)
     repo = recorded_repo(tmp_path, run)
     for call in run["calls"][calls]:
-        server.enqueue(call["response"])
+        server.enqueue(call["response"], stream=stream)
     for fixture in then:
         text = (FIXTURES / fixture).read_text()
         server.enqueue(openai_completion(content=text, finish_reason="stop"))
@@ -682,17 +691,17 @@ def test_run_tests_with_the_test_command_as_its_args_runs_it_whole(
     assert "note: your args were the test command itself" in ran
 
 
-def test_a_reply_that_ran_on_to_the_limit_is_told_so_not_to_write_in_parts(
+def test_a_reply_that_writes_a_tools_answer_ends_where_that_answer_begins(
     tmp_path: Path, server: FakeLLMServer
 ) -> None:
-    """subtract_run_d, attempt 3, calls 11-16: its call 15 ran to the 2,048-token limit writing
-    what run_tests would answer (``<tool_response>`` and the test output), and was told to
-    write large files in parts, which its next reply set out to do. A reply that ran on is now
-    told so, and to send one call; a cut large write is still told to write in parts."""
+    """subtract_run_d, attempt 3, calls 11-16: its call 15 wrote what run_tests would answer
+    (``<tool_response>`` and the test output) to the 2,048-token limit, and was told to write
+    large files in parts, which its next reply set out to do. A reply's turn now ends where a
+    tool's answer begins: this one held nothing before it, and is told what it did."""
     replay(tmp_path, server, "subtract_run_d.json", slice(10, 16))
-    after_cut = server.requests[5].body["messages"][-1]["content"]
-    assert "It ran on, repeating itself or writing what a tool would answer" in after_cut
-    assert "Write large files in parts" not in after_cut
+    after = server.requests[5].body["messages"][-1]["content"]
+    assert "it wrote what a tool would answer, which only a tool does" in after
+    assert "Write large files in parts" not in after
 
 
 def test_what_ran_on_and_what_is_a_large_write() -> None:
@@ -711,37 +720,50 @@ def test_what_ran_on_and_what_is_a_large_write() -> None:
     assert not ran_on('{"name": "write_file", "arguments": {"path": "a.py", "content": "' + lines)
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 def test_the_run_that_landed_on_the_final_code_lands_on_its_second_attempt(
-    tmp_path: Path, server: FakeLLMServer
+    tmp_path: Path, server: FakeLLMServer, stream: bool
 ) -> None:
     """subtract_run_e, all 6 calls over two attempts (make real-model 2026-12-04 run e, the
     second live landing): two runaways cut at the limit, each answered that it ran on; the
     tests of the old files pass and the finish over no change fails no_changes; the retry
-    writes both files from triple-quoted text calls and lands one commit, its tests passing."""
+    writes both files from triple-quoted text calls and lands one commit, its tests passing.
+    Streamed, each runaway is stopped at its first repeating 2,000 characters (of 7,406) and
+    the connection closed, so the server stops generating; the node lands the same."""
     repo, state = replay(
-        tmp_path, server, "subtract_run_e.json", slice(0, 6), exit_code=0, attempts=3
+        tmp_path, server, "subtract_run_e.json", slice(0, 6), exit_code=0, attempts=3, stream=stream
     )
     node = landed_node(repo, state, server, ["no_changes"], 6)
     for cut in (server.requests[1], server.requests[2]):
         assert "It ran on" in cut.body["messages"][-1]["content"]
+    stops = [e["stop_reason"] for e in transcript(repo, state) if e["event"] == "response"]
+    assert stops[:2] == (["ran_on"] * 2 if stream else ["max_tokens"] * 2)
+    assert server.streams_left() == (2 if stream else 0)
     assert "def subtract(a, b):\n    return a - b" in landed_file(repo, "calc.py")
     assert "assert subtract(2, 3) == -1" in landed_file(repo, "test_calc.py")
     assert node["tests"]["exit_code"] == 0
 
 
-def test_a_planner_reply_that_ran_on_is_told_so(tmp_path: Path, server: FakeLLMServer) -> None:
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+def test_a_planner_reply_that_writes_its_tools_answers_is_told_so(
+    tmp_path: Path, server: FakeLLMServer, stream: bool
+) -> None:
     """make real-model 2026-12-04 run f, planner call 2: the tools' answers written out as
-    ``<tool_response>`` blocks until the output cap, then told to submit a shorter plan (its
-    next reply ran on the same way). A reply that ran on is told so, and to send one call."""
+    ``<tool_response>`` blocks until the output cap (4 minutes), then told to submit a shorter
+    plan (its next reply ran on the same way). Its turn ends where a tool's answer begins, here
+    at once: it is told that only a tool writes that. Streamed, the reply is read no further
+    than the tag and the connection closed."""
     _planned_from(
         tmp_path,
         server,
         "planner_runaway_run_f.json",
         slice(0, 2),
         then=["planner_one_task_run12.txt"],  # a plan, so planning ends there
+        stream=stream,
     )
     cut = recorded("planner_runaway_run_f.json")["calls"][1]["response"]
     assert cut["choices"][0]["finish_reason"] == "length"
     told = server.requests[2].body["messages"][-1]["content"]
-    assert "It ran on, repeating itself or writing what a tool would answer" in told
+    assert "it wrote what a tool would answer, which only a tool does" in told
     assert "shorter plan" not in told
+    assert server.streams_left() == (1 if stream else 0)

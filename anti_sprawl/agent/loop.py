@@ -181,8 +181,9 @@ class Loop:
             # Stopped (Ctrl-C) while the call was in flight: the tokens are charged, the
             # turn itself is discarded (none of its tools runs).
             return Ending("stopped", "stopped by the orchestrator")
-        # A response cut at the output limit holds an incomplete tool call: never run it.
-        cut = response.stop_reason == "max_tokens"
+        # A response cut at the output limit, or stopped because it ran on, holds an
+        # incomplete tool call: never run it.
+        cut = response.stop_reason in ("max_tokens", "ran_on")
         self._record(response, usage, cut)
         if overrun:
             return Ending("budget", overrun)

@@ -63,7 +63,8 @@ __all__ = [
 # the worker can answer it with an error observation instead of crashing the run.
 INVALID_ARGUMENTS_KEY = "__invalid_json__"
 
-StopReason = Literal["end_turn", "tool_use", "max_tokens", "other"]
+# ran_on: we stopped the answer because it repeated itself (providers/streamed.py)
+StopReason = Literal["end_turn", "tool_use", "max_tokens", "ran_on", "other"]
 
 
 class _Frozen(BaseModel):

@@ -22,7 +22,9 @@ __all__ = [
     "call_deadline",
     "cut_message",
     "default_output_limit",
+    "echoed_answer_at",
     "ran_on",
+    "repeating",
     "response_timeout",
 ]
 
@@ -144,23 +146,41 @@ RAN_ON = (
 _ECHOED_TAGS = ("<tool_response>", '<data kind="')
 
 
-def ran_on(text: str) -> bool:
-    """Whether a response cut at the output limit ran on rather than held a large write: its
-    last 2,000 characters compress to under a tenth (one digit or line over and over), or it
-    echoes a tool's answer (recorded, make real-model 2026-12-04: calc.py's test with a number
-    of 1,700 zeros, run b; a hallucinated ``<tool_response>`` of the test run, run d call 26;
-    each told "write large files in parts", which run d's next reply tried to do)."""
-    if any(tag in text for tag in _ECHOED_TAGS):
-        return True
+def echoed_answer_at(text: str) -> int | None:
+    """Where ``text`` starts writing what a tool would answer (our data tag, or the chat
+    template's ``<tool_response>``), if it does: the model's turn is over there (recorded,
+    make real-model 2026-12-04: run f's planner wrote its tools' refusals as ``<tool_response>``
+    blocks to the output cap three times, 4-9 minutes each)."""
+    found = [at for at in (text.find(tag) for tag in _ECHOED_TAGS) if at >= 0]
+    return min(found) if found else None
+
+
+def repeating(text: str) -> bool:
+    """Whether the last 2,000 characters of ``text`` compress to under a tenth: one digit or
+    line over and over. No 2,000-character window of real code we tried does (3 of 12,174
+    windows of anti_sprawl/, tests/, pydantic, rich and openai did: rich's spinner frames)."""
     tail = text[-2000:].encode("utf-8", "replace")
     return len(tail) >= 500 and len(zlib.compress(tail)) * 10 < len(tail)
 
 
+def ran_on(text: str) -> bool:
+    """Whether a response cut at the output limit ran on rather than held a large write: it
+    repeats itself or echoes a tool's answer (recorded, make real-model 2026-12-04: calc.py's
+    test with a number of 1,700 zeros, run b; a hallucinated ``<tool_response>`` of the test
+    run, run d call 26; each told "write large files in parts", which run d's next reply tried
+    to do)."""
+    return echoed_answer_at(text) is not None or repeating(text)
+
+
 def cut_message(max_output_tokens: int, text: str, advice: str = WRITE_IN_PARTS) -> str:
-    """What a model is told when its response (``text``) hit the output limit (its tool call
-    is lost): ``advice``, unless it ran on (``ran_on``)."""
+    """What a model is told when its response (``text``) hit the output limit, or was stopped
+    because it ran on (providers/streamed.py): its tool call is lost; ``advice``, unless it
+    ran on."""
     if ran_on(text):
-        advice = RAN_ON
+        return (
+            "Your response was stopped before its end, so the tool call in it was lost and "
+            f"nothing was done. {RAN_ON}"
+        )
     return (
         f"Your response was cut at {max_output_tokens:,} output tokens (the output limit), so "
         f"the tool call in it was lost and nothing was done. {advice}"

@@ -4,15 +4,17 @@ With ``base_url`` it talks to OpenAI-compatible servers (Ollama, vLLM, llama.cpp
 which often omit optional fields; we tolerate a missing ``usage`` (counted offline and marked
 ``estimated``), ``id``, ``finish_reason`` and tool-call ids. Tool-call arguments that are not a
 JSON object become ``{INVALID_ARGUMENTS_KEY: raw_text}`` so the worker can answer with an error
-observation. The SDK is imported inside the constructor.
+observation. A ``--base-url`` server's answer is streamed and watched, so a runaway is stopped
+while it runs (providers/streamed.py). The SDK is imported inside the constructor.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..errors import UsageError
@@ -28,7 +30,10 @@ from .base import (
     UserMessage,
     estimated_usage,
 )
+from .errors import ProviderFailure
+from .limits import echoed_answer_at
 from .sdk import SdkProvider
+from .streamed import RAN_ON_FINISH, assemble_stream, is_event_stream
 from .text_calls import recover_text_calls, text_call_problem
 from .wire import OpenAIBody, OpenAIContentPart, OpenAIToolCall, OpenAIUsage
 
@@ -48,6 +53,7 @@ _STOP_REASONS: dict[str, StopReason] = {
     "tool_calls": "tool_use",
     "function_call": "tool_use",
     "length": "max_tokens",
+    RAN_ON_FINISH: "ran_on",  # our own: we stopped the answer (providers/streamed.py)
 }
 
 
@@ -92,15 +98,41 @@ class OpenAIProvider(SdkProvider):
             ) from exc
         key = self._client.api_key
         self._secrets = tuple(s for s in (api_key, key) if s and s != LOCAL_API_KEY_PLACEHOLDER)
+        # A --base-url server's answers are streamed, so a runaway is stopped while it runs
+        # (providers/streamed.py); off for good once the server refuses a streamed request.
+        self._streaming = bool(base_url)
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
         # OpenAI's newer models accept only max_completion_tokens; compatible servers
         # generally know only max_tokens.
         limit_key = "max_tokens" if self._base_url else "max_completion_tokens"
-        return to_openai_params(request, request.model or self.model, limit_key=limit_key)
+        params = to_openai_params(request, request.model or self.model, limit_key=limit_key)
+        if self._streaming:
+            params["stream"] = True
+            params["stream_options"] = {"include_usage": True}  # the counts, in the last event
+        return params
 
     def _stream(self, params: dict[str, Any]) -> Any:
         return self._client.chat.completions.with_streaming_response.create(**params)
+
+    def _call(self, params: dict[str, Any], deadline: float) -> Any:
+        try:
+            return super()._call(params, deadline)
+        except ProviderFailure as exc:
+            if not params.get("stream") or not _refused_streaming(exc):
+                raise
+        # A server that cannot stream (llama.cpp before mid-2025 answered "Cannot use tools
+        # with stream"; some refuse stream_options): asked again unstreamed, from now on.
+        self._streaming = False
+        del params["stream"], params["stream_options"]
+        return super()._call(params, deadline)
+
+    def _body(self, http_response: Any, chunks: Iterator[bytes]) -> bytes:
+        first = next(chunks, b"")
+        rest = itertools.chain([first], chunks)
+        if is_event_stream(http_response.headers.get("content-type"), first):
+            return assemble_stream(rest, provider=self.name)
+        return b"".join(rest)  # a server that ignored stream: true
 
     def _response(self, request: ModelRequest, body: OpenAIBody) -> ModelResponse:
         message = body.choices[0].message
@@ -112,13 +144,20 @@ class OpenAIProvider(SdkProvider):
         else:
             stop = _STOP_REASONS.get(finish, "other")
         problem = None
-        if not calls and stop != "max_tokens":
+        at = echoed_answer_at(text) if self._base_url and not calls else None
+        if at is not None:
+            # a small model that writes the answer it expects from a tool after its call
+            # (providers/streamed.py): its turn ended where that answer begins
+            text, stop = text[:at], "end_turn"
+        if not calls and stop not in ("max_tokens", "ran_on"):
             # small local models write their calls as text (providers/text_calls.py)
             calls = recover_text_calls(text, request.tools)
             if calls:
                 text, stop = "", "tool_use"
             else:
                 problem = text_call_problem(text, request.tools)
+                if at is not None and request.tools:
+                    problem = problem or "it wrote what a tool would answer, which only a tool does"
         return ModelResponse(
             text_call_problem=problem,
             text=text,
@@ -128,6 +167,11 @@ class OpenAIProvider(SdkProvider):
             model=body.model or request.model or self.model,
             raw_id=None if body.id is None else str(body.id),
         )
+
+
+def _refused_streaming(exc: ProviderFailure) -> bool:
+    """Whether an HTTP error answers the streaming itself: it says "stream"."""
+    return exc.status is not None and exc.status != 429 and "stream" in str(exc).lower()
 
 
 def _content_text(content: str | list[OpenAIContentPart] | None) -> str:

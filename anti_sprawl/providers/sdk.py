@@ -10,7 +10,7 @@ checked here, not by the SDK: a body that is not JSON or does not match the sche
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, ClassVar
 
 from .base import ModelRequest, ModelResponse
@@ -111,15 +111,23 @@ class SdkProvider:
         return parse_body(content, self._schema, provider=self.name)
 
     def _read(self, http_response: Any, ends: float, deadline: float) -> bytes:
-        """The whole body, unless the deadline passes first (checked as each chunk arrives)."""
-        chunks: list[bytes] = []
-        for chunk in http_response.iter_bytes():
-            chunks.append(chunk)
-            if time.monotonic() > ends:
-                raise ProviderTimeout(
-                    f"{self.name}: the response took longer than the {deadline:.0f} s deadline "
-                    "of one call (--request-timeout)"
-                )
+        """The body (``_body``), unless the deadline passes first (checked as each chunk
+        arrives)."""
+
+        def chunks() -> Iterator[bytes]:
+            for chunk in http_response.iter_bytes():
+                yield chunk
+                if time.monotonic() > ends:
+                    raise ProviderTimeout(
+                        f"{self.name}: the response took longer than the {deadline:.0f} s "
+                        "deadline of one call (--request-timeout)"
+                    )
+
+        return self._body(http_response, chunks())
+
+    def _body(self, http_response: Any, chunks: Iterator[bytes]) -> bytes:
+        """The JSON body to parse, from the response's chunks; a subclass may stop reading
+        early (leaving the ``with`` around it closes the connection)."""
         return b"".join(chunks)
 
     def _params(self, request: ModelRequest) -> dict[str, Any]:
