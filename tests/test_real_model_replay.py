@@ -767,3 +767,41 @@ def test_a_planner_reply_that_writes_its_tools_answers_is_told_so(
     assert "it wrote what a tool would answer, which only a tool does" in told
     assert "shorter plan" not in told
     assert server.streams_left() == (1 if stream else 0)
+
+
+def test_files_written_indented_or_fenced_are_written_as_python(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """subtract_run_g, attempt 1, calls 1-3 (make real-model 2026-12-04, second session): both
+    files written in triple quotes with every line indented to the JSON around them, then a
+    finish. calc.py did not parse and replaced add(); the tests stopped at collection (exit 2)
+    and the model never found out why. Dedented, subtract() is added after add(), and the
+    finish is refused over the model's own wrong test, which now runs."""
+    run = recorded("subtract_run_g.json")
+    repo, state = replay(
+        tmp_path,
+        server,
+        "subtract_run_g.json",
+        slice(0, 3),
+        then=insisting(run["calls"][2]["response"], sent=1),
+    )
+    writes = [e["result"]["content"] for e in transcript(repo, state) if e["event"] == "tool"
+              and e["call"]["name"] == "write_file"]  # fmt: skip
+    assert all("its lines were indented, so the indent common to them" in w for w in writes)
+    assert "appended to calc.py" in writes[0]
+    refused = finishes_refused(repo, state)
+    assert refused
+    assert all("tests failed (exit code 1)" in r for r in refused)
+    assert all("assert subtract(2, 3) == 5" in r for r in refused)
+
+
+def test_a_file_written_inside_a_code_fence_is_written_without_it(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """subtract_run_g, attempt 3, calls 5-8: both files written as JSON whose content is a
+    fenced python block; appended fences made both files invalid. The fence is dropped."""
+    repo, state = replay(tmp_path, server, "subtract_run_g.json", slice(13, 15))
+    (calc, test) = [e["result"]["content"] for e in transcript(repo, state, attempt=1)
+                    if e["event"] == "tool" and e["call"]["name"] == "write_file"]  # fmt: skip
+    assert "the code fence around it was dropped" in calc
+    assert "the code fence around it was dropped" in test

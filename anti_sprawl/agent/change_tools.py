@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
+import textwrap
 
 from ..fs.firewall import EditError, Firewall
 from ..redact import PLACEHOLDER
@@ -81,18 +82,50 @@ def write_file(fw: Firewall, args: WriteFileArgs, *, from_text: bool = False) ->
 
 
 def _quotes_repaired(path: str, content: str) -> tuple[str, str] | None:
-    """``content`` with its triple quotes repaired, and what was done, when the Python file is
-    not valid as written and is with that; None otherwise. Only parsed, never run.
+    """``content`` repaired, and what was done, when the Python file is not valid as written
+    and is with that; None otherwise. Only parsed, never run.
 
-    Two repairs, tried alone and together: the first line in triple quotes, when it is bare
-    text (a docstring whose quotes merged with the triple quotes around the value; recorded
-    from Qwen2.5-Coder-1.5B, make real-model 2026-12-03 runs 3 and 5: a calc.py whose first
-    line is ``A tiny calculator.``, the old file's docstring, or run 9: ``A tiny calculator.``
-    with its closing quotes); and lines holding nothing but triple quotes dropped (run 9,
-    calls 1 and 3: one such line after that docstring, which opened a string never closed).
-    """
+    The text first as it is, then without a code fence around all of it (run g, call 24:
+    ``"content": "```python\\ndef subtract..."``), then dedented (run g, calls 11-12: the
+    file's lines indented to the level of the JSON around its triple quotes, all of them or
+    all after the first); each then with its triple quotes repaired (``_docstring_repaired``).
+    Recorded from Qwen2.5-Coder-1.5B, make real-model 2026-12-04 (second session) run g."""
     if not path.endswith(".py") or _parses(content):
         return None
+    for text, done in _reshaped(content):
+        if text != content and _parses(text):
+            return text, done
+        repaired = _docstring_repaired(text)
+        if repaired is not None:
+            return repaired[0], "; ".join(d for d in (done, repaired[1]) if d)
+    return None
+
+
+def _reshaped(content: str) -> list[tuple[str, str]]:
+    """``content`` as written, unfenced and dedented, with what each change was."""
+    shapes = [(content, "")]
+    lines = content.strip("\n").split("\n")
+    if len(lines) >= 2 and lines[0].lstrip().startswith("```") and lines[-1].strip() == "```":
+        shapes.append(("\n".join(lines[1:-1]) + "\n", "the code fence around it was dropped"))
+    for text, done in list(shapes):
+        lines = text.split("\n")
+        first = next((i for i, line in enumerate(lines) if line.strip()), 0)
+        tail = textwrap.dedent("\n".join(lines[first + 1 :]))
+        for dedented in (textwrap.dedent(text), "\n".join([*lines[: first + 1], tail])):
+            if dedented != text:
+                what = "its lines were indented, so the indent common to them was removed"
+                shapes.append((dedented, f"{done}; {what}" if done else what))
+    return shapes
+
+
+def _docstring_repaired(content: str) -> tuple[str, str] | None:
+    """``content`` with its triple quotes repaired when that makes it parse. Two repairs,
+    tried alone and together: the first line in triple quotes, when it is bare text (a
+    docstring whose quotes merged with the triple quotes around the value; recorded from
+    Qwen2.5-Coder-1.5B, make real-model 2026-12-03 runs 3 and 5: a calc.py whose first line is
+    ``A tiny calculator.``, the old file's docstring, or run 9: ``A tiny calculator.`` with
+    its closing quotes); and lines holding nothing but triple quotes dropped (run 9, calls 1
+    and 3: one such line after that docstring, which opened a string never closed)."""
     first, newline, rest = content.partition("\n")
     starts: list[tuple[str, str]] = [(content, "")]
     bare = first.strip()
