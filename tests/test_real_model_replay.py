@@ -805,3 +805,20 @@ def test_a_file_written_inside_a_code_fence_is_written_without_it(
                     if e["event"] == "tool" and e["call"]["name"] == "write_file"]  # fmt: skip
     assert "the code fence around it was dropped" in calc
     assert "the code fence around it was dropped" in test
+
+
+def test_the_first_streamed_live_run_lands_on_its_first_attempt(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """subtract_run_h, all 3 calls (make real-model 2026-12-04, second session, run h: the
+    first live run with streamed answers, landed in 139 s): calc.py whole in triple quotes
+    with its docstring's quotes lost, the same write again (already done), and a finish. The
+    model added no test; the old ones pass, so the node lands with calc.py alone."""
+    repo, state = replay(
+        tmp_path, server, "subtract_run_h.json", slice(0, 3), exit_code=0, stream=True
+    )
+    node = landed_node(repo, state, server, [], 3)
+    assert node["files_changed"] == ["calc.py"]
+    assert landed_file(repo, "calc.py").startswith('"""A tiny calculator."""\n')
+    assert "def subtract(a, b):\n    return a - b" in landed_file(repo, "calc.py")
+    assert server.streams_left() == 0

@@ -348,3 +348,17 @@ def test_a_value_written_as_strings_joined_with_plus_is_their_text() -> None:
     for value in ('"a" + x', '"a" + f()', '"a" + 1'):
         text = '{"name": "finish", "arguments": {"summary": ' + value + "}}"
         assert recover_text_calls(text, WORKER_TOOLS) == []
+
+
+def test_a_call_short_of_its_last_braces_is_closed() -> None:
+    """make real-model 2026-12-04 (second session) run h, planner call 6: a whole submit_plan
+    one closing brace short, refused as "not valid JSON". The braces it left open are closed;
+    a value cut inside a string is not a call."""
+    text = (FIXTURES / "planner_missing_brace_run_h.txt").read_text()
+    assert text.endswith("}]}")
+    (call,) = recover_text_calls(text, planner_tools(lean=True))
+    assert call.name == "submit_plan"
+    assert [t["task_id"] for t in call.arguments["tasks"]] == ["subtract", "test_add"]
+    cut = '{"name": "write_file", "arguments": {"path": "a.py", "content": "def f(): '
+    assert recover_text_calls(cut, WORKER_TOOLS) == []
+    assert text_call_problem(cut, WORKER_TOOLS) == "its tool call was not valid JSON"

@@ -18,6 +18,7 @@ so). Anything else that looks like a call is left as text, with
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import re
 import uuid
@@ -189,23 +190,37 @@ def _load(text: str) -> Any:
             unquoted = _untriple(text)
             if unquoted is not None and unquoted != text:
                 return _load(unquoted)
-        found = None
-        if "{{" in text or "}}" in text:
-            # every brace doubled, or only some of them (the opening one and the closing ones)
-            undoubled = text.replace("{{", "{").replace("}}", "}")
-            if undoubled != text:
-                found = _load(undoubled)
-        if found is None and "//" in text and '"""' not in text:
-            # not inside a file's text in triple quotes: its // lines are its own
-            uncommented = _without_comments(text)
-            if uncommented != text:
-                found = _load(uncommented)
-        if found is None and text.startswith("{") and len(text) <= _MAX_LITERAL:
-            # a Python dict, not JSON (recorded, make real-model 2026-12-04 run d, planner
-            # call 6: the whole submit_plan with None for null and trailing commas)
-            value = _literal(text)
-            found = value if isinstance(value, dict) else None
-        return found
+        return _repaired(text)
+
+
+def _repaired(text: str) -> Any:
+    """The value of JSON written with one of the other slips recorded from small models:
+    doubled braces, comments, a Python dict, closing braces left out; None if none fits."""
+    found = None
+    if "{{" in text or "}}" in text:
+        # every brace doubled, or only some of them (the opening one and the closing ones)
+        undoubled = text.replace("{{", "{").replace("}}", "}")
+        if undoubled != text:
+            found = _load(undoubled)
+    if found is None and "//" in text and '"""' not in text:
+        # not inside a file's text in triple quotes: its // lines are its own
+        uncommented = _without_comments(text)
+        if uncommented != text:
+            found = _load(uncommented)
+    if found is None and text.startswith("{") and len(text) <= _MAX_LITERAL:
+        # a Python dict, not JSON (recorded, make real-model 2026-12-04 run d, planner
+        # call 6: the whole submit_plan with None for null and trailing commas)
+        value = _literal(text)
+        found = value if isinstance(value, dict) else None
+    if found is None and text.startswith("{"):
+        # the last closing braces left out (recorded, make real-model 2026-12-04 second
+        # session, run h, planner call 6: a whole submit_plan one brace short); never a
+        # value cut inside a string (``_unclosed``)
+        closers = _unclosed(text)
+        if closers is not None:
+            with contextlib.suppress(ValueError, RecursionError):
+                found = json.loads(text + closers)
+    return found
 
 
 def _without_comments(text: str) -> str:
