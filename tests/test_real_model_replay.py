@@ -822,3 +822,43 @@ def test_the_first_streamed_live_run_lands_on_its_first_attempt(
     assert landed_file(repo, "calc.py").startswith('"""A tiny calculator."""\n')
     assert "def subtract(a, b):\n    return a - b" in landed_file(repo, "calc.py")
     assert server.streams_left() == 0
+
+
+def test_a_recorded_task_written_at_the_plans_top_level_is_planned(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """make real-model 2026-12-04 (second session) run i, planner call 1: one task written at
+    the plan's top level and again inside ``tasks``, with ``"model": ""``, ``"test_command":
+    ""`` and ``"tasks": []`` in the task; 12 errors, three times over, and planning failed.
+    The top-level copy is left out, the empty fields unset, each with a warning."""
+    result = _planned_from(
+        tmp_path,
+        server,
+        "planner_runaway_run_f.json",  # the same requirement and repository
+        slice(0, 0),
+        then=["planner_task_at_top_run_i.txt"],
+    )
+    assert result.ok, result.message
+    assert result.plan is not None
+    (task,) = result.plan.tasks
+    assert (task.task_id, task.write_scope) == ("add_subtract", ["calc.py", "test_calc.py"])
+    assert (task.model, task.test_command) == (None, None)
+    reshaped = [w for w in result.warnings if "top level repeated task 'add_subtract'" in w]
+    assert len(reshaped) == 1
+    assert any("task 'add_subtract' known_failures" in w for w in result.warnings)
+
+
+def test_a_submission_that_is_one_task_is_the_plan_of_that_task() -> None:
+    from anti_sprawl.planner.tools import reshaped_submission
+
+    task = {"task_id": "t", "goal": "g", "write_scope": ["a.py"], "model": ""}
+    data, problems = reshaped_submission({"plan_id": "p", "requirement": "r", **task})
+    assert data == {
+        "plan_id": "p",
+        "requirement": "r",
+        "tasks": [{"task_id": "t", "goal": "g", "write_scope": ["a.py"], "model": None}],
+    }
+    assert [p.code for p in problems] == ["submission_reshaped"] * 2
+    # a top-level field that is not a copy of a listed task is left for validation to name
+    other = {"plan_id": "p", "name": "x", "tasks": [{"task_id": "t"}]}
+    assert reshaped_submission(other) == (other, [])

@@ -66,6 +66,7 @@ from .tools import (
     feedback,
     missing_budgets,
     model_problems,
+    reshaped_submission,
     submission_data,
     unasked_models,
     unwritten_feedback,
@@ -366,7 +367,9 @@ class _Session:
             force_id=self.plan_id is not None,
             base=self.base,
         )
+        data, reshaped = reshaped_submission(data)
         data, left_out = unasked_models(data, self.models)
+        left_out = [*reshaped, *left_out]
         report = validate(data, self.repo)
         if left_out:
             report = report.model_copy(update={"warnings": [*left_out, *report.warnings]})
@@ -406,7 +409,9 @@ class _Session:
         if not final.valid or final.plan is None:  # assistance must never break a valid plan
             warnings.append("scope assistance was not applied: it made the plan invalid")
             plan, final = report.plan or plan, report
-        left_out = [p for p in report.warnings if p.code == "model_left_out"]
+        left_out = [
+            p for p in report.warnings if p.code in ("model_left_out", "submission_reshaped")
+        ]
         if left_out and final is not report:  # said of the submission, not of the final plan
             final = final.model_copy(update={"warnings": [*left_out, *final.warnings]})
         warnings += [p.message for p in final.warnings]

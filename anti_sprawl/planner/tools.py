@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..ids import SUBMIT_PLAN_TOOL
-from ..plan.model import Plan
+from ..plan.model import Plan, TaskNode
 from ..plan.validate import Problem, Report
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "feedback",
     "missing_budgets",
     "model_problems",
+    "reshaped_submission",
     "submission_data",
     "unasked_models",
 ]
@@ -160,6 +161,75 @@ def unasked_models(
             kept.append(task)
         data = {**data, "tasks": kept}
     return data, dropped
+
+
+# A task's own fields (those a plan does not share): at a plan's top level, the model wrote a
+# task there.
+_TASK_ONLY = frozenset(TaskNode.model_fields) - frozenset(Plan.model_fields)
+# Optional fields that hold text: an empty string is the model's way of leaving one unset.
+_OPTIONAL_TEXT = frozenset(
+    {"base", "test_command", "integration_command", "setup_command", "default_model", "model"}
+)
+_EMPTY: tuple[Any, ...] = ("", [], {}, None)
+
+
+def reshaped_submission(data: dict[str, Any]) -> tuple[dict[str, Any], list[Problem]]:
+    """The submission as the plan it means, where a small model wrote a plan's parts in the
+    wrong place, and a warning for each change (recorded, make real-model 2026-12-04 second
+    session, run i: three submissions of one task written at the plan's top level and again
+    inside ``tasks``, with ``"model": ""``, ``"test_command": ""`` and a task holding
+    ``"tasks": []``; 12 errors each, and planning failed on them alone):
+
+    - a task's fields at the top level are that task: the plan's only task when it has none,
+      left out when ``tasks`` holds a task of the same ``task_id``;
+    - an empty string in an optional text field leaves the field unset;
+    - a field neither a plan nor a task has, holding nothing, is left out."""
+    problems: list[Problem] = []
+    data = dict(data)
+    top = {k: data[k] for k in _TASK_ONLY if k in data}
+    listed = data.get("tasks")
+    tasks: list[Any] = listed if isinstance(listed, list) else []
+    ids = {t.get("task_id") for t in tasks if isinstance(t, dict)}
+    if top and not tasks and ("goal" in top or "write_scope" in top):
+        data = {k: v for k, v in data.items() if k not in _TASK_ONLY} | {"tasks": [top]}
+        problems.append(_reshaped("the submission was one task, not a plan: it is the plan's task"))
+    elif top and top.get("task_id") in ids:
+        data = {k: v for k, v in data.items() if k not in _TASK_ONLY}
+        problems.append(
+            _reshaped(f"the plan's top level repeated task '{top['task_id']}': left out")
+        )
+    emptied = _emptied(data, frozenset(Plan.model_fields), "the plan")
+    if isinstance(data.get("tasks"), list):
+        kept = []
+        for task in data["tasks"]:
+            if isinstance(task, dict):
+                task = dict(task)
+                where = f"task '{task.get('task_id', '?')}'"
+                emptied += _emptied(task, frozenset(TaskNode.model_fields), where)
+            kept.append(task)
+        data["tasks"] = kept
+    if emptied:
+        problems.append(_reshaped(f"empty fields left unset: {', '.join(emptied)}"))
+    return data, problems
+
+
+def _emptied(fields: dict[str, Any], known: frozenset[str], where: str) -> list[str]:
+    """Unset, in place, the empty optional text fields and empty unknown fields of
+    ``fields``; what was unset."""
+    done = []
+    for key in list(fields):
+        if key in _OPTIONAL_TEXT and fields[key] == "":
+            fields[key] = None
+        elif key not in known and any(fields[key] == e for e in _EMPTY):
+            del fields[key]
+        else:
+            continue
+        done.append(f"{where} {key}")
+    return done
+
+
+def _reshaped(message: str) -> Problem:
+    return Problem(code="submission_reshaped", message=message)
 
 
 def _left_out(what: str, tasks: list[str]) -> Problem:
