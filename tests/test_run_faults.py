@@ -21,7 +21,9 @@ from . import e2e_fixture as fx
 CLI = [sys.executable, "-m", "anti_sprawl"]
 # The CLI behind the test launcher, which installs the crash hook ANTI_SPRAWL_CRASH_AT names.
 LAUNCHER = [sys.executable, str(Path(__file__).with_name("crash_launcher.py"))]
-SLOW = [sys.executable, "-c", "import time; time.sleep(2)"]
+# Long enough for a loaded machine to start the next command while a run is in flight (two
+# seconds were not, at a load average of 4-5 on 2 cores: the run ended first).
+SLOW = [sys.executable, "-c", "import time; time.sleep(5)"]
 
 
 def _env() -> dict[str, str]:
