@@ -208,3 +208,19 @@ def test_the_recorder_passes_a_stream_on_as_it_comes(tmp_path: Path, server: Fak
     kept = entry["response"]["choices"][0]["message"]["content"]
     assert 0 < len(kept) < len(runaway)
     assert runaway.startswith(kept)
+
+
+def test_a_long_passage_in_a_loop_is_stopped(server: FakeLLMServer) -> None:
+    """subtract_run_i, its last call (make real-model 2026-12-04, second session, run i): a
+    900-character report written 8 times over to the 2,048-token cap in 345 s. Its 2,000
+    characters compress only to a fifth; it is stopped once its last 600 characters are there
+    twice before."""
+    fixture = Path(__file__).parent / "fixtures" / "real_model" / "subtract_run_i.json"
+    body = json.loads(fixture.read_text())["calls"][-1]["response"]
+    text = body["choices"][0]["message"]["content"]
+    assert body["choices"][0]["finish_reason"] == "length"
+    server.enqueue(body, stream=True)
+    response = local(server).complete(ask(local(server)))
+    assert response.stop_reason == "ran_on"
+    assert len(response.text) < 4_000 < 7_000 < len(text)
+    assert server.streams_left() == 1
