@@ -381,3 +381,26 @@ def test_only_the_stray_triple_quote_line_is_dropped(root: Path, firewall: Firew
     result, _ = run(root, firewall, turns)
     assert result.status == "succeeded", result.message
     assert (root / "app/m.py").read_text() == f'"""Module."""\n{body}'
+
+
+@pytest.mark.parametrize(
+    ("path", "text", "noted"),
+    [
+        ("app/calc.py", '"""A tiny calculator."""\n\nfrom app.calc import add, sub\n', True),
+        ("app/a.py", "import app.a\n\nA = 1\n", True),
+        ("app/json.py", "import json\n", False),
+        ("app/__init__.py", "from app import a\n", False),
+        ("app/calc.py", "from app.calcs import add\n", False),
+    ],
+)
+def test_a_module_that_imports_itself_is_noted(
+    root: Path, firewall: Firewall, path: str, text: str, noted: bool
+) -> None:
+    """make real-model 2026-12-04, second session, run i call 6: calc.py written with
+    ``from calc import add, subtract``; its tests then failed on the circular import, and
+    the model set out to move subtract() to a new module."""
+    turns = [{"tool": "write_file", "args": {"path": path, "content": text}}, FINISH]
+    result, provider = run(root, firewall, turns)
+    assert result.status == "succeeded", result.message
+    (written,) = observations(provider)
+    assert ("imports itself" in written) is noted

@@ -35,6 +35,11 @@ def write_file(fw: Firewall, args: WriteFileArgs, *, from_text: bool = False) ->
 
     ``from_text``: the call was read from a model's prose (providers/text_calls.py,
     agent/file_blocks.py), whose whole-file write of only new definitions is an addition."""
+    done = _write(fw, args, from_text)
+    return done + _self_import_note(args.path, fw.current_text(args.path) or "")
+
+
+def _write(fw: Firewall, args: WriteFileArgs, from_text: bool) -> str:
     refuse_placeholder(args.content)
     repaired = _quotes_repaired(args.path, args.content) if from_text else None
     if repaired is not None:
@@ -212,6 +217,41 @@ def _top_level_definitions(source: str) -> dict[str, str]:
         return {}
     kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
     return {node.name: ast.dump(node) for node in tree.body if isinstance(node, kinds)}
+
+
+def _self_import_note(path: str, text: str) -> str:
+    """A note when a Python module imports itself (make real-model 2026-12-04, second
+    session, run i call 6: calc.py written with ``from calc import add, subtract``; the tests
+    failed on the circular import and the model set out to move subtract() to a new module)."""
+    if not path.endswith(".py") or path.endswith("__init__.py"):
+        return ""
+    dotted = path.removesuffix(".py").replace("/", ".")
+
+    def itself(module: str) -> bool:
+        # a top-level file by its name; a nested one by a package path its path ends with
+        # (``src/pkg/mod.py`` as ``pkg.mod``), never by its name alone (``pkg/json.py``
+        # importing the standard library's json)
+        return module == dotted or ("." in module and dotted.endswith("." + module))
+
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return ""
+    for node in tree.body:
+        modules = (
+            [a.name for a in node.names]
+            if isinstance(node, ast.Import)
+            else [node.module or ""]
+            if isinstance(node, ast.ImportFrom) and node.level == 0
+            else []
+        )
+        if any(itself(m) for m in modules):
+            line = ast.get_source_segment(text, node) or ""
+            return (
+                f"\nnote: {path} imports itself (`{line}`), which fails as a circular import: "
+                "the module's own names need no import"
+            )
+    return ""
 
 
 def _redefined_note(before: str, appended: str) -> str:
