@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from anti_sprawl.outline.parsed import python_module
+from anti_sprawl.outline.pyfacts import scan_python
 from anti_sprawl.outline.references import Definition, References
 from anti_sprawl.plan.model import Plan
 from anti_sprawl.plan.validate import validate
@@ -198,3 +200,26 @@ def test_validate_warns_of_stale_references_and_uncovered_definitions(
         ("stale_reference", ["v", "m"]),
         ("stale_reference", ["m", "d"]),
     ]
+
+
+def test_the_imports_read_with_the_names_are_the_statement_scans() -> None:
+    """``python_module``'s imports come from the walk that reads the names a module uses
+    (outline/pyrefs.py); they are the same names ``scan_python`` finds by statement, on every
+    module of this repository and on a module with imports nested in blocks and handlers."""
+    root = Path(__file__).resolve().parents[1]
+    nested = (
+        "import a.b as ab, c\nfrom . import sibling\nfrom ..up import (one, two as deux)\n"
+        "from .pkg.mod import *\ntry:\n    import x\nexcept ImportError:\n    from y import z\n"
+        "def f():\n    import inner.mod\n    class K:\n        from w import v\n"
+        "match q:\n    case 1:\n        import m1\n"
+    )
+    sources = {"pkg/sub/mod.py": nested} | {
+        p.relative_to(root).as_posix(): p.read_text(encoding="utf-8")
+        for d in ("anti_sprawl", "tests")
+        for p in (root / d).rglob("*.py")
+    }
+    for path, text in sources.items():
+        facts = scan_python(text, path)
+        assert facts is not None, path
+        assert set(python_module(text, path).imports) == set(facts.imports), path
+    assert set(python_module(nested, "pkg/sub/mod.py").imports) >= {"inner.mod", "w.v", "m1"}

@@ -2,8 +2,8 @@
 
 A node's first prompt needs, of each scoped Python file, its outline (``outline.python``),
 the names it uses (``outline.pyrefs``: the signatures the change will use, and the plan's
-reference warnings) and what it imports (``outline.pyfacts``). Each of those parsed the file
-itself, so ``validate --repo`` of a 1,000-node plan parsed every module three times (issue 29,
+reference warnings) and what it imports (``outline.pyfacts``'s names, read in the same walk
+as the names it uses). Each of those parsed the file itself, so ``validate --repo`` of a 1,000-node plan parsed every module three times (issue 29,
 item 3). ``python_module`` parses once and derives all three from that one tree, kept per
 (text, path) in this process (the facts are only ever read, so one object serves every
 caller); ``parse_count`` says how many parses it has made, what a test reads to check that a
@@ -17,7 +17,6 @@ import threading
 from functools import lru_cache
 from typing import NamedTuple
 
-from .pyfacts import tree_facts
 from .pyrefs import ModuleRefs, tree_refs
 from .python import OutlineLine, tree_outline_lines, unparsed_lines
 from .views import file_outline
@@ -53,7 +52,8 @@ def python_module(text: str, path: str) -> PythonModule:
         outline = tree_outline_lines(tree)
     except RecursionError as exc:  # an expression too deep to unparse: its references still count
         outline = unparsed_lines(text, path, exc)
-    return PythonModule(outline, tree_refs(tree, path), tree_facts(tree, path).imports)
+    refs = tree_refs(tree, path)
+    return PythonModule(outline, refs, refs.imports)
 
 
 def file_entries(path: str, text: str) -> list[OutlineLine] | None:

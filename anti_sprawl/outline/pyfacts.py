@@ -12,7 +12,14 @@ import ast
 from collections.abc import Iterator
 from typing import NamedTuple
 
-__all__ = ["PythonFacts", "from_base", "python_imports", "scan_python", "tree_facts"]
+__all__ = [
+    "PythonFacts",
+    "from_base",
+    "imported_names",
+    "python_imports",
+    "scan_python",
+    "tree_facts",
+]
 
 
 def python_imports(source: str, module_path: str) -> list[str]:
@@ -50,13 +57,13 @@ def tree_facts(tree: ast.Module, module_path: str) -> PythonFacts:
     symbols: dict[str, None] = {}
     for node in _statements(tree.body):
         if isinstance(node, ast.Import | ast.ImportFrom):
-            found.update(dict.fromkeys(_imported(node, package)))
+            found.update(dict.fromkeys(imported_names(node, package)))
         elif isinstance(node, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
             symbols[node.name] = None
     return PythonFacts(list(found), list(symbols))
 
 
-def _imported(node: ast.Import | ast.ImportFrom, package: list[str]) -> Iterator[str]:
+def imported_names(node: ast.Import | ast.ImportFrom, package: list[str]) -> Iterator[str]:
     """The dotted names one import statement may load: a from-import's base module, then
     each name under it (a submodule, or a symbol the caller cannot tell from one)."""
     if isinstance(node, ast.Import):
