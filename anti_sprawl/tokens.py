@@ -44,9 +44,11 @@ def _encoding() -> Any:
         raise RuntimeError(f"{_BPE_FILE} is corrupted (sha256 mismatch)")
     # 100,256 lines of "<base64 token> <rank>": decoded with binascii directly, as
     # base64.b64decode would but without its per-call checks (a third of the load, which
-    # validate --repo pays once: issue 29, item 3)
-    fields = raw.split()
-    ranks = dict(zip(map(a2b_base64, fields[::2]), map(int, fields[1::2]), strict=True))
+    # validate --repo pays once: issue 29, item 3). The file is the one the hash names, whose
+    # ranks are its line numbers (tests/test_tokens.py reads them): counting them is exact and
+    # saves parsing 100,256 integers (0.01 s)
+    tokens = raw.split()[::2]
+    ranks = dict(zip(map(a2b_base64, tokens), range(len(tokens)), strict=True))
     return tiktoken.Encoding(
         name="cl100k_base_bundled",
         pat_str=_PAT_STR,

@@ -9,7 +9,7 @@ from anti_sprawl.context.sections import SECTION_HEADERS, brief_pieces, render_b
 from anti_sprawl.outline.parsed import file_entries
 from anti_sprawl.outline.views import render_outline
 from anti_sprawl.plan.model import Plan
-from anti_sprawl.tokens import count_joined, count_tokens, joins_safely
+from anti_sprawl.tokens import _BPE_FILE, count_joined, count_tokens, joins_safely
 from anti_sprawl.trust import data_block, wrap_data
 
 # Characters that decide where cl100k's pre-tokens start and end: line breaks, spaces and
@@ -114,3 +114,12 @@ def test_a_request_is_counted_by_pieces_exactly() -> None:
             messages=messages[:k] or [UserMessage(content="")],
         )
         assert raw_request_tokens(request) == count_tokens(request_text(request))
+
+
+def test_the_bundled_ranks_are_their_line_numbers() -> None:
+    """``tokens._encoding`` numbers the bundled file's tokens by line instead of parsing each
+    rank: exact for the file the SHA-256 names, which is this one."""
+    lines = _BPE_FILE.read_bytes().splitlines()
+    assert len(lines) == 100_256
+    assert [int(line.split()[1]) for line in lines] == list(range(len(lines)))
+    assert count_tokens("hello world") == 2
