@@ -4,9 +4,11 @@ cycles, class bases, decorators, annotations), and read scopes grown by them."""
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable
 from pathlib import Path
 
+from anti_sprawl.outline import pyrefs
 from anti_sprawl.outline.parsed import python_module
 from anti_sprawl.outline.pyfacts import scan_python
 from anti_sprawl.outline.references import Definition, References
@@ -223,3 +225,14 @@ def test_the_imports_read_with_the_names_are_the_statement_scans() -> None:
         assert facts is not None, path
         assert set(python_module(text, path).imports) == set(facts.imports), path
     assert set(python_module(nested, "pkg/sub/mod.py").imports) >= {"inner.mod", "w.v", "m1"}
+
+
+def test_the_names_walk_meets_every_node_but_contexts_and_operators() -> None:
+    """``outline.pyrefs._walk`` skips the fields that hold no node: on every module of this
+    repository it yields ``ast.walk``'s nodes, in its order, less contexts and operators."""
+    root = Path(__file__).resolve().parents[1]
+    leaves = (ast.expr_context, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)
+    for path in [*sorted((root / "anti_sprawl").rglob("*.py")), Path(__file__)]:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        expected = [n for n in ast.walk(tree) if not isinstance(n, leaves)]
+        assert pyrefs._walk(tree)[0] == expected, path

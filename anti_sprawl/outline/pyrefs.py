@@ -124,6 +124,7 @@ def _read_nodes(
     order an attribute comes before the expression it reads, so by the time a node is
     reached, ``inner`` already says whether it is part of a longer chain."""
     inner: set[int] = set()
+    facts = _FACT_KINDS if module is not None else ()
     for i, node in enumerate(nodes):
         kind = type(node)
         if kind is ast.Attribute:
@@ -139,8 +140,23 @@ def _read_nodes(
             assert isinstance(node, ast.Name)
             if id(node) not in inner and type(node.ctx) is ast.Load and node.id not in _SELF:
                 counts[(node.id,)] += 1
-        elif module is not None:
+        elif kind in facts:
+            assert module is not None
             module.statement(node, i)
+
+
+# The node types ``_ModuleFacts.statement`` reads something of (most nodes are none of them).
+_FACT_KINDS = frozenset(
+    {
+        ast.Import,
+        ast.ImportFrom,
+        ast.ClassDef,
+        ast.arg,
+        ast.AnnAssign,
+        ast.FunctionDef,
+        ast.AsyncFunctionDef,
+    }
+)
 
 
 def _string_annotation(annotation: ast.AST | None, parsed: list[ast.AST]) -> None:
@@ -153,27 +169,68 @@ def _string_annotation(annotation: ast.AST | None, parsed: list[ast.AST]) -> Non
             parsed.append(ast.parse(value.strip(), mode="eval"))
 
 
+# Fields ``_walk`` does not descend into: a name's load/store context and an operator (leaves
+# shared by every expression, which say nothing here), and those that only ever hold a string,
+# a number or None in the grammar (an identifier, a module name, a flag), so they hold no node.
+# Testing each of those fields of every node was a quarter of the walk; a test compares the
+# walk with ``ast.walk`` on every module of this repository.
+_LEAF_FIELDS = frozenset(
+    {
+        "ctx",
+        "op",
+        "ops",
+        "id",
+        "attr",
+        "name",
+        "arg",
+        "asname",
+        "module",
+        "level",
+        "kind",
+        "type_comment",
+        "simple",
+        "is_async",
+        "conversion",
+        "kwd_attrs",
+        "rest",
+    }
+)
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {ast.Constant: ()}  # per node type, filled as met
+
+
+def _child_fields(kind: type) -> tuple[str, ...]:
+    """The fields of node type ``kind`` that may hold a node (Python 3.12's ``type X = ...``
+    names its alias with a node, unlike every other ``name``)."""
+    fields = getattr(kind, "_fields", ())
+    if kind.__name__ == "TypeAlias":
+        return tuple(f for f in fields if f != "ctx")
+    return tuple(f for f in fields if f not in _LEAF_FIELDS)
+
+
 def _walk(root: ast.AST) -> tuple[list[ast.AST], list[int]]:
-    """Every node below ``root`` (itself first) in ``ast.walk``'s breadth-first order, and
-    the index of each one's parent (-1 for ``root``): ``ast.iter_child_nodes`` inlined. A
-    name's load/store context is left out: a leaf shared by every name, it says nothing here."""
+    """Every node below ``root`` (itself first) in ``ast.walk``'s breadth-first order but for
+    contexts and operators, and the index of each one's parent (-1 for ``root``):
+    ``ast.iter_child_nodes`` inlined, over the fields that may hold a node (``_LEAF_FIELDS``)."""
     nodes: list[ast.AST] = [root]
     parents = [-1]
+    add, add_parent = nodes.append, parents.append
+    child_fields = _CHILD_FIELDS
     i = 0
     while i < len(nodes):
         node = nodes[i]
-        for name in node._fields:
-            if name == "ctx":
-                continue
+        fields = child_fields.get(type(node))
+        if fields is None:
+            fields = child_fields[type(node)] = _child_fields(type(node))
+        for name in fields:
             value = getattr(node, name, None)
             if isinstance(value, ast.AST):
-                nodes.append(value)
-                parents.append(i)
+                add(value)
+                add_parent(i)
             elif isinstance(value, list):
                 for item in value:
                     if isinstance(item, ast.AST):
-                        nodes.append(item)
-                        parents.append(i)
+                        add(item)
+                        add_parent(i)
         i += 1
     return nodes, parents
 
