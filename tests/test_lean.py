@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from anti_sprawl.context.assemble import AssembledPrompt, assemble_worker_prompt
-from anti_sprawl.context.lean import LEAN_CEILING, lean_target
+from anti_sprawl.context.lean import LEAN_CEILING, file_stem, lean_target
 from anti_sprawl.fs.firewall import Firewall
 from anti_sprawl.plan.model import Plan, TaskNode
 from anti_sprawl.providers.base import ModelRequest, UserMessage, request_text
@@ -145,3 +145,9 @@ def test_a_3000_line_write_file_is_outline_plus_regions_and_starts_under_24k(
     [big] = [c for c in roomy.choices if c.path == "pkg/core.py"]
     assert big.form == "region"
     assert core.tokens <= big.tokens < LEAN_CEILING
+
+
+def test_a_files_stem_is_the_one_pathlib_gives() -> None:
+    paths = ["a/b.py", "b.py", "pkg/.hidden", "pkg/x.", "pkg/archive.tar.gz", "Makefile", "a.b/c"]
+    for path in paths:
+        assert file_stem(path) == PurePosixPath(path).stem, path

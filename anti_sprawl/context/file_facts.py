@@ -20,9 +20,14 @@ from ..outline.views import Level, render_outline
 from .read_scoped import Part, Section, data_part
 from .used import used_entries
 
-__all__ = ["FileFacts"]
+__all__ = ["FileFacts", "defined_names"]
 
 _Key = tuple[str, str]  # (path, text)
+
+
+def defined_names(entries: list[OutlineLine] | None) -> frozenset[str]:
+    """The names of the classes, functions and assigned names among outline ``entries``."""
+    return frozenset(e.name for e in entries or () if e.kind in ("class", "def", "name"))
 
 
 class FileFacts:
@@ -33,6 +38,7 @@ class FileFacts:
         self.refs: dict[str, ModuleRefs | None] = {}
         self._entries: dict[_Key, list[OutlineLine] | None] = {}
         self._lines: dict[_Key, int] = {}
+        self._defined: dict[_Key, frozenset[str]] = {}
         self._whole: dict[tuple[Section, str, str], Part] = {}
         self._outlines: dict[tuple[str, str, str, frozenset[int]], Part] = {}
 
@@ -41,6 +47,13 @@ class FileFacts:
         if key not in self._entries:
             self._entries[key] = file_entries(path, text)
         return self._entries[key]
+
+    def defined(self, path: str, text: str) -> frozenset[str]:
+        """The names the file's outline defines (``lean.relevance`` asks for every node)."""
+        key = (path, text)
+        if key not in self._defined:
+            self._defined[key] = defined_names(self.entries(path, text))
+        return self._defined[key]
 
     def n_lines(self, path: str, text: str) -> int:
         key = (path, text)

@@ -28,7 +28,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import PurePosixPath
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -38,7 +37,7 @@ from ..outline.parsed import file_entries
 from ..outline.python import OutlineLine
 from ..outline.regions import Terms, source_lines
 from ..outline.views import Level, region_view, render_outline
-from .file_facts import FileFacts
+from .file_facts import FileFacts, defined_names
 from .manifest import ChoiceReason, DroppedItem, FileChoice, FileForm
 from .read_scoped import Part, Section, data_part, drop
 from .used import Used, detail_lines, signatures, used_entries
@@ -49,6 +48,7 @@ __all__ = [
     "RESULT_ROOM",
     "Essentials",
     "Scoped",
+    "file_stem",
     "fit_read_files",
     "fit_write_files",
     "lean_target",
@@ -129,6 +129,12 @@ class Scoped:
             )
         return self._outlines[level]
 
+    def defined(self) -> frozenset[str]:
+        """The classes, functions and names its outline defines (``relevance``)."""
+        if self.facts is not None:
+            return self.facts.defined(self.path, self.text)
+        return defined_names(self.entries)
+
     def used_view(self) -> Part | None:
         """Only the signatures the write files use (``context.used``), or None."""
         if self.entries is None or not self.detailed:
@@ -169,6 +175,14 @@ class Scoped:
         )
 
 
+def file_stem(path: str) -> str:
+    """``PurePosixPath(path).stem`` of a canonical repo-relative path, without building one
+    (asked for every read-scope file of every node: issue 29, item 3)."""
+    name = path.rpartition("/")[2]
+    dot = name.rfind(".")
+    return name[:dot] if 0 < dot < len(name) - 1 else name
+
+
 def fit_file(f: Scoped, share: int, terms: Terms) -> tuple[Part, FileChoice]:
     """``f`` whole when it fits ``share``, else outline plus regions (whole if no cheaper)."""
     if f.tokens <= share:
@@ -198,10 +212,8 @@ def relevance(f: Scoped, terms: Terms, goal: str) -> float:
     code (0.7), the symbols it defines named (0.4 + 0.2 each); plain words do not count."""
     if f.path in goal:
         return 1.0
-    stem = PurePosixPath(f.path).stem
-    score = 0.7 if stem in terms.strong else 0.0
-    defined = {e.name for e in f.entries or () if e.kind in ("class", "def", "name")}
-    named = len(defined & terms.strong)
+    score = 0.7 if file_stem(f.path) in terms.strong else 0.0
+    named = len(f.defined() & terms.strong)
     if named:
         score = max(score, min(1.0, 0.4 + 0.2 * named))
     return score
