@@ -74,9 +74,11 @@ class FakeLLMServer:
         delay: float = 0.0,
         raw: bytes | None = None,
         stream: bool = False,
+        piece: int = 24,
     ) -> None:
-        """Queue one response; ``stream``: the chat-completions ``body`` as events."""
-        events = openai_events(body) if stream else None
+        """Queue one response; ``stream``: the chat-completions ``body`` as events, its
+        content ``piece`` characters each."""
+        events = openai_events(body, piece) if stream else None
         with self._lock:
             self._queue.append(Canned(status, body, dict(headers or {}), delay, raw, events))
 

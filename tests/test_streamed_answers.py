@@ -224,3 +224,16 @@ def test_a_long_passage_in_a_loop_is_stopped(server: FakeLLMServer) -> None:
     assert response.stop_reason == "ran_on"
     assert len(response.text) < 4_000 < 7_000 < len(text)
     assert server.streams_left() == 1
+
+
+def test_a_tag_after_a_long_answer_still_ends_the_turn(server: FakeLLMServer) -> None:
+    """Each look searches for a tag only in the text new since the last one (plus a tag's
+    length, for one split across events) and judges repeats in the last 20,000 characters,
+    so a look costs the same however long the answer; a tool's answer after 300,000
+    characters of distinct lines still ends the turn where it begins."""
+    lines = "".join(f"line {i}: {i * 7919 % 104729}\n" for i in range(15_000))
+    text = lines + "<tool_response>\nok\n</tool_response>\n"
+    server.enqueue(openai_completion(content=text, finish_reason="stop"), stream=True, piece=300)
+    response = local(server).complete(ask(local(server)))
+    assert response.text == lines
+    assert response.stop_reason == "end_turn"

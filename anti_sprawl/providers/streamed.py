@@ -39,6 +39,9 @@ __all__ = ["RAN_ON_FINISH", "assemble_stream", "is_event_stream", "recorded_body
 RAN_ON_FINISH = "ran_on"
 # How often the growing text is judged: every this many new characters.
 _CHECK_EVERY = 256
+# The stretch judged for repeats: longer than any reply a 2,048-token cap allows.
+_JUDGED = 20_000
+_LONGEST_TAG = 16  # len('<tool_response>') + 1, with room
 
 
 def is_event_stream(content_type: str | None, head: bytes) -> bool:
@@ -140,11 +143,15 @@ class _Answer:
         repeats itself."""
         if len(self.content) - self.judged < _CHECK_EVERY:
             return False
+        # only the text new since the last look can start a tag, and only the latest
+        # stretch is judged for repeats: each look costs the same however long the answer
+        # (a server streaming megabytes would otherwise make them quadratic)
+        new = self.content[max(0, self.judged - _LONGEST_TAG) :]
         self.judged = len(self.content)
-        if echoed_answer_at(self.content) is not None:
+        if echoed_answer_at(new) is not None:
             self.finish = "stop"
             return True
-        if repeating(self.content):
+        if repeating(self.content[-_JUDGED:]):
             self.finish = RAN_ON_FINISH
             return True
         return False
