@@ -862,3 +862,24 @@ def test_a_submission_that_is_one_task_is_the_plan_of_that_task() -> None:
     # a top-level field that is not a copy of a listed task is left for validation to name
     other = {"plan_id": "p", "name": "x", "tasks": [{"task_id": "t"}]}
     assert reshaped_submission(other) == (other, [])
+
+
+def test_a_recorded_plan_with_triple_quotes_inside_a_string_is_planned(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """make real-model 2026-12-04 (second session) run j, planner call 1: a whole submit_plan
+    whose requirement copied the repository map, ``\"\"\"A tiny calculator.\"\"\"`` and all,
+    refused as "not valid JSON". Those quotes are escaped; the plan is judged on what it says:
+    two tasks (the requirement is the user's own text, the model it named left out)."""
+    result = _planned_from(
+        tmp_path,
+        server,
+        "planner_runaway_run_f.json",  # the same requirement and repository
+        slice(0, 0),
+        then=["planner_inner_quotes_run_j.txt"],
+    )
+    assert result.ok, result.message
+    assert result.rounds == 1
+    assert result.plan is not None
+    assert [t.task_id for t in result.plan.tasks] == ["1", "2"]
+    assert "Repository map" not in result.plan.requirement

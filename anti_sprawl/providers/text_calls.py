@@ -190,7 +190,36 @@ def _load(text: str) -> Any:
             unquoted = _untriple(text)
             if unquoted is not None and unquoted != text:
                 return _load(unquoted)
+            inner = _inner_triples_escaped(text)
+            if inner != text:
+                with contextlib.suppress(ValueError, RecursionError):
+                    return json.loads(inner)
         return _repaired(text)
+
+
+def _inner_triples_escaped(text: str) -> str:
+    """``text`` with triple quotes inside its JSON strings escaped (recorded, make real-model
+    2026-12-04 second session, run j, planner call 1: a requirement copied with the map's
+    ``\"\"\"A tiny calculator.\"\"\"`` in it). Never a change to valid JSON: a string that
+    closed there would be followed by two more quotes, which JSON never allows."""
+    out: list[str] = []
+    in_string = escaped = False
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if in_string and not escaped and text.startswith('"""', i):
+            out.append('\\"\\"\\"')
+            i += 3
+            continue
+        if escaped:
+            escaped = False
+        elif in_string and char == "\\":
+            escaped = True
+        elif char == '"':
+            in_string = not in_string
+        out.append(char)
+        i += 1
+    return "".join(out)
 
 
 def _repaired(text: str) -> Any:
