@@ -362,3 +362,22 @@ def test_a_call_short_of_its_last_braces_is_closed() -> None:
     cut = '{"name": "write_file", "arguments": {"path": "a.py", "content": "def f(): '
     assert recover_text_calls(cut, WORKER_TOOLS) == []
     assert text_call_problem(cut, WORKER_TOOLS) == "its tool call was not valid JSON"
+
+
+def test_a_file_whose_triple_quotes_close_after_its_docstring_runs_to_the_fence() -> None:
+    """make real-model 2026-12-04 (second session) run j, worker call 11: the value's triple
+    quotes hold calc.py's docstring, then the rest of the file follows them, then the fence,
+    then notes; the JSON never closes. The file runs to the fence, its docstring kept."""
+    fixture = json.loads((FIXTURES / "subtract_run_j.json").read_text())
+    text = fixture["calls"][0]["response"]["choices"][0]["message"]["content"]
+    (call,) = recover_text_calls(text, WORKER_TOOLS)
+    assert call.name == "write_file"
+    assert call.arguments["content"] == (
+        '"""A tiny calculator."""\n\n\ndef add(a, b):\n    return a + b\n\n\n'
+        "def subtract(a, b):\n    return a - b"
+    )
+    # a block that closes its objects is not taken to run to the end
+    closed = (
+        '```json\n{"name": "write_file", "arguments": {"path": "a.py", "content": """x""" x}}\n```'
+    )
+    assert recover_text_calls(closed, WORKER_TOOLS) == []

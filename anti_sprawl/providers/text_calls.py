@@ -114,6 +114,7 @@ def _untriple(text: str) -> str | None:
 # The closing tag of the data blocks files are shown in (trust.py), echoed by a small model as
 # the end of the file it writes, with nothing after it but the ends of the JSON and the fence.
 _ECHOED_CLOSE = re.compile(r"<\\?/data>[\s}\]`]*\Z")
+_TEXT_END = re.compile(r"\s*\Z")
 
 
 def _closed_by_echoed_tag(text: str, opened: re.Match[str], before: str) -> str | None:
@@ -122,6 +123,12 @@ def _closed_by_echoed_tag(text: str, opened: re.Match[str], before: str) -> str 
     a content opened with triple quotes, then the file, ``</data>`` and the fence): the value
     closed there and the objects opened before it closed after it. None otherwise."""
     echoed = _ECHOED_CLOSE.search(text, opened.end())
+    rest = text[opened.end() :]
+    if echoed is None and "</data>" not in rest and not rest.rstrip().endswith(("}", "]")):
+        # nor closed at all: the file runs to the end of its fenced block (run j of the
+        # second 2026-12-04 session, worker call 11: the docstring in the triple quotes,
+        # then the rest of calc.py, then the fence; _leading_call reads that block)
+        echoed = _TEXT_END.search(text, opened.end())
     if echoed is None:
         return None
     closers = _unclosed(before)
@@ -457,7 +464,10 @@ def _leading_call(text: str, tools: Sequence[ToolSpec]) -> ToolCall | None:
     try:
         data, _ = json.JSONDecoder().raw_decode(body)
     except ValueError:
-        return None
+        # the call's fenced block alone, up to its closing fence: what it holds may not be
+        # JSON as written (a triple-quoted file that never closes, read by _load)
+        block, fence, _ = body.partition("\n```")
+        data = _load(block) if fence and '"""' in block else None
     return _call(data, tools)
 
 
