@@ -220,8 +220,13 @@ class _Driver:
 
     def _record(self, done: list[_Done]) -> None:
         rank = self.sched.rank
-        for task, outcome, exc in sorted(done, key=lambda d: rank(d[0])):
+        for task, _, _ in done:
             self.running.discard(task)
+        if not self.stop.is_set() and not self.errors:
+            # Their slots are free now: nodes already ready start before these land (a landing
+            # releases only their dependents), so no slot idles through the landings.
+            self._start_ready()
+        for task, outcome, exc in sorted(done, key=lambda d: rank(d[0])):
             if exc is not None:
                 self.errors.append(exc)
                 outcome = "failed"
