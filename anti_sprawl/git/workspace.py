@@ -143,12 +143,18 @@ class Workspace:
     def _add(
         cls, repo: Path, path: Path, name: str, base: str, patterns: tuple[str, ...] | None
     ) -> Workspace | None:
-        """One ``git worktree add --detach``; None (and nothing left) when the new worktree's
-        HEAD is not ``base`` (a race with another process's admin dirs: admin.py)."""
+        """One ``git worktree add --detach --no-checkout``, then the checkout; None (and
+        nothing left) when the new worktree's HEAD is not ``base`` (a race with another
+        process's admin dirs: admin.py).
+
+        Only the add holds the admin lock: once it returns, the admin dir is whole, and the
+        checkout writes only this worktree's index and files. ``worktree add`` with its
+        checkout is the same three git processes (the add runs ``update-ref HEAD`` and ``reset
+        --hard`` itself), but held the lock through the checkout, so the nodes of a run made
+        their worktrees one at a time, and each landing's check waited behind them
+        (docs/development.md, issue 29)."""
         branch = BRANCH_PREFIX + name
-        add = ["worktree", "add", "--quiet", "--detach"]
-        if patterns is not None:
-            add.append("--no-checkout")
+        add = ["worktree", "add", "--quiet", "--detach", "--no-checkout"]
         try:
             with admin_lock(repo):
                 run_git([*add, "--", str(path), base], repo)
@@ -160,6 +166,8 @@ class Workspace:
                 lines = "".join(f"/{entry.lstrip('/')}\n" for entry in patterns)
                 atomic_write_text(ws.admin_dir / "info" / "sparse-checkout", lines)
                 ws.git(["read-tree", "-mu", "HEAD"])
+            else:  # what `worktree add` itself runs for its checkout
+                ws.git(["reset", "--hard", "--quiet", "--no-recurse-submodules"])
         except BaseException:
             # Also on KeyboardInterrupt: never leave a half-made worktree behind.
             _remove_worktree(repo, path, branch)
