@@ -219,3 +219,41 @@ def test_bundle_chain_sends_each_tip_once_and_a_cache_clone_fetches_only_what_it
     assert fresh.materialize(second, fetch) == first[0].size + second[-1].size
     result = fresh.bundle_commit(tip, base)
     assert parse_header(result).prerequisites == (base,)
+
+
+def test_a_node_starts_from_the_newest_bundled_tip_that_holds_its_dependencies(
+    repos: tuple,
+) -> None:
+    """Issue 29: a remote node whose dependencies an earlier bundle holds starts from that
+    bundle's tip (no new bundle for every landing); else from the tip asked for."""
+    repo, worker, base = repos
+    published: list[bytes] = []
+
+    def publish(data: bytes) -> str:
+        published.append(data)
+        return f"k{len(published) - 1}"
+
+    chain = BundleChain(repo, publish)
+    assert chain.chain_from(base, ())[0] == base  # nothing bundled yet: the tip itself
+    a = _commit(worker, {"pkg/a.py": "A = 1\n"})
+    b = _commit(worker, {"pkg/b.py": "B = 1\n"})
+    _git(repo, "fetch", "-q", str(worker), f"{b}:refs/heads/run")
+    assert chain.chain_from(a, ())[0] == base  # no dependency: base's bundle will do
+    assert chain.chain_from(a, (a,))[0] == a  # a dependency landed as a: bundled now
+    c = _commit(worker, {"pkg/c.py": "C = 1\n"})
+    _git(repo, "fetch", "-q", str(worker), f"{c}:refs/heads/run")
+    made = len(published)
+    # no dependency, or only a: a's bundle will do, whatever the tip is now
+    assert chain.chain_from(c, ()) == (a, chain.chain_for(a))
+    assert chain.chain_from(c, (a,))[0] == a
+    assert chain.chain_from(c, (base,))[0] == a
+    assert len(published) == made  # no bundle made for those
+    # b is in no bundle yet: the node starts from the tip asked for, bundled now
+    start, bundles = chain.chain_from(c, (a, b))
+    assert start == c
+    assert [x.tip for x in bundles] == [base, a, c]
+    assert len(published) == made + 1
+    # a commit not on the line (another history), or no needs given: the tip asked for
+    stranger = _commit(worker, {"pkg/d.py": "D = 1\n"})
+    assert chain.chain_from(b, (stranger,))[0] == b
+    assert chain.chain_from(c, None)[0] == c

@@ -150,30 +150,88 @@ class BundleChain:
 
     def chain_for(self, tip: str) -> list[BundleRef]:
         """Every bundle a worker may need to reach ``tip``, oldest first (``tip``'s is last)."""
+        return self.chain_from(tip, None)[1]
+
+    def chain_from(self, tip: str, needs: Sequence[str] | None) -> tuple[str, list[BundleRef]]:
+        """A tip to start a node from and the bundles that reach it: the newest tip already
+        bundled that ``tip`` descends from in one line and that holds every commit of
+        ``needs`` (the node's dependencies), else ``tip`` itself, bundled now.
+
+        Each landing makes a new tip, so a node started from the newest tip almost always
+        needed a new bundle made here and fetched by the worker (docs/development.md, issue
+        29); a node whose dependencies an earlier bundle holds starts from that one. With
+        ``needs`` None, or a history this cannot read as one line, ``tip``."""
         with self._lock:
-            ancestors = self._ancestors(tip)
-            mine = next((b for b in self._bundles if b.tip == tip), None)
+            since, linear = self._since(tip)
+            ancestors = self._ancestors(tip, since)
+            start = tip
+            if needs is not None and linear and all(b.tip != tip for b in self._bundles):
+                assert since is not None
+                start = self._newest_holding(tip, since, ancestors, needs)
+            mine = next((b for b in self._bundles if b.tip == start), None)
             if mine is None:
                 earlier = [b.tip for b in self._bundles if b.tip in ancestors]
-                data, prerequisites = make_bundle(self.repo, tip, earlier)
+                data, prerequisites = make_bundle(self.repo, start, earlier)
                 mine = BundleRef(
-                    key=self.publish(data), tip=tip, prerequisites=prerequisites, size=len(data)
+                    key=self.publish(data), tip=start, prerequisites=prerequisites, size=len(data)
                 )
                 self._bundles.append(mine)
                 self.bytes_made += len(data)
-            return [b for b in self._bundles if b is mine or b.tip in ancestors]
+            if start != tip and since is not None:  # the bundles before ``start``
+                older = since[since.index(start) + 1 :] if start in since else None
+                ancestors = self._ancestors(start, older)
+            return start, [b for b in self._bundles if b is mine or b.tip in ancestors]
 
-    def _ancestors(self, tip: str) -> set[str]:
-        """The bundled tips that ``tip`` descends from, in two git calls however many there are
-        (a run branch only grows: every later tip descends from the first one bundled)."""
+    def _since(self, tip: str) -> tuple[list[str] | None, bool]:
+        """The commits after the first bundled tip up to ``tip``, newest first (None when
+        ``tip`` does not descend from it, or nothing is bundled yet), and whether they are one
+        line of single-parent commits (a run branch is: each landing and reorder makes one
+        parent). Two git calls however many commits."""
         if not self._bundles:
-            return set()
+            return None, False
         first = self._bundles[0].tip
+        if first == tip:
+            return [], True
         args = ["merge-base", "--is-ancestor", first, tip]
-        if first == tip or run_git(args, self.repo, check=False).returncode != 0:
+        if run_git(args, self.repo, check=False).returncode != 0:
+            return None, False
+        rows = _git_out(self.repo, ["rev-list", "--parents", tip, f"^{first}"]).decode()
+        since, parents = [], []
+        for row in rows.splitlines():
+            commit, *its = row.split()
+            since.append(commit)
+            parents.append(its)
+        # one line: each commit's one parent is the next one listed, the last one's ``first``
+        linear = all(
+            its == [after] for its, after in zip(parents, [*since[1:], first], strict=True)
+        )
+        return since, linear
+
+    def _ancestors(self, tip: str, since: list[str] | None) -> set[str]:
+        """The bundled tips that ``tip`` may descend from (a run branch only grows between
+        reorders: every later tip descends from the first one bundled)."""
+        if not self._bundles or since is None:
             return set()
-        since = _git_out(self.repo, ["rev-list", tip, f"^{first}"]).decode().split()
-        return {first, *since} - {tip}
+        return {self._bundles[0].tip, *since} - {tip}
+
+    def _newest_holding(
+        self, tip: str, line: list[str], ancestors: set[str], needs: Sequence[str]
+    ) -> str:
+        """The newest bundled tip on ``line`` (newest first) at or before ``tip`` that holds
+        every commit of ``needs``; ``tip`` when a needed commit is not on the line (nor the
+        first bundled tip) or no bundled tip holds them all."""
+        first = self._bundles[0].tip
+        age = {commit: i for i, commit in enumerate(line)}  # 0: ``tip``, the newest
+        age[first] = len(line)
+        if any(commit not in age for commit in needs):
+            return tip
+        youngest_need = min((age[c] for c in needs), default=len(line))
+        bundled = [age[b.tip] for b in self._bundles if b.tip in ancestors and b.tip in age]
+        fits = [a for a in bundled if a <= youngest_need]  # at or after each needed commit
+        if not fits:
+            return tip
+        newest = min(fits)
+        return line[newest] if newest < len(line) else first
 
 
 class CacheRepo:

@@ -164,6 +164,7 @@ class DaskExecutor:
 
         started = time.monotonic()
         remote = self._remote_job(job, env)
+        asked, job = job.base, dataclasses.replace(job, base=remote.job.base)
         submitted = started
         try:
             claim = f"anti-sprawl-claim-{self.token}-{job.task_id}-{job.attempt}"
@@ -189,6 +190,8 @@ class DaskExecutor:
             self._release(remote)
         returned = time.monotonic()
         outcome = self._apply(job, env, remote, result)
+        if job.base != asked:  # started from an earlier bundled tip: landing replays from it
+            outcome = dataclasses.replace(outcome, base=job.base)
         central = {
             # bundling the tip (once per tip) and handing the job to the scheduler
             "dispatch": submitted - started,
@@ -227,10 +230,13 @@ class DaskExecutor:
                 settings, command_env=without_secrets(settings.command_env)
             ),
         )
+        # An already bundled tip holding the node's dependencies, if there is one (transport.py)
+        base, bundles = chain.chain_from(job.base, job.needs)
+        portable = dataclasses.replace(portable, base=base)
         return RemoteJob(
             job=portable,
             repo_id=identity,
-            bundles=tuple(chain.chain_for(job.base)),
+            bundles=tuple(bundles),
             provider=self._provider_for(job.task_id),
             script_position=self._positions.get(job.task_id, 0),
             token_allowance=tokens,

@@ -264,8 +264,9 @@ class NodeRunner:
         if outcome.verdict == "succeeded" and outcome.commit is not None:
             # The commit outlives the worktree; `land` puts it on the run branch.
             self._committed[node.task_id] = outcome.commit
-            if base is not None:
-                self._bases[node.task_id] = base
+            made_on = outcome.base or base
+            if made_on is not None:
+                self._bases[node.task_id] = made_on
         if interrupted:  # not the node's failure: it is left for resume, its attempt unused
             result.interrupt(f"interrupted: {result.message}")
         self._emit(result)
@@ -297,7 +298,14 @@ class NodeRunner:
             # Call indexes go on across attempts, so a retry never overwrites a manifest.
             first_call=sum(a.calls for a in record.attempt_log),
             neighbours=self._neighbours(node.task_id),
+            needs=self._needs(node),
         )
+
+    def _needs(self, node: TaskNode) -> tuple[str, ...] | None:
+        """The commits of ``node``'s dependencies on the branch; None if one is not known."""
+        tasks = self.journal.state.tasks
+        commits = tuple(tasks[d].commit or "" for d in node.dependencies)
+        return None if not all(commits) else commits
 
     def _neighbours(self, task_id: str) -> Neighbours:
         """The nodes unordered with ``task_id``, their scopes and grants recorded so far

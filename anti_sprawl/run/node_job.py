@@ -80,6 +80,10 @@ class NodeJob:
     # The nodes the DAG leaves unordered with this one, with their scopes and recorded grants:
     # what a write request is judged against wherever the job runs (run/scope_grants.py).
     neighbours: Sequence[Neighbour] = ()  # scope_grants.Neighbours: computed when read
+    # Its dependencies' commits on the run branch: an executor may start the node from an
+    # earlier tip of the branch that holds them all (dask_executor.py: one already bundled)
+    # instead of ``base``. None: from ``base`` only.
+    needs: tuple[str, ...] | None = None
 
     @property
     def node(self) -> TaskNode:
@@ -106,6 +110,9 @@ class NodeOutcome:
     manifests: tuple[Path, ...] = ()  # written under ``job.paths.manifests``
     logs: tuple[str, ...] = ()  # ``artifact://`` references written under ``job.paths.artifacts``
     test_runs: int = 0  # test logs it wrote (``tests-<attempt>-<n>.log``)
+    # The commit ``commit`` was made on when the executor started the node from another tip
+    # than ``job.base`` (``NodeJob.needs``); landing replays it from there.
+    base: str | None = None
 
 
 @dataclass(frozen=True)
