@@ -849,7 +849,7 @@ def test_a_recorded_task_written_at_the_plans_top_level_is_planned(
 
 
 def test_a_submission_that_is_one_task_is_the_plan_of_that_task() -> None:
-    from anti_sprawl.planner.tools import reshaped_submission
+    from anti_sprawl.planner.tools import reshaped_submission, submission_data
 
     task = {"task_id": "t", "goal": "g", "write_scope": ["a.py"], "model": ""}
     data, problems = reshaped_submission({"plan_id": "p", "requirement": "r", **task})
@@ -862,6 +862,17 @@ def test_a_submission_that_is_one_task_is_the_plan_of_that_task() -> None:
     # a top-level field that is not a copy of a listed task is left for validation to name
     other = {"plan_id": "p", "name": "x", "tasks": [{"task_id": "t"}]}
     assert reshaped_submission(other) == (other, [])
+    # ids of any type (a model's) are compared only as text, never hashed
+    odd = {"plan_id": "p", "task_id": ["t"], "goal": "g", "tasks": [{"task_id": ["t"]}]}
+    assert reshaped_submission(odd) == (odd, [])
+    named = submission_data(
+        {"tasks": [{"task_id": ["t"]}, {"name": "b"}]},
+        requirement="r",
+        plan_id="p",
+        force_id=False,
+        base=None,
+    )
+    assert named["tasks"][1]["task_id"] == "b"
 
 
 def test_a_recorded_plan_with_triple_quotes_inside_a_string_is_planned(

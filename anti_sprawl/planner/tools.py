@@ -68,7 +68,7 @@ def _name_ids(tasks: Any) -> None:
     ``task_id`` in three submissions running, the example task notwithstanding (recorded)."""
     if not isinstance(tasks, list):
         return
-    taken = {t.get("task_id") for t in tasks if isinstance(t, dict)}
+    taken = {t.get("task_id") for t in tasks if isinstance(t, dict) and _is_text(t.get("task_id"))}
     for task in tasks:
         if not isinstance(task, dict) or "task_id" in task:
             continue
@@ -189,11 +189,12 @@ def reshaped_submission(data: dict[str, Any]) -> tuple[dict[str, Any], list[Prob
     top = {k: data[k] for k in _TASK_ONLY if k in data}
     listed = data.get("tasks")
     tasks: list[Any] = listed if isinstance(listed, list) else []
-    ids = {t.get("task_id") for t in tasks if isinstance(t, dict)}
+    # ids as the model wrote them may be anything (a list is unhashable): strings only
+    ids = {t.get("task_id") for t in tasks if isinstance(t, dict) and _is_text(t.get("task_id"))}
     if top and not tasks and ("goal" in top or "write_scope" in top):
         data = {k: v for k, v in data.items() if k not in _TASK_ONLY} | {"tasks": [top]}
         problems.append(_reshaped("the submission was one task, not a plan: it is the plan's task"))
-    elif top and top.get("task_id") in ids:
+    elif _is_text(top.get("task_id")) and top["task_id"] in ids:
         data = {k: v for k, v in data.items() if k not in _TASK_ONLY}
         problems.append(
             _reshaped(f"the plan's top level repeated task '{top['task_id']}': left out")
@@ -211,6 +212,10 @@ def reshaped_submission(data: dict[str, Any]) -> tuple[dict[str, Any], list[Prob
     if emptied:
         problems.append(_reshaped(f"empty fields left unset: {', '.join(emptied)}"))
     return data, problems
+
+
+def _is_text(value: Any) -> bool:
+    return isinstance(value, str)
 
 
 def _emptied(fields: dict[str, Any], known: frozenset[str], where: str) -> list[str]:
