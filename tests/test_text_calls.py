@@ -381,3 +381,11 @@ def test_a_file_whose_triple_quotes_close_after_its_docstring_runs_to_the_fence(
         '```json\n{"name": "write_file", "arguments": {"path": "a.py", "content": """x""" x}}\n```'
     )
     assert recover_text_calls(closed, WORKER_TOOLS) == []
+
+
+def test_absurd_nesting_is_no_call_and_no_crash() -> None:
+    """A hostile reply nested 200,000 deep: JSON's decoder gives up with RecursionError,
+    which must end as "not a call", never a traceback (found in review, 2026-12-04)."""
+    nested = '{"name": "write_file", "arguments": ' + "[" * 200_000
+    assert recover_text_calls(nested, WORKER_TOOLS) == []
+    assert text_call_problem(nested, WORKER_TOOLS) == "its tool call was not valid JSON"

@@ -463,7 +463,7 @@ def _leading_call(text: str, tools: Sequence[ToolSpec]) -> ToolCall | None:
         return None
     try:
         data, _ = json.JSONDecoder().raw_decode(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: absurd nesting, a hostile reply
         # the call's fenced block alone, up to its closing fence: what it holds may not be
         # JSON as written (a triple-quoted file that never closes, read by _load)
         block, fence, _ = body.partition("\n```")
