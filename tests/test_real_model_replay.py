@@ -311,6 +311,12 @@ def _planned_from(
     return plan_requirement(run["requirement"], repo, provider, lean=True)
 
 
+def _planned_reply(tmp_path: Path, server: FakeLLMServer, reply: str) -> Any:
+    """``_planned_from`` served only the recorded planner reply in the text fixture ``reply``,
+    on the subtract requirement and repository (runs f-k planned the same task)."""
+    return _planned_from(tmp_path, server, "planner_runaway_run_f.json", slice(0, 0), [reply])
+
+
 def test_the_recorded_plan_in_prose_is_the_submission(
     tmp_path: Path, server: FakeLLMServer
 ) -> None:
@@ -831,13 +837,7 @@ def test_a_recorded_task_written_at_the_plans_top_level_is_planned(
     the plan's top level and again inside ``tasks``, with ``"model": ""``, ``"test_command":
     ""`` and ``"tasks": []`` in the task; 12 errors, three times over, and planning failed.
     The top-level copy is left out, the empty fields unset, each with a warning."""
-    result = _planned_from(
-        tmp_path,
-        server,
-        "planner_runaway_run_f.json",  # the same requirement and repository
-        slice(0, 0),
-        then=["planner_task_at_top_run_i.txt"],
-    )
+    result = _planned_reply(tmp_path, server, "planner_task_at_top_run_i.txt")
     assert result.ok, result.message
     assert result.plan is not None
     (task,) = result.plan.tasks
@@ -882,13 +882,7 @@ def test_a_recorded_plan_with_triple_quotes_inside_a_string_is_planned(
     whose requirement copied the repository map, ``\"\"\"A tiny calculator.\"\"\"`` and all,
     refused as "not valid JSON". Those quotes are escaped; the plan is judged on what it says:
     two tasks (the requirement is the user's own text, the model it named left out)."""
-    result = _planned_from(
-        tmp_path,
-        server,
-        "planner_runaway_run_f.json",  # the same requirement and repository
-        slice(0, 0),
-        then=["planner_inner_quotes_run_j.txt"],
-    )
+    result = _planned_reply(tmp_path, server, "planner_inner_quotes_run_j.txt")
     assert result.ok, result.message
     assert result.rounds == 1
     assert result.plan is not None
