@@ -17,6 +17,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from anti_sprawl.agent.worker import TEXT_TURN_LIMIT
 from anti_sprawl.cli.app import app
 
 from . import e2e_fixture as fx
@@ -107,6 +108,7 @@ def test_a_finish_over_an_empty_diff_fails_no_changes_and_the_retry_is_told(
     assert "Changed (git): 1 files changed" in pr
     assert "The workers' own words, not checked by anti-sprawl" in pr
     assert "Wrote pkg/a.py." in pr
+    assert "which it did not change" not in pr  # its goal names pkg/a.py, which it changed
 
 
 def test_a_node_that_only_ever_claims_fails_with_no_empty_commit(
@@ -314,3 +316,80 @@ def test_a_text_only_turn_over_a_change_is_answered_with_the_tests_verdict(
     run_id = json.loads(result.stdout)["run_id"]
     logs = sorted((repo / ".anti-sprawl" / "runs" / run_id / "artifacts" / "a").glob("tests-*"))
     assert [p.name for p in logs] == ["tests-1-1.log", "tests-1-2.log", "tests-1-3.log"]
+
+
+def talk(server: FakeLLMServer, replies: int) -> None:
+    """``replies`` differing replies without a tool call: the attempt stalls after the last."""
+    for n in range(replies):
+        server.enqueue(openai_completion(content=f"I will now request the write scope ({n})."))
+
+
+@pytest.mark.parametrize(
+    ("content", "exit_code", "outcome"),
+    [
+        ("A = 1\n", 0, ("succeeded", None)),  # passes: taken, unclaimed
+        ("A = 0\n", 1, ("failed", "stalled")),  # fails: thrown away, as ever
+    ],
+)
+def test_a_change_the_model_never_claims_is_taken_only_when_the_tests_pass(
+    tmp_path: Path,
+    server: FakeLLMServer,
+    content: str,
+    exit_code: int,
+    outcome: tuple[str, str | None],
+) -> None:
+    """make real-model 2026-12-04, run k: a right, passing change, then replies without a
+    tool call until the attempt stalled, and the change was thrown away. A change in scope
+    that the whole test command passes on lands without a finish, marked as never claimed."""
+    serve(server, ("write_file", {"path": "pkg/a.py", "content": content}))
+    talk(server, TEXT_TURN_LIMIT)
+    repo, result = execute(tmp_path, server, checks_a_plan(max_attempts=1))
+    assert result.exit_code == exit_code, result.output
+    a = json.loads(result.stdout)["tasks"]["a"]
+    assert (a["status"], a["reason"]) == outcome
+    assert len(server.requests) == 1 + TEXT_TURN_LIMIT
+    if exit_code:
+        assert a["unclaimed"] == ""
+        assert fx.task_trailers(repo) == []
+        return
+    assert (
+        a["unclaimed"]
+        == f"the model sent {TEXT_TURN_LIMIT} replies in a row without calling a tool"
+    )
+    assert a["summary"] is None
+    body = fx.git(repo, "log", "-1", "--format=%B", "anti-sprawl/demo")
+    assert "pkg/a.py | 1 +" in body
+    assert "The worker never called finish (the model sent 4 replies" in body
+
+
+def test_a_change_the_model_never_claims_is_not_taken_without_a_test_command(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """Without a test command nothing says the change is right: the attempt fails stalled."""
+    serve(server, ("write_file", {"path": "pkg/a.py", "content": "A = 1\n"}))
+    talk(server, TEXT_TURN_LIMIT)
+    data = {**plan(max_attempts=1)}
+    del data["test_command"]
+    repo, result = execute(tmp_path, server, data)
+    assert result.exit_code == 1, result.output
+    a = json.loads(result.stdout)["tasks"]["a"]
+    assert (a["status"], a["reason"]) == ("failed", "stalled")
+    assert fx.task_trailers(repo) == []
+
+
+def test_a_passing_change_lands_when_the_model_runs_out_of_tool_calls(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """The tool-call cap reached over a passing change (the model ran the tests over and
+    over instead of finishing): the change is taken, as after a stall."""
+    serve(
+        server,
+        ("write_file", {"path": "pkg/a.py", "content": "A = 1\n"}),
+        ("run_tests", {}),
+        ("run_tests", {}),
+    )
+    repo, result = execute(tmp_path, server, checks_a_plan(max_attempts=1, max_tool_calls=2))
+    assert result.exit_code == 0, result.output
+    a = json.loads(result.stdout)["tasks"]["a"]
+    assert a["unclaimed"] == "tool-call cap of 2 reached"
+    assert fx.task_trailers(repo) == ["a"]

@@ -178,9 +178,9 @@ def test_the_recorded_whole_files_in_prose_are_written_and_land(
 def test_a_retry_after_an_attempt_that_only_talked_is_told_how_to_write_files(
     tmp_path: Path, server: FakeLLMServer
 ) -> None:
-    """stalled_run4 over two attempts: the first ends stalled (the same reply over and over);
-    the second attempt's first message names the form the model wrote correct files in."""
-    _, state = replay(tmp_path, server, "stalled_run4.json", slice(0, 20), attempts=2)
+    """subtract_run11 over two attempts: the first ends stalled (echoes of our tags, no change
+    that passes); the second attempt's first message says how to write files without a call."""
+    _, state = replay(tmp_path, server, "subtract_run11.json", slice(0, 12), attempts=2)
     assert state["tasks"]["subtract"]["attempt_log"][0]["reason"] == "stalled"
     retry = next(
         r.body["messages"][-1]["content"]
@@ -265,25 +265,37 @@ def test_the_recorded_calls_one_per_line_are_read_and_the_broken_one_named(
     assert "of its 4 tool calls, the 4th (submit_plan) was not valid JSON" in nudge
 
 
-def test_the_recorded_same_reply_over_and_over_ends_the_attempt_stalled(
+def test_the_recorded_same_reply_over_and_over_ends_the_attempt_and_its_passing_change_lands(
     tmp_path: Path, server: FakeLLMServer
 ) -> None:
     """stalled_run4: after two text-written writes the model sent one prose reply seven times
     (then two more attempts of one summary, over and over), each call up to a minute on a
-    CPU, until its call cap. Three of the same reply in a row now end the attempt."""
-    _, state = replay(tmp_path, server, "stalled_run4.json", slice(0, 10))
-    node = state["tasks"]["subtract"]
-    assert (node["status"], node["reason"]) == ("failed", "stalled")
-    assert "the same reply 3 times without calling a tool in between" in node["message"]
+    CPU, until its call cap. Three of the same reply in a row now end the attempt; its change
+    (subtract() and its test, right) passes the whole test command, so it lands without a
+    finish, marked so in the commit and the PR, instead of being thrown away."""
+    repo, state = replay(tmp_path, server, "stalled_run4.json", slice(0, 10), exit_code=0)
+    node = landed_node(repo, state, server, [], 7)
+    assert node["summary"] is None
+    assert "the same reply 3 times without calling a tool in between" in node["unclaimed"]
+    assert node["files_changed"] == ["calc.py", "test_calc.py"]
+    assert "def subtract(a, b):\n    return a - b" in landed_file(repo, "calc.py")
+    assert "assert subtract(5, 3) == 2" in landed_file(repo, "test_calc.py")
     # two writes, a reply whose whole files are written, a near copy of it (one typo less:
     # written again), then that copy three times more
-    assert len(server.requests) == 7
     assert (
         server.requests[-1]
         .body["messages"][-1]["content"]
         .startswith("The files in your reply are already written")
     )
-    assert fx_branch_commits(repo=tmp_path / "calc") == 0
+    body = subprocess.run(
+        ["git", "log", "-1", "--format=%B", "anti-sprawl/add-subtract"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "The worker never called finish (the model sent the same reply 3 times" in body
+    assert "its claim" not in body
 
 
 def _planned_from(
@@ -550,22 +562,23 @@ def test_a_recorded_reply_sent_again_does_not_run_its_changes_again(
     assert "def subtract(a, b):" in landed
 
 
-def test_a_recorded_reply_sent_a_third_time_ends_the_attempt_stalled(
+def test_a_recorded_reply_sent_a_third_time_ends_the_attempt_over_its_passing_change(
     tmp_path: Path, server: FakeLLMServer
 ) -> None:
     """Run 8's reply a third time, its changes already made twice over: the model is repeating
-    itself, as with the same text reply three times (agent/worker.py), so the attempt ends."""
-    _, state = replay(
+    itself, as with the same text reply three times (agent/worker.py), so the attempt ends;
+    what it wrote passes the tests, so it lands without a finish."""
+    repo, state = replay(
         tmp_path,
         server,
         "subtract_run12.json",
         slice(0, 0),
         then=[RECORDED_SECTIONS_WITH_CALLS] * 3,
+        exit_code=0,
     )
-    node = state["tasks"]["subtract"]
-    assert (node["status"], node["reason"]) == ("failed", "stalled")
-    assert "sent changes it had already made 3 times" in node["message"]
-    assert len(server.requests) == 3
+    node = landed_node(repo, state, server, [], 3)
+    assert "sent changes it had already made 3 times" in node["unclaimed"]
+    assert node["tests"]["exit_code"] == 0
 
 
 def landed_file(repo: Path, path: str) -> str:
@@ -607,22 +620,33 @@ def test_the_first_recorded_run_to_land_now_lands_on_its_first_attempt(
     assert sum("already done: this write_file of calc.py" in a for a in answers) == 1
 
 
-def test_the_later_attempts_of_the_first_recorded_run_to_land(
+def test_the_second_attempt_of_the_first_recorded_run_to_land_lands_unclaimed(
     tmp_path: Path, server: FakeLLMServer
 ) -> None:
-    """subtract_run13's attempts 2 and 3, calls 8-17: one adds subtract() and then sends one
-    prose plan three times over passing tests (stalled); the next writes both files from
-    prose, runs the tests, sends the same writes again as JSON (the first, calc.py, is read
-    and answered "already done"), and finishes. One commit, subtract() beside add()."""
-    repo, state = replay(
-        tmp_path, server, "subtract_run13.json", slice(7, 17), exit_code=0, attempts=2
-    )
-    landed_node(repo, state, server, ["stalled"], 10)
+    """subtract_run13's attempt 2, calls 8-12: it adds subtract() to calc.py and then sends
+    one prose plan three times over passing tests. That attempt used to be thrown away as
+    stalled (the recorded run landed on attempt 3); now its change lands, unclaimed."""
+    repo, state = replay(tmp_path, server, "subtract_run13.json", slice(7, 12), exit_code=0)
+    node = landed_node(repo, state, server, [], 5)
+    assert node["files_changed"] == ["calc.py"]
+    assert "the same reply 3 times" in node["unclaimed"]
+    assert "def subtract(a, b):\n    return a - b" in landed_file(repo, "calc.py")
+
+
+def test_the_third_attempt_of_the_first_recorded_run_to_land(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """subtract_run13's attempt 3, calls 13-17: it writes both files from prose, runs the
+    tests, sends the same writes again as JSON (the first, calc.py, is read and answered
+    "already done"), and finishes. One commit, subtract() beside add()."""
+    repo, state = replay(tmp_path, server, "subtract_run13.json", slice(12, 17), exit_code=0)
+    node = landed_node(repo, state, server, [], 5)
+    assert node["unclaimed"] == ""
     landed = landed_file(repo, "calc.py")
     assert "def add(a, b):" in landed
     assert "def subtract(a, b):\n    return a - b" in landed
     assert "assert subtract(5, 3) == 2" in landed_file(repo, "test_calc.py")
-    answers = [e["result"]["content"] for e in transcript(repo, state, 2) if e["event"] == "tool"]
+    answers = [e["result"]["content"] for e in transcript(repo, state) if e["event"] == "tool"]
     assert sum("already done: this write_file of calc.py" in a for a in answers) == 1
 
 
@@ -888,3 +912,29 @@ def test_a_recorded_plan_with_triple_quotes_inside_a_string_is_planned(
     assert result.plan is not None
     assert [t.task_id for t in result.plan.tasks] == ["1", "2"]
     assert "Repository map" not in result.plan.requirement
+
+
+def test_a_passing_change_the_model_never_claimed_lands_unless_it_imports_itself(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """subtract_run_k (make real-model 2026-12-04, second session, run k), attempts 1 and 2,
+    calls 9-16. Attempt 1 appended subtract(), ``from calc import add`` and a wrong test
+    function to calc.py, was told the tests pass, and wrote "I need to request the write
+    scope" until it stalled: the tests pass, but calc.py imports itself, so it is not taken.
+    Attempt 2 wrote a right calc.py from a file block and sent it twice more (stalled): the
+    recorded run threw that away and failed; now it lands, marked as never claimed."""
+    repo, state = replay(
+        tmp_path, server, "subtract_run_k.json", slice(0, 8), exit_code=0, attempts=2
+    )
+    node = landed_node(repo, state, server, ["stalled"], 8)
+    assert "4 replies in a row" in node["attempt_log"][0]["message"]
+    assert "sent changes it had already made 3 times" in node["unclaimed"]
+    calc = landed_file(repo, "calc.py")
+    assert "def subtract(a, b):\n    return a - b" in calc
+    assert "import" not in calc
+    assert "test_" not in calc
+    pr = (repo / ".anti-sprawl" / "runs" / state["run_id"] / "PR.md").read_text()
+    assert "_The worker never called finish" in pr  # in the PR's words (markdown-escaped)
+    assert "sent changes it had already made 3 times" in pr
+    # the goal asks for a test in test_calc.py too: the reviewer is told it is not there
+    assert "_Its goal names `test_calc.py`, which it did not change._" in pr

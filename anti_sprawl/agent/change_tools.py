@@ -16,7 +16,14 @@ from ..fs.firewall import EditError, Firewall
 from ..redact import PLACEHOLDER
 from .tools import MoveFileArgs, PathArgs, WriteFileArgs
 
-__all__ = ["delete_file", "move_file", "refuse_placeholder", "top_level_names", "write_file"]
+__all__ = [
+    "delete_file",
+    "import_of_itself",
+    "move_file",
+    "refuse_placeholder",
+    "top_level_names",
+    "write_file",
+]
 
 _LISTED = 20
 
@@ -223,6 +230,17 @@ def _self_import_note(path: str, text: str) -> str:
     """A note when a Python module imports itself (make real-model 2026-12-04, second
     session, run i call 6: calc.py written with ``from calc import add, subtract``; the tests
     failed on the circular import and the model set out to move subtract() to a new module)."""
+    line = import_of_itself(path, text)
+    if not line:
+        return ""
+    return (
+        f"\nnote: {path} imports itself (`{line}`), which fails as a circular import: "
+        "the module's own names need no import"
+    )
+
+
+def import_of_itself(path: str, text: str) -> str:
+    """The statement by which the Python module at ``path`` imports itself, or ""."""
     if not path.endswith(".py") or path.endswith("__init__.py"):
         return ""
     dotted = path.removesuffix(".py").replace("/", ".")
@@ -246,11 +264,7 @@ def _self_import_note(path: str, text: str) -> str:
             else []
         )
         if any(itself(m) for m in modules):
-            line = ast.get_source_segment(text, node) or ""
-            return (
-                f"\nnote: {path} imports itself (`{line}`), which fails as a circular import: "
-                "the module's own names need no import"
-            )
+            return ast.get_source_segment(text, node) or "import"
     return ""
 
 

@@ -45,6 +45,7 @@ from ..tokens import TokenCounter
 from ..trust import wrap_data
 from .artifacts import ArtifactStore, Observer
 from .budget import Budget, RunBudget
+from .change_tools import import_of_itself
 from .digest import Compactor
 from .dispatch import Ending, Handler, ToolOutcome
 from .file_blocks import has_unlabelled_code, whole_file_blocks
@@ -99,6 +100,13 @@ FAILING_FINISH_REFUSALS = 2
 _TAIL_IN_NUDGE = 12  # last lines of a failing run told after a text-only turn
 _CHANGING_TOOLS = frozenset({"write_file", "edit_file", "delete_file", "move_file"})
 CALL_SLACK = 2  # model calls beyond max_tool_calls: a text-only turn or two, and the last call
+# Endings where the model only failed to stop. Over a change that passes the whole test
+# command, the change is taken without a finish (``WorkerResult.unclaimed`` says so): recorded
+# from Qwen2.5-Coder-1.5B (tests/fixtures/real_model/subtract_run_k.json), which made calc.py
+# right, was told the tests pass, and wrote "I need to request the write scope" four times
+# until the attempt stalled; its next attempt wrote the same right file and stalled again.
+# The final audit (run/node_work.py) still runs the tests again and checks the diff.
+UNCLAIMED_ENDINGS = frozenset({"stalled", "calls", "tool_calls"})
 
 
 class TestOutcome(BaseModel):
@@ -169,6 +177,11 @@ class WorkerResult(BaseModel):
         return None if self.reason == "finished" else self.reason
 
     digests: int = Field(default=0, description="Times the conversation was digested.")
+    unclaimed: str = Field(
+        default="",
+        description="Why the model never called finish, when its change was taken anyway "
+        "because it passes the whole test command (UNCLAIMED_ENDINGS); empty otherwise.",
+    )
 
 
 @dataclass
@@ -271,6 +284,9 @@ class _Worker:
         ctx, loop = self.ctx, self.loop
         finished = ending.reason == "finished"
         message = ending.message
+        unclaimed = ""
+        if ending.reason in UNCLAIMED_ENDINGS and self._passing_change():
+            finished, unclaimed = True, message
         if ending.reason == "budget":
             message = (
                 f"{message}; raise the node's token_budget (resume --plan) or keep its turns "
@@ -284,9 +300,9 @@ class _Worker:
         return WorkerResult(
             task_id=ctx.task_id,
             status="succeeded" if finished else "failed",
-            reason=ending.reason,
+            reason="finished" if finished else ending.reason,
             message="" if finished else message,
-            finish=ending.value if finished else None,
+            finish=ending.value if ending.reason == "finished" else None,
             usage=loop.budget.spent,
             cost_usd=loop.budget.spent_cost if ctx.price is not None else None,
             calls=loop.calls,
@@ -298,7 +314,22 @@ class _Worker:
             transcript=loop.transcript.ref if loop.transcript else None,
             masked=len(self.compactor.masked),
             digests=self.compactor.digests,
+            unclaimed=unclaimed,
         )
+
+    def _passing_change(self) -> bool:
+        """Whether the worktree changes a file in the write scope, no changed module imports
+        itself (a defect its write was told of, which a test need not reach: run k's attempt
+        1 appended ``from calc import add`` and a wrong test function to calc.py, and the
+        tests passed), and the whole test command passes on it."""
+        if self.ctx.changed_files is None:
+            return False
+        fw = self.ctx.firewall
+        changed = [path for path in self.ctx.changed_files() if fw.write_scope.matches(path)]
+        if not changed or any(import_of_itself(p, fw.current_text(p) or "") for p in changed):
+            return False
+        run = self._whole_run()
+        return run is not None and run.passed
 
     # -- the policy ----------------------------------------------------------------------
 

@@ -62,6 +62,11 @@ class TaskMetrics(BaseModel):
         description="It succeeded with no file changed though it was to change some (a false "
         "success: a model's claim without a diff).",
     )
+    unclaimed: bool = Field(
+        default=False,
+        description="It landed without the model's finish: its change passed the whole test "
+        "command after the model stopped calling tools (agent/worker.py, UNCLAIMED_ENDINGS).",
+    )
 
     @computed_field  # type: ignore[prop-decorator]
     @property
@@ -173,6 +178,9 @@ class Aggregate(BaseModel):
     empty_successes: int = Field(
         default=0, description="Tasks that succeeded with no file changed (must be 0)."
     )
+    unclaimed_successes: int = Field(
+        default=0, description="Tasks that landed a passing change the model never claimed."
+    )
 
 
 def aggregate(variant: str, results: Sequence[CaseResult]) -> Aggregate:
@@ -225,6 +233,7 @@ def aggregate(variant: str, results: Sequence[CaseResult]) -> Aggregate:
         tokens_agree=all(r.tokens_agree for r in results),
         wall_seconds=round(sum(r.wall_seconds for r in results), 2),
         empty_successes=sum(t.empty_success for t in tasks),
+        unclaimed_successes=sum(t.unclaimed and t.status == "succeeded" for t in tasks),
     )
 
 

@@ -198,6 +198,7 @@ def _task_metrics(
                 empty_success=record.status == "succeeded"
                 and not record.files_changed
                 and node.expect_changes,
+                unclaimed=bool(record.unclaimed),
             )
         )
     return out

@@ -19,7 +19,7 @@ from ..git.cmd import run_git
 from .model import Plan
 from .report import Problem, problem
 
-__all__ = ["base_problem", "network_setup_warning", "requirement_path_warnings"]
+__all__ = ["base_problem", "named_paths", "network_setup_warning", "requirement_path_warnings"]
 
 # A path the requirement names: has a slash or a file extension, like calc.py or src/app/.
 _PATH = re.compile(r"(?<![\w./@:-])((?:[\w.-]+/)*[\w-]+\.[A-Za-z][\w]{0,7})(?![\w/(-])")
@@ -47,13 +47,20 @@ _NETWORK = (
 _OFFLINE = ("--offline", "--no-index", "--frozen-offline", "--prefer-offline")
 
 
+def named_paths(text: str) -> list[str]:
+    """The file paths ``text`` names (``calc.py``, ``src/app/views.py``), once each, in order."""
+    return [
+        path
+        for path in dict.fromkeys(_PATH.findall(text))
+        if path.lower() not in ("e.g", "i.e") and not path.startswith(("http", "www."))
+    ]
+
+
 def requirement_path_warnings(plan: Plan) -> Iterator[Problem]:
     """One warning per file the requirement names that no node may write."""
     # entries with problems are reported by validate itself; they admit nothing here
     scopes = [Scope(e for e in t.write_scope if entry_problem(e) is None) for t in plan.tasks]
-    for path in dict.fromkeys(_PATH.findall(plan.requirement)):
-        if path.lower() in ("e.g", "i.e") or path.startswith(("http", "www.")):
-            continue
+    for path in named_paths(plan.requirement):
         if not any(scope.matches(path) for scope in scopes):
             yield problem(
                 "requirement_path_unwritten",

@@ -50,9 +50,11 @@ def commit_text(
     *,
     changed: str | None = None,
     grants: Sequence[ScopeGrant] = (),
+    unclaimed: str = "",
 ) -> tuple[str, Trailers]:
     """(message, trailers) of the commit of ``job``'s attempt; with ``changed`` (git's diff
-    --stat), the body says what changed first and presents the summary as the worker's claim."""
+    --stat), the body says what changed first and presents the summary as the worker's claim;
+    with ``unclaimed``, it says the worker never called finish and why its change was taken."""
     node, record = job.node, job.record
     total = record.total_tokens.total + attempt_tokens.total  # earlier attempts, then this one
     counted = f"attempt {record.counted + 1} of {record.max_attempts}"
@@ -72,9 +74,18 @@ def commit_text(
         if lines:
             trailers[key] = lines
     body = wrap_body(redactor(summary))
+    if unclaimed:
+        body = wrap_body(redactor(unclaimed_text(unclaimed)))
+    elif changed is not None:
+        body = f"The worker's summary (its claim, not checked):\n{body}"
     if changed is not None:
-        body = (
-            f"Changed (git diff --stat):\n{redactor(changed)}\n\n"
-            f"The worker's summary (its claim, not checked):\n{body}"
-        )
+        body = f"Changed (git diff --stat):\n{redactor(changed)}\n\n{body}"
     return redactor(node.name) + (f"\n\n{body}" if body else ""), trailers
+
+
+def unclaimed_text(why: str) -> str:
+    """What a commit or a PR says of a change taken without the worker's finish."""
+    return (
+        f"The worker never called finish ({why}); its change was taken because the whole "
+        "test command passes on it. There is no summary: read the diff."
+    )

@@ -337,6 +337,7 @@ class _Attempt:
             self.env.redactor,
             changed=staged_stat(ws, self.staged),
             grants=self.record.scope_grants,
+            unclaimed=result.unclaimed,
         )
         if kind := message_secret(self.env.redactor, message, trailers, job.author):
             reduce(self.record, result, ws, job.base, None, violations, final)

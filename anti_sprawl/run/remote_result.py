@@ -136,7 +136,12 @@ def rebuild_commit(
     got = sha if isinstance(sha, Received) else None
     summary = record.summary.summary if record.summary else ""
     message, trailers = commit_text(
-        job, summary, record.tokens, redactor, grants=record.scope_grants
+        job,
+        summary,
+        record.tokens,
+        redactor,
+        grants=record.scope_grants,
+        unclaimed=record.unclaimed,
     )
     if kind := message_secret(redactor, message, trailers, job.author):
         raise ResultRefused(f"the commit's metadata holds what looks like a {kind}")

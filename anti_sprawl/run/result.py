@@ -75,6 +75,9 @@ class TaskResult(BaseModel):
     reason: FailReason | None = None
     message: str = ""
     summary: FinishArgs | None = None
+    # Why the model never called finish, when its change was taken because it passes the
+    # whole test command (agent/worker.py, UNCLAIMED_ENDINGS); empty when it did.
+    unclaimed: str = ""
     files_changed: list[str] = Field(default_factory=list)
     diffstat: DiffStat | None = None
     diff: str = ""
@@ -211,6 +214,7 @@ def reduce(
     """Fill ``record`` from the worker's outcome and the committed worktree; ``staged`` is
     the change the commit holds over ``base`` when the caller already read it (no git then)."""
     record.summary = worker.finish
+    record.unclaimed = worker.unclaimed
     record.tokens = worker.usage
     record.tool_calls = worker.tool_calls
     record.calls = worker.calls

@@ -29,6 +29,7 @@ from ..fs.files import atomic_write_text
 from ..git.layout import RunPaths
 from ..providers.prices import format_usd
 from ..redact import Redactor
+from ..run.commit_text import unclaimed_text
 from ..run.failure_note import AttemptRecord
 from ..run.journal import RunState
 from .html_dag import STATUS_COLOURS, dag_svg, run_critical_path
@@ -288,6 +289,8 @@ def _node(p: _Page, paths: RunPaths, d: NodeData) -> None:
             p.add("<p>Interfaces:</p>")
             p.pre(r.summary.interfaces)
         p.add("</div>")
+    elif r.unclaimed:
+        p.add(f"<h3>No summary</h3><p>{p.t(unclaimed_text(r.unclaimed))}</p>")
     spend = (
         f"{(r.total_tokens.total or r.tokens.total):,} tokens ({r.token_budget:,}/call cap), "
         f"{p.t(format_usd(r.cost_usd))}, {r.tool_calls}/{r.max_tool_calls} tool calls, "

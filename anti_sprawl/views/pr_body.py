@@ -18,8 +18,12 @@ import shlex
 from pathlib import Path
 
 from ..fs.files import atomic_write_text
+from ..fs.scopes import Scope, entry_problem
+from ..plan.intent_checks import named_paths
+from ..plan.model import TaskNode
 from ..providers.prices import format_usd
 from ..redact import Redactor
+from ..run.commit_text import unclaimed_text
 from ..run.journal import RunState
 from ..run.result import TaskResult
 from .integration import integration_lines
@@ -131,14 +135,32 @@ def _summaries(state: RunState) -> list[str]:
             lines += [block(r.summary.summary), ""]
             if r.summary.interfaces.strip():
                 lines += ["Interfaces:", "", block(r.summary.interfaces.strip()), ""]
+        elif r.unclaimed:
+            lines += [f"_{text(unclaimed_text(r.unclaimed))}_", ""]
         else:
             lines += [f"_{text(verdict_words(state)[task.task_id][1])}_", ""]
+        if unchanged := _named_unchanged(task, r):
+            lines += [
+                f"_Its goal names {', '.join(map(code, unchanged))}, which it did not change._"
+            ]
+            lines.append("")
         if r.violations:
             lines += ["Blocked:", ""]
             lines += [f"- {code(v.op)} {code(v.path)}: {text(v.reason)}" for v in r.violations]
             lines.append("")
         lines += _node_notes(r)
     return lines
+
+
+def _named_unchanged(task: TaskNode, r: TaskResult) -> list[str]:
+    """Files a landed node's goal names, in its write scope, that its commit leaves as they
+    were: a node can land on passing tests with half its goal (make real-model 2026-12-04,
+    run h: calc.py changed, test_calc.py, named by the goal, not)."""
+    if r.status != "succeeded" or not task.expect_changes:
+        return []
+    scope = Scope(e for e in task.write_scope if entry_problem(e) is None)
+    changed = set(r.files_changed)
+    return [p for p in named_paths(task.goal) if scope.matches(p) and p not in changed]
 
 
 def _node_notes(r: TaskResult) -> list[str]:
