@@ -365,10 +365,13 @@ def main() -> int:
 def report(recorder: Recorder | None, code: int, seconds: float, out: str) -> None:
     if recorder is not None:
         for c in recorder.calls:
-            usage = c["response"].get("usage", {}) if isinstance(c["response"], dict) else {}
+            # a stream stopped early (providers/streamed.py) ends with no usage: "usage": null
+            body = c["response"] if isinstance(c["response"], dict) else {}
+            usage = body.get("usage") or {}
             log(
-                f"call {c['n']}: {c['seconds']:.0f} s, prompt {usage.get('prompt_tokens')} tok, "
-                f"completion {usage.get('completion_tokens')} tok, HTTP {c['status']}"
+                f"call {c['n']}: {c['seconds']:.0f} s, prompt {usage.get('prompt_tokens', '?')} "
+                f"tok, completion {usage.get('completion_tokens', '?')} tok, HTTP {c['status']}"
+                + (", stopped early" if c.get("client_left") else "")
             )
     try:
         state = json.loads(out)

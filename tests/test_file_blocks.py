@@ -187,3 +187,28 @@ def test_an_unlabelled_block_that_shares_a_line_with_one_file_alone_is_that_file
     assert whole_file_blocks(RECORDED_NEW_TEST_UNDER_ITS_IMPORT, writable, both) == []
     to_create = {**CURRENT, "new.py": ""}
     assert whole_file_blocks(RECORDED_NEW_TEST_UNDER_ITS_IMPORT, writable, to_create) == []
+
+
+# make real-model 2026-12-04 run l, call 8: test_calc.py as we showed it, our data wrapper
+# echoed around it with the opening tag's "<" lost
+RECORDED_ECHOED_WRAPPER = (
+    '```\ndata kind="file" source="test_calc.py" trust="untrusted">\nfrom calc import add\n\n\n'
+    "def test_add():\n    assert add(2, 3) == 5\n</data>\n```"
+)
+
+
+@pytest.mark.parametrize("opening", ["", "<"])
+def test_our_data_wrapper_echoed_around_a_file_is_not_part_of_it(opening: str) -> None:
+    """It was written as test_calc.py, tags and all, and the tests stopped at collection."""
+    text = RECORDED_ECHOED_WRAPPER.replace("\ndata kind", f"\n{opening}data kind")
+    blocks = whole_file_blocks(text, Scope(list(CURRENT)).matches, CURRENT)
+    assert blocks == [("test_calc.py", "from calc import add\n\n\ndef test_add():\n"
+                       "    assert add(2, 3) == 5\n")]  # fmt: skip
+
+
+def test_a_closing_data_tag_alone_stays_in_the_file() -> None:
+    """An XML file may end in ``</data>``: without our opening tag first, it is the file's."""
+    text = "data.xml\n```\n<root>\n<data>1\n</data>\n```"
+    assert whole_file_blocks(text, Scope(["data.xml"]).matches) == [
+        ("data.xml", "<root>\n<data>1\n</data>\n")
+    ]

@@ -182,7 +182,9 @@ def test_a_broken_stream_is_a_malformed_response(
         provider.complete(ask(provider))
 
 
-def test_the_recorder_passes_a_stream_on_as_it_comes(tmp_path: Path, server: FakeLLMServer) -> None:
+def test_the_recorder_passes_a_stream_on_as_it_comes(
+    tmp_path: Path, server: FakeLLMServer, capsys: pytest.CaptureFixture[str]
+) -> None:
     """``make real-model --record`` sits between anti-sprawl and the server: it must pass each
     event on as it comes, and close the server's request when the client leaves, or a stopped
     runaway would go on generating behind it (tasks/real_model.py)."""
@@ -208,6 +210,11 @@ def test_the_recorder_passes_a_stream_on_as_it_comes(tmp_path: Path, server: Fak
     kept = entry["response"]["choices"][0]["message"]["content"]
     assert 0 < len(kept) < len(runaway)
     assert runaway.startswith(kept)
+    # make real-model 2026-12-04 run l: the report after execute raised on this entry's
+    # "usage": null and hid the verdict
+    assert entry["response"]["usage"] is None
+    real_model.report(recorder, 1, 2.0, "")
+    assert "prompt ? tok, completion ? tok, HTTP 200, stopped early" in capsys.readouterr().out
 
 
 def test_a_long_passage_in_a_loop_is_stopped(server: FakeLLMServer) -> None:

@@ -389,3 +389,14 @@ def test_absurd_nesting_is_no_call_and_no_crash() -> None:
     nested = '{"name": "write_file", "arguments": ' + "[" * 200_000
     assert recover_text_calls(nested, WORKER_TOOLS) == []
     assert text_call_problem(nested, WORKER_TOOLS) == "its tool call was not valid JSON"
+
+
+def test_a_list_written_as_the_arguments_of_a_tool_that_takes_one_list_is_that_list() -> None:
+    """make real-model 2026-12-04 run l, calls 16-24: run_tests' arguments written as the list
+    its one parameter takes, four times over, each answered that it matched no tool."""
+    text = '```json\n{\n    "name": "run_tests",\n    "arguments": ["-q", "test_calc.py"]\n}\n```'
+    (call,) = recover_text_calls(text, WORKER_TOOLS)
+    assert (call.name, call.arguments) == ("run_tests", {"args": ["-q", "test_calc.py"]})
+    # a tool whose arguments are several: a list is no call of it
+    listed = '{"name": "write_file", "arguments": ["calc.py", "x = 1"]}'
+    assert recover_text_calls(listed, WORKER_TOOLS) == []

@@ -43,6 +43,8 @@ _CLOSE = "```"
 # a trailing colon, and a leading "File:" (as in "**File: calc.py**").
 _DECORATION = re.compile(r"^[#>*\-+\s]*(?:\d+[.)]\s+)?(?:file(?:name)?\s*:\s*)?", re.I)
 _MAX_LABEL = 200
+# Our data wrapper's opening tag (trust.py), echoed as a block's first line.
+_ECHOED_OPENING = re.compile(r'^\s*<?data\s+kind="[^"]*"[^>]*>\s*$')
 # Fenced blocks that hold a call or data, not a file.
 _NOT_CODE = ("json", "tool_call")
 # A sentence that introduces the block and names one file in a code span, ending with a colon:
@@ -75,12 +77,25 @@ def whole_file_blocks(
         if path is None and first < end:
             path = _commented_path(lines[first], may_write)
             first += path is not None  # the comment names the file; it is not its content
-        body = "\n".join(lines[first:end])
+        body = "\n".join(_unwrapped(lines[first:end]))
         if path is None and current and info.lower() not in _NOT_CODE:
             path = _restated_file(body, current)
         if path is not None and path not in found and body.strip():
             found[path] = body + "\n"
     return list(found.items())
+
+
+def _unwrapped(body: list[str]) -> list[str]:
+    """A block's lines less our data wrapper (trust.py) when the model echoed it around the
+    file: first line the opening tag, its ``<`` sometimes lost, last line ``</data>``
+    (make real-model 2026-12-04 run l, call 8: test_calc.py echoed inside ``data kind="file"
+    ... >`` and ``</data>``, written as the file with both, which then failed to parse)."""
+    filled = [n for n, line in enumerate(body) if line.strip()]
+    if not filled or not _ECHOED_OPENING.match(body[filled[0]]):
+        return body
+    last = filled[-1]
+    end = last if body[last].strip() == "</data>" and last != filled[0] else len(body)
+    return body[filled[0] + 1 : end]
 
 
 def _restated_file(body: str, current: Mapping[str, str]) -> str | None:

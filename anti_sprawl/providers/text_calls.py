@@ -293,6 +293,8 @@ def _call(data: Any, tools: Sequence[ToolSpec]) -> ToolCall | None:
         raw: Any = next((data[k] for k in _ARG_KEYS if k in data), {})
         if isinstance(raw, str):
             raw = _load(raw.strip() or "{}")
+        if isinstance(raw, list) and name in known:
+            raw = _list_as_arguments(known[name], raw)
         if not isinstance(raw, dict):
             return None
         if name not in known:
@@ -302,6 +304,18 @@ def _call(data: Any, tools: Sequence[ToolSpec]) -> ToolCall | None:
             return _by_arguments(raw, tools)
         return ToolCall(id=_new_id(), name=name, arguments=_unescaped(raw), from_text=True)
     return _by_arguments(data, tools)
+
+
+def _list_as_arguments(tool: ToolSpec, items: list[Any]) -> dict[str, Any] | None:
+    """A list written as the whole arguments of a tool whose one parameter is a list: that
+    parameter (make real-model 2026-12-04 run l, calls 16-24: ``{"name": "run_tests",
+    "arguments": ["-q", "test_calc.py"]}`` four times over, each answered that it matched no
+    tool). Any other tool's arguments stay an object, and a list is no call of it."""
+    properties = tool.parameters.get("properties") or {}
+    if len(properties) != 1:
+        return None
+    ((key, schema),) = properties.items()
+    return {key: items} if isinstance(schema, dict) and schema.get("type") == "array" else None
 
 
 def _by_arguments(arguments: dict[str, Any], tools: Sequence[ToolSpec]) -> ToolCall | None:
