@@ -50,6 +50,7 @@ from .digest import Compactor
 from .dispatch import Ending, Handler, ToolOutcome
 from .file_blocks import has_unlabelled_code, whole_file_blocks
 from .handlers import read_handlers, tool_table, write_handlers
+from .limits import CALL_SLACK, WorkerLimits
 from .loop import TRANSCRIPT, Loop, Transcript
 from .test_hints import import_hints
 from .tools import FinishArgs, RequestScopeArgs
@@ -99,7 +100,6 @@ TEXT_TURN_LIMIT = 4
 FAILING_FINISH_REFUSALS = 2
 _TAIL_IN_NUDGE = 12  # last lines of a failing run told after a text-only turn
 _CHANGING_TOOLS = frozenset({"write_file", "edit_file", "delete_file", "move_file"})
-CALL_SLACK = 2  # model calls beyond max_tool_calls: a text-only turn or two, and the last call
 # Endings where the model only failed to stop. Over a change that passes the whole test
 # command, the change is taken without a finish (``WorkerResult.unclaimed`` says so): recorded
 # from Qwen2.5-Coder-1.5B (tests/fixtures/real_model/subtract_run_k.json), which made calc.py
@@ -129,27 +129,6 @@ class TestOutcome(BaseModel):
     @property
     def passed(self) -> bool:
         return (self.exit_code == 0 or bool(self.known_failures)) and not self.timed_out
-
-
-class WorkerLimits(BaseModel):
-    """A node's caps; ``token_budget`` is per call (input + the output it may produce)."""
-
-    token_budget: int = Field(gt=0)
-    max_tool_calls: int = Field(gt=0)
-    max_output_tokens: int = 4096
-    min_output_tokens: int = 64
-    observation_chars: int = 6000
-    mask_ratio: float = 0.5  # mask old observations once a request's input needs this share
-
-    @property
-    def output_reserve(self) -> int:
-        """Output room compaction keeps free: a quarter of the cap, at most max_output_tokens."""
-        return max(self.min_output_tokens, min(self.max_output_tokens, self.token_budget // 4))
-
-    @property
-    def max_calls(self) -> int:
-        """Model calls allowed, text-only turns included."""
-        return self.max_tool_calls + CALL_SLACK
 
 
 class WorkerResult(BaseModel):

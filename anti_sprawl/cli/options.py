@@ -24,7 +24,7 @@ def existing_dir(repo: Path | None) -> Path | None:
         raise UsageError(f"repository not found: {repo}")
     if not repo.is_dir():
         raise UsageError(f"--repo must be a directory: {repo}")
-    from ..run.preflight import check_directory
+    from ..run.directory import check_directory
 
     check_directory(repo)
     return repo

@@ -32,7 +32,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..agent.worker import WorkerLimits
+from ..agent.limits import WorkerLimits
 from ..outline.parsed import file_entries
 from ..outline.python import OutlineLine
 from ..outline.regions import Terms, source_lines
