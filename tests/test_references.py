@@ -236,3 +236,29 @@ def test_the_names_walk_meets_every_node_but_contexts_and_operators() -> None:
         tree = ast.parse(path.read_text(encoding="utf-8"))
         expected = [n for n in ast.walk(tree) if not isinstance(n, leaves)]
         assert pyrefs._walk(tree)[0] == expected, path
+
+
+def test_reference_checks_read_a_file_as_read_text_does(tmp_path: Path) -> None:
+    """plan/reference_checks.py reads each file's bytes and decodes them at once (issue 29,
+    item 3): the text is what ``Path.read_text(encoding="utf-8")`` gives, universal newlines
+    included, and what it cannot read (a symlink, a file over the cap, bad UTF-8, a
+    directory) is None."""
+    from anti_sprawl.plan import reference_checks
+
+    bodies = {
+        "crlf.py": b"a = 1\r\nb = 2\r\n",
+        "cr.py": b"a = 1\rb = 2\r",
+        "mixed.py": b"a = 1\r\n\rb = '\xc3\xa9'\n\r\n",
+        "bom.py": b"\xef\xbb\xbfx = 1\n",
+        "plain.py": b"x = 1\n",
+        "empty.py": b"",
+    }
+    for name, data in bodies.items():
+        (tmp_path / name).write_bytes(data)
+        assert reference_checks._read(tmp_path, name) == (tmp_path / name).read_text("utf-8")
+    (tmp_path / "bad.py").write_bytes(b"x = '\xff'\n")
+    (tmp_path / "big.py").write_bytes(b"#" * (reference_checks._MAX_BYTES + 1))
+    (tmp_path / "link.py").symlink_to(tmp_path / "plain.py")
+    (tmp_path / "pkg.py").mkdir()
+    for name in ("bad.py", "big.py", "link.py", "pkg.py", "missing.py"):
+        assert reference_checks._read(tmp_path, name) is None
