@@ -127,6 +127,14 @@ def _stable_parts() -> tuple[Part, ...]:
     return tuple(parts)
 
 
+@lru_cache(maxsize=1)
+def _stable_prefix() -> str:
+    """The stable parts' texts joined as ``request_text`` joins system and tools: one string
+    for every node (joined again per node, 1,000 copies of it were hashed again as the key of
+    the first call's head, context/essentials.py; issue 29, item 3)."""
+    return "\n".join(p.text for p in _stable_parts())
+
+
 def assemble_worker_prompt(
     *,
     plan: Plan,
@@ -234,7 +242,7 @@ def assemble_worker_prompt(
         dropped=dropped,
         choices=sorted([*choices, *(c for _, c in fitted), *read_choices], key=lambda c: c.path),
         essentials=essentials,
-        stable_prefix="\n".join(p.text for p in stable),
+        stable_prefix=_stable_prefix(),
     )
 
 
