@@ -21,7 +21,11 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from anti_sprawl.agent.worker import FAILING_FINISH_REFUSALS, TEXT_TURN_LIMIT
+from anti_sprawl.agent.worker import (
+    EMPTY_REPLY_PROMPT,
+    FAILING_FINISH_REFUSALS,
+    TEXT_TURN_LIMIT,
+)
 from anti_sprawl.cli.app import app
 
 from .conftest import GIT_ENV
@@ -514,6 +518,9 @@ def test_the_recorded_wrong_test_is_shown_to_the_model_before_its_finish_is_take
     refused = finishes_refused(repo, state)
     assert len(refused) == FAILING_FINISH_REFUSALS
     assert "assert -1 == 5" in refused[0]
+    assert (
+        "hint: the test expects subtract(2, 3) == 5, but subtract(2, 3) returned -1" in refused[0]
+    )
     node = state["tasks"]["subtract"]
     assert (node["status"], node["reason"]) == ("failed", "tests")
     written = [c["arguments"]["path"] for e in transcript(repo, state) if e["event"] == "recovered"
@@ -938,3 +945,23 @@ def test_a_passing_change_the_model_never_claimed_lands_unless_it_imports_itself
     assert "sent changes it had already made 3 times" in pr
     # the goal asks for a test in test_calc.py too: the reviewer is told it is not there
     assert "_Its goal names `test_calc.py`, which it did not change._" in pr
+
+
+def test_the_nudge_over_a_failing_change_carries_the_hints_a_test_run_does(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """subtract_run_m (make real-model 2026-12-05 run m), calls 9-13: subtract() appended to
+    calc.py, a test of it appended to test_calc.py (importing only add, and expecting
+    subtract(2, 3) == 5), a finish refused over the NameError, then an empty reply. The nudge
+    after it showed the failure without the hint the finish's refusal had: now both have it.
+    It also says the reply was empty and asks for the call as a JSON block (agent/worker.py,
+    EMPTY_REPLY_PROMPT: the same prompt again was answered empty 8 times of 8)."""
+    repo, state = replay(tmp_path, server, "subtract_run_m.json", slice(0, 5))
+    refusal = finishes_refused(repo, state)[0]
+    nudge = server.requests[4].body["messages"][-1]["content"]
+    assert nudge.startswith(EMPTY_REPLY_PROMPT + "\n(changed so far: calc.py, test_calc.py)")
+    for told in (refusal, nudge):
+        assert (
+            "hint: subtract is defined in calc.py; code in another file that uses it needs `from calc import subtract`"
+            in told
+        )
