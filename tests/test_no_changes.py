@@ -97,6 +97,9 @@ def test_a_finish_over_an_empty_diff_fails_no_changes_and_the_retry_is_told(
     assert "why it failed: no_changes" in told
     assert "you changed no file" in told
     assert "Create pkg/a.py" in told
+    # not the false claim itself: a small model copied it as its next reply (run m)
+    assert CLAIM not in told
+    assert first["note"]["summary"] == ""
     assert second["outcome"] == "succeeded"
     # one commit, with git's own stat before the worker's claim, labelled as a claim
     assert fx.task_trailers(repo) == ["a"]

@@ -112,7 +112,13 @@ def make_note(
     files_changed: list[str] | None = None,
     summary: str = "",
 ) -> FailureNote:
-    """A note with every free-text part cut to its share (the caller redacts it)."""
+    """A note with every free-text part cut to its share (the caller redacts it). A summary
+    over no change (``no_changes``) is left out: it claims work the diff does not hold, and a
+    small model copies it (make real-model 2026-12-05 run m: attempt 3's whole first reply was
+    attempt 2's "The files have been written correctly and the tests have passed. No changes
+    are needed.", shown to it in this note, and it finished over no change again)."""
+    if reason == "no_changes":
+        summary = ""
     files = list(files_changed or [])
     if len(files) > MAX_FILES:
         files = [*files[:MAX_FILES], f"... and {len(files) - MAX_FILES} more"]
