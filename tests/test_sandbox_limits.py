@@ -22,6 +22,7 @@ from typer.testing import CliRunner
 
 from anti_sprawl.cli.app import app
 from anti_sprawl.errors import UsageError
+from anti_sprawl.sandbox.bwrap import entry_argv
 from anti_sprawl.sandbox.policy import ResourceLimits, parse_limit
 from anti_sprawl.sandbox.sandbox import (
     SandboxPolicy,
@@ -166,6 +167,21 @@ def test_a_fork_bomb_is_bounded_and_leaves_nothing(work: Path) -> None:
             break
         time.sleep(0.05)
     assert _sandbox_procs(pol.sandbox_uid) == 0
+
+
+def test_the_entry_shim_sets_every_limit_and_no_new_privs() -> None:
+    # The unprivileged user-namespace path of the shim (no uid drop, no /tmp remount), run
+    # directly: a root test machine never takes it inside bwrap, and its config is parsed
+    # from words, so each limit must arrive as the number it was given.
+    code = (
+        "import resource; print([resource.getrlimit(getattr(resource, n)) for n in "
+        "('RLIMIT_NPROC', 'RLIMIT_AS', 'RLIMIT_FSIZE', 'RLIMIT_CORE')]); "
+        "print([l.split()[1] for l in open('/proc/self/status') if l.startswith('NoNewPrivs')])"
+    )
+    done = subprocess.run(entry_argv(py(code), LOW, None), capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    limits = [LOW.processes, LOW.memory_bytes, LOW.file_size_bytes, 0]
+    assert done.stdout.splitlines() == [str([(n, n) for n in limits]), "['1']"]
 
 
 def test_the_limit_reaches_the_model_and_the_verdict(tmp_path: Path) -> None:
