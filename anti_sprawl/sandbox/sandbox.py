@@ -65,6 +65,7 @@ Layer = Literal["bwrap", "landlock", "none"]
 INSTALL_HINT = "install bubblewrap (Debian/Ubuntu: apt-get install bubblewrap)"
 _USERNS_UIDS = (65534, 1000)
 _PROBE_TIMEOUT = 15.0
+_SPOOL_BYTES = 1 << 20  # a command's raw output is held in memory up to this, then on disk
 _DENIED_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
 _DENIED_PREFIXES = ("ANTHROPIC_", "OPENAI_", "AWS_", "GITHUB_", "GH_", "AZURE_", "GOOGLE_")
 
@@ -312,7 +313,8 @@ def run_command(
     with ``network`` (a setup command under ``--allow-setup-network``). ``env`` (default: this
     process's environment) is only a source for the allow-list. Full output goes to
     ``log_path``; both it and the returned output pass through ``redact`` first: the raw
-    stream is held in an unlinked temporary file, so no unredacted copy is ever on disk.
+    stream is held in memory (in an unlinked temporary file beyond 1 MiB), so no unredacted
+    copy is ever on disk under a name.
     """
     if not argv:
         raise RunError("empty command")
@@ -345,14 +347,19 @@ def run_command(
     start = time.monotonic()
     try:
         if log_path is not None:
-            cap_log = tempfile.TemporaryFile(prefix="anti-sprawl-log-")  # noqa: SIM115
+            cap_log = tempfile.SpooledTemporaryFile(  # noqa: SIM115
+                _SPOOL_BYTES, prefix="anti-sprawl-log-"
+            )
         cap = OutputCapture(policy.output_limit, cap_log, policy.limits.output_bytes)
         with handed_over(view.writable, uid, layer):
             code, ended = execute(full, view.workdir, cmd_env, timeout, cap)
         if cap_log is not None and log_path is not None:
             cap_log.seek(0)
             raw = cap_log.read().decode("utf-8", "replace")
-            atomic_write_text(log_path, redact(raw))
+            # An artifact like the others (agent/artifacts.py): whole or absent after a kill,
+            # no fsync (~5 ms of wall time each on the shared VM, and it stalls other
+            # threads' file creation behind the journal commit it forces).
+            atomic_write_text(log_path, redact(raw), durable=False)
     finally:
         if cap_log is not None:
             cap_log.close()
