@@ -518,9 +518,7 @@ def test_the_recorded_wrong_test_is_shown_to_the_model_before_its_finish_is_take
     refused = finishes_refused(repo, state)
     assert len(refused) == FAILING_FINISH_REFUSALS
     assert "assert -1 == 5" in refused[0]
-    assert (
-        "hint: the test expects subtract(2, 3) == 5, but subtract(2, 3) returned -1" in refused[0]
-    )
+    assert "hint: the test expects" not in refused[0]  # it primed the wrong value (test_hints)
     node = state["tasks"]["subtract"]
     assert (node["status"], node["reason"]) == ("failed", "tests")
     written = [c["arguments"]["path"] for e in transcript(repo, state) if e["event"] == "recovered"
@@ -965,19 +963,3 @@ def test_the_nudge_over_a_failing_change_carries_the_hints_a_test_run_does(
             "hint: subtract is defined in calc.py; code in another file that uses it needs `from calc import subtract`"
             in told
         )
-
-
-def test_a_retry_after_a_wrong_expectation_is_told_what_each_side_was(
-    tmp_path: Path, server: FakeLLMServer
-) -> None:
-    """subtract_run_m, attempt 1 whole (calls 9-18): it ended at the call cap over a test
-    expecting subtract(2, 3) == 5. Attempt 2's first message shows the failing run, and now
-    the hint under it (agent/test_hints.py)."""
-    replay(tmp_path, server, "subtract_run_m.json", slice(0, 10), attempts=2)
-    retry = next(
-        r.body["messages"][-1]["content"]
-        for r in server.requests
-        if "This is attempt 2" in str(r.body["messages"][-1]["content"])
-    )
-    assert "- why it failed: calls" in retry
-    assert "hint: the test expects subtract(2, 3) == 5, but subtract(2, 3) returned -1" in retry

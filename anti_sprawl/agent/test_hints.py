@@ -1,5 +1,4 @@
-"""One line of help under a failed test run: the import a ``NameError`` is missing, or what a
-failed equality assertion compared.
+"""One line of help under a failed test run: the import a ``NameError`` is missing.
 
 A small real model (make real-model, run 6: tests/fixtures/real_model/subtract_run11.json)
 appended ``subtract()`` to ``calc.py`` and a test of it to ``test_calc.py``, ran the tests, and
@@ -12,11 +11,11 @@ Only names defined at the top level of a plain ``.py`` entry of the node's scope
 and never the file the error was raised in (where an import cannot be the fix). At most three
 names, so a flood of errors stays one short note.
 
-The same model's most frequent failure (make real-model runs 1, 3, g, l and m, and
-tests/fixtures/real_model/subtract_run12.json) is a test copied from ``test_add``:
-``assert subtract(2, 3) == 5``. pytest says ``assert -1 == 5`` and ``where -1 = subtract(2,
-3)``; the model read that over and over and sent the same test again. The hint puts the two
-sides in one sentence, without guessing which side is wrong.
+No such line for a failed ``assert subtract(2, 3) == 5`` (the same model's most frequent
+failure: a test copied from ``test_add``). Replayed against the model (make real-model
+2026-12-05 run m, request 19, 6 times each, alternated), "the test expects subtract(2, 3) ==
+5, but subtract(2, 3) returned -1" under the output made it worse: 0 fixed tests and 5 that
+kept ``== 5``, against 3 fixed and 2 kept without it. Restating the wrong value primes it.
 """
 
 from __future__ import annotations
@@ -24,19 +23,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 
-__all__ = ["assertion_hints", "import_hints"]
+__all__ = ["import_hints"]
 
 _NAME_ERROR = re.compile(r"NameError: name '([A-Za-z_]\w*)' is not defined")
 # pytest's "path.py:7: NameError" and a traceback's 'File "path.py", line 7' both name where.
 _RAISED_IN = re.compile(r'^(\S+\.py):\d+: NameError|File "([^"]+\.py)", line \d+', re.MULTILINE)
 _MAX_NAMES = 3
-# pytest's report of ``assert f(x) == v``: "E       assert -1 == 5" then
-# "E        +  where -1 = subtract(2, 3)"; one line each, the values as pytest printed them.
-_COMPARED = re.compile(
-    r"^E\s+assert (?P<got>[^\n]{1,80}?) == (?P<want>[^\n]{1,80})\n"
-    r"E\s+\+\s+where (?P=got) = (?P<call>[^\n]{1,120})$",
-    re.MULTILINE,
-)
 
 
 def _module(path: str) -> str:
@@ -71,15 +63,3 @@ def import_hints(
                 )
                 break
     return hints
-
-
-def assertion_hints(output: str) -> list[str]:
-    """A hint per failed ``call == value`` assertion ``output`` reports (three at most)."""
-    seen = dict.fromkeys(
-        (m["call"].strip(), m["got"].strip(), m["want"].strip()) for m in _COMPARED.finditer(output)
-    )
-    return [
-        f"hint: the test expects {call} == {want}, but {call} returned {got}; fix whichever "
-        "side is wrong: the code, or the value the test expects"
-        for call, got, want in list(seen)[:_MAX_NAMES]
-    ]

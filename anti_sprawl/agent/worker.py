@@ -52,7 +52,7 @@ from .file_blocks import has_unlabelled_code, whole_file_blocks
 from .handlers import read_handlers, tool_table, write_handlers
 from .limits import CALL_SLACK, WorkerLimits
 from .loop import TRANSCRIPT, Loop, Transcript
-from .test_hints import assertion_hints, import_hints
+from .test_hints import import_hints
 from .tools import FinishArgs, RequestScopeArgs
 
 __all__ = [
@@ -517,10 +517,7 @@ class _Worker:
     def _hints(self, tail: str) -> str:
         """The hints (agent/test_hints.py) under a failing run's output, each on its own line."""
         fw = self.ctx.firewall
-        hints = [
-            *import_hints(tail, fw.write_scope.entries, fw.current_text),
-            *assertion_hints(tail),
-        ]
+        hints = import_hints(tail, fw.write_scope.entries, fw.current_text)
         return "".join(f"\n{hint}" for hint in hints)
 
     def _request_scope(self, args: Any) -> ToolOutcome:

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
-from ..agent.test_hints import assertion_hints
 from ..agent.worker import WHOLE_FILE_HINT
 from ..context.manifest import make_item
 from ..lifecycle import FailReason
@@ -153,7 +152,7 @@ def render_note(note: FailureNote, attempt: int) -> str:
         body += ["failure:", note.message]
     if note.test_tail:
         body += [f"last lines of the failing test run ({note.test_command or 'tests'}):"]
-        body += [note.test_tail, *assertion_hints(note.test_tail)]
+        body += [note.test_tail]
     if note.summary:
         body += ["its own summary when it finished:", note.summary]
     text = "\n".join(lines) + "\n"
