@@ -322,7 +322,8 @@ def test_a_large_plan_tables_the_nodes_nearest_their_budget_and_json_lists_all(
 def test_pieces_joined_across_an_unsafe_boundary_are_counted_exactly() -> None:
     """The first call's split count (issue 29, item 3): an item followed by a section header
     (which opens with a blank line) is counted as the item's own count less its last lines'
-    plus those lines with the header; exact on real blocks, briefs and every header."""
+    plus those lines with the header (itself split at its first safe join); exact on real
+    blocks, briefs, every header and headers whose first safe join comes late or never."""
     from anti_sprawl.context.essentials import _run_tokens
     from anti_sprawl.context.sections import SECTION_HEADERS, render_brief
     from anti_sprawl.tokens import count_tokens
@@ -334,7 +335,8 @@ def test_pieces_joined_across_an_unsafe_boundary_are_counted_exactly() -> None:
     firsts = [wrap_data("file", p.name, p.read_text()) for p in sources]
     firsts += [render_brief(plan, t) for t in plan.tasks]
     firsts += ["no newline at all", "ends with spaces   \n", "é\n\nü  \n", "a\n b\n\tc\n"]
-    headers = [*SECTION_HEADERS.values(), "\n", "  x\n"]
+    headers = [*SECTION_HEADERS.values(), "\n", "  x\n", "\n\nX y\n", "x.\n é\n", "a\n"]
+    headers += ["\n# h\n  indented\n\tz\nZ\n", "\n\n\n\n\nlate\n", "1\n2\n3\n4\n5\n"]
     for first in firsts:
         for header in headers:
             run = [(first, count_tokens(first)), (header, count_tokens(header))]

@@ -144,7 +144,28 @@ def _run_tokens(run: list[tuple[str, int]]) -> int:
     if cut is None:
         return count_tokens(first + rest)
     tail = first[cut:]
-    return first_tokens - count_tokens(tail) + count_tokens(tail + rest)
+    # The rest (a section header) is split at its own first safe join too: only the tail and
+    # the header's first line are encoded per node, the header's body is the same for all.
+    split = _first_safe_cut(rest)
+    if split is None:
+        return first_tokens - count_tokens(tail) + count_tokens(tail + rest)
+    joined = count_tokens(tail + rest[:split]) + count_tokens(rest[split:])
+    return first_tokens - count_tokens(tail) + joined
+
+
+def _first_safe_cut(text: str, tries: int = 4) -> int | None:
+    """The start of one of ``text``'s first lines (after its first) where splitting it is safe
+    (``joins_safely``), looking at most ``tries`` lines ahead; None when none is."""
+    start = 0
+    for _ in range(tries):
+        newline = text.find("\n", start)
+        if newline < 0 or newline + 1 >= len(text):
+            return None
+        # joins_safely reads the two characters before a join and the one after it
+        if newline >= 1 and joins_safely(text[newline - 1 : newline + 1], text[newline + 1]):
+            return newline + 1
+        start = newline + 1
+    return None
 
 
 def _last_safe_cut(text: str, tries: int = 8) -> int | None:

@@ -113,9 +113,12 @@ def render_brief(plan: Plan, node: TaskNode) -> str:
     return "".join(brief_pieces(plan, node))
 
 
-def brief_pieces(plan: Plan, node: TaskNode) -> tuple[str, str, str]:
-    """``render_brief`` in three pieces, the plan's requirement (the same in every node's
-    brief) the middle one."""
+def brief_pieces(plan: Plan, node: TaskNode) -> tuple[str, ...]:
+    """``render_brief`` in pieces, each starting a line: the plan's requirement (the same in
+    every node's brief), the goal, each scope with its bullets, the test command, the caps and
+    the dependencies. ``tokens.count_joined`` counts each run between safe joins on its own,
+    so what many nodes share (the requirement, a goal, the test and caps lines) is encoded
+    once, and only a node's own lines (its scopes and dependencies) are encoded per node."""
     argv = plan.test_command_for(node)
     test = f"`{shlex.join(argv)}` (run it with run_tests)" if argv else "none"
     deps = ", ".join(node.dependencies) if node.dependencies else "none"
@@ -123,12 +126,12 @@ def brief_pieces(plan: Plan, node: TaskNode) -> tuple[str, str, str]:
         f"# Brief: node {node.task_id}: {node.name}\n"
         "Overall requirement (context only; other nodes do the rest):\n",
         f"{plan.requirement}\n\n",
-        f"Your goal:\n{node.goal}\n\n"
-        f"Write scope (the only paths you may create or change):\n{_bullets(node.write_scope)}\n"
-        f"Read scope (you may also read these):\n{_bullets(node.read_scope)}\n"
-        f"Test command: {test}\n"
+        f"Your goal:\n{node.goal}\n\n",
+        f"Write scope (the only paths you may create or change):\n{_bullets(node.write_scope)}\n",
+        f"Read scope (you may also read these):\n{_bullets(node.read_scope)}\n",
+        f"Test command: {test}\n",
         f"Caps: {node.token_budget:,} tokens per model call (older tool output is masked or "
-        f"digested to stay under it); at most {node.max_tool_calls} tool calls.\n"
+        f"digested to stay under it); at most {node.max_tool_calls} tool calls.\n",
         f"Depends on: {deps}\n",
     )
 
