@@ -214,6 +214,12 @@ def test_the_shared_start_view_gives_every_node_the_prompt_its_own_firewall_give
     assert "pkg/blob.bin" in files.paths
     with StartView(files) as view, scope_snapshot(repo, head, everything) as root:
         for node in plan.tasks:
+            # a node's files: those its scope matched when the commit was read, less what a
+            # listing hides, exactly what testing every listed file with the scope gives
+            scope = Scope([*node.read_scope, *node.write_scope])
+            assert scope.entries in files.matches
+            listed = [p for p in view._index.files if scope.matches(p)]
+            assert view._matching(scope) == listed
             shared = assemble_worker_prompt(
                 plan=plan, node=node, upstream=(), view=view, check_fit=False
             )

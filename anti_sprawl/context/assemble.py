@@ -135,6 +135,17 @@ def _stable_prefix() -> str:
     return "\n".join(p.text for p in _stable_parts())
 
 
+@lru_cache(maxsize=1)
+def _system_and_tools() -> tuple[tuple[SystemBlock, ...], tuple[ToolSpec, ...]]:
+    """The system blocks and the sorted tools, the same frozen records for every node (built
+    again for each of a plan's nodes in its pre-flight: issue 29, item 3)."""
+    system = (
+        SystemBlock(name="rules", text=RULES),
+        SystemBlock(name="data_policy", text=DATA_POLICY, cache=True),
+    )
+    return system, tuple(sorted(WORKER_TOOLS, key=lambda s: s.name))
+
+
 def assemble_worker_prompt(
     *,
     plan: Plan,
@@ -229,12 +240,10 @@ def assemble_worker_prompt(
         stub_parts.insert(0, header("stubs"))
     parts = [brief, *up_parts, *stub_parts, *write_parts, *mem_parts]
     every = [*stable, *parts]
+    system, tools = _system_and_tools()
     return AssembledPrompt(
-        system=[
-            SystemBlock(name="rules", text=RULES),
-            SystemBlock(name="data_policy", text=DATA_POLICY, cache=True),
-        ],
-        tools=sorted(WORKER_TOOLS, key=lambda s: s.name),
+        system=list(system),
+        tools=list(tools),
         first_user_message="".join(p.text for p in parts),
         manifest_items=[p.item for p in every],
         item_texts=[p.text for p in every],

@@ -30,10 +30,19 @@ MAX_EXPORT_TOTAL = 256 * 1024 * 1024
 class CommitFiles:
     """Files of one commit by repo-relative path, their bytes held as git returned them."""
 
-    def __init__(self, batch: bytes, spans: dict[str, tuple[int, int]]):
+    def __init__(
+        self,
+        batch: bytes,
+        spans: dict[str, tuple[int, int]],
+        matches: dict[tuple[str, ...], list[str]] | None = None,
+    ):
         self._batch = batch
         self._spans = spans
         self.paths: list[str] = list(spans)
+        # each scope's (normalized entries) matches among the commit's readable files, read
+        # or not: ``FileIndex.matching`` over the listing, which the start view filters
+        # rather than matching every node's scope again (context/start_view.py)
+        self.matches = matches or {}
 
     def data(self, path: str) -> bytes:
         start, end = self._spans[path]
@@ -55,9 +64,8 @@ def read_commit_files(repo: Path, commit: str, scopes: Sequence[Scope]) -> Commi
         run_git(["ls-tree", "-r", "-z", "-l", "--full-tree", commit], repo).stdout
     )
     index = FileIndex(path for _, path, _ in eligible)
-    matched: set[str] = set()
-    for scope in scopes:
-        matched.update(index.matching(scope))
+    matches = {scope.entries: index.matching(scope) for scope in scopes}
+    matched = {path for found in matches.values() for path in found}
     wanted: list[tuple[str, str]] = []
     total = 0
     for sha, path, size in eligible:
@@ -68,7 +76,7 @@ def read_commit_files(repo: Path, commit: str, scopes: Sequence[Scope]) -> Commi
             break
         wanted.append((sha, path))
     if not wanted:
-        return CommitFiles(b"", {})
+        return CommitFiles(b"", {}, matches)
     batch = "".join(f"{sha}\n" for sha, _ in wanted).encode()
     out = run_git(["cat-file", "--batch"], repo, input_bytes=batch).stdout
     spans: dict[str, tuple[int, int]] = {}
@@ -78,7 +86,7 @@ def read_commit_files(repo: Path, commit: str, scopes: Sequence[Scope]) -> Commi
         length = int(out[pos:header_end].split()[2])
         spans[path] = (header_end + 1, header_end + 1 + length)
         pos = header_end + 1 + length + 1
-    return CommitFiles(out, spans)
+    return CommitFiles(out, spans, matches)
 
 
 def _exportable(listing: bytes) -> list[tuple[str, str, int]]:

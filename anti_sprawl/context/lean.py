@@ -38,7 +38,7 @@ from ..outline.python import OutlineLine
 from ..outline.regions import Terms, source_lines
 from ..outline.views import Level, region_view, render_outline
 from .file_facts import FileFacts, defined_names
-from .manifest import ChoiceReason, DroppedItem, FileChoice, FileForm
+from .manifest import ChoiceReason, DroppedItem, FileChoice, FileForm, UsedSignature
 from .read_scoped import Part, Section, data_part, drop
 from .used import Used, detail_lines, signatures, used_entries
 
@@ -97,6 +97,7 @@ class Scoped:
     detailed: frozenset[int] = field(init=False)  # outline lines shown in full at any level
     facts: FileFacts | None = None  # shared per-file results (a plan's pre-flight), or none
     _outlines: dict[Level, Part] = field(default_factory=dict)
+    _signatures: list[UsedSignature] | None = None  # of ``used``, made once for every choice
 
     def __post_init__(self) -> None:
         section: Section = "files" if self.write else "stubs"
@@ -145,6 +146,13 @@ class Scoped:
         text = render_outline(entries, "names", self.n_lines, self.detailed)
         return data_part("stubs", f"used:{self.path}", "stub", self.path, "stub", text)
 
+    def signatures(self) -> list[UsedSignature]:
+        """The manifest's record of ``used`` (``used.signatures``): each of a file's choices
+        names them, and a read-scope file's form is chosen several times over."""
+        if self._signatures is None:
+            self._signatures = signatures(self.used)
+        return self._signatures
+
     def view(self, budget: int, terms: Terms) -> tuple[Part, FileChoice]:
         """Outline plus regions in about ``budget`` tokens."""
         v = region_view(self.path, self.text, self.entries, terms, budget, head=self.write)
@@ -171,7 +179,7 @@ class Scoped:
             whole_tokens=self.tokens,
             outline=level,
             regions=regions or [],
-            signatures=signatures(self.used) if shown is not None else [],
+            signatures=self.signatures() if shown is not None else [],
         )
 
 

@@ -114,8 +114,8 @@ def render_brief(plan: Plan, node: TaskNode) -> str:
 
 
 def brief_pieces(plan: Plan, node: TaskNode) -> tuple[str, ...]:
-    """``render_brief`` in pieces, each starting a line: the plan's requirement (the same in
-    every node's brief), the goal, each scope with its bullets, the test command, the caps and
+    """``render_brief`` in pieces, each starting a line: the node's title, the plan's
+    requirement (the same in every node's brief), the goal, each scope with its bullets, the test command, the caps and
     the dependencies. ``tokens.count_joined`` counts each run between safe joins on its own,
     so what many nodes share (the requirement, a goal, the test and caps lines) is encoded
     once, and only a node's own lines (its scopes and dependencies) are encoded per node."""
@@ -123,7 +123,7 @@ def brief_pieces(plan: Plan, node: TaskNode) -> tuple[str, ...]:
     test = f"`{shlex.join(argv)}` (run it with run_tests)" if argv else "none"
     deps = ", ".join(node.dependencies) if node.dependencies else "none"
     return (
-        f"# Brief: node {node.task_id}: {node.name}\n"
+        f"# Brief: node {node.task_id}: {node.name}\n",
         "Overall requirement (context only; other nodes do the rest):\n",
         f"{plan.requirement}\n\n",
         f"Your goal:\n{node.goal}\n\n",

@@ -50,6 +50,7 @@ class StartView:
         self._files = files
         self._exported = False
         self._index = FileIndex(visible)
+        self._visible = frozenset(visible)
         self._firewall = Firewall(self.root, FileSet(visible), [], durable=False)
         self._texts: dict[str, str] = {}
         self._refused: dict[str, _Unreadable] = {}
@@ -68,7 +69,7 @@ class StartView:
         self, node: TaskNode, dropped: list[DroppedItem], choices: list[FileChoice]
     ) -> tuple[dict[str, str], dict[str, str]]:
         """What ``read_scoped.read_scoped_files`` gives ``node`` through its own firewall."""
-        paths = self._index.matching(Scope([*node.read_scope, *node.write_scope]))
+        paths = self._matching(Scope([*node.read_scope, *node.write_scope]))
         if len(paths) > MAX_SCOPED_FILES:  # which ones it keeps depends on its own listing
             if not self._exported:
                 self._files.export(self.root)
@@ -87,6 +88,15 @@ class StartView:
                 continue
             (write_texts if writable else read_texts)[path] = text
         return write_texts, read_texts
+
+    def _matching(self, scope: Scope) -> list[str]:
+        """``self._index.matching(scope)``: the visible files among those the scope matched
+        when the commit's files were read (kept in order: both lists are sorted), where it
+        was one of those scopes; matched again otherwise."""
+        found = self._files.matches.get(scope.entries)
+        if found is None:
+            return self._index.matching(scope)
+        return [path for path in found if path in self._visible]
 
     def _text(self, path: str) -> str | None:
         """The file's text, read once; None when the firewall refuses it (``_refused``)."""
