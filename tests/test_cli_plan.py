@@ -41,6 +41,23 @@ def test_validate_json_shape(tmp_path: Path) -> None:
     assert set(doc["errors"][0]) == {"code", "message", "tasks", "paths"}
 
 
+def test_validate_gives_back_the_cycle_collector(tmp_path: Path) -> None:
+    """The command pauses the collector from the check to the printed report (cli/plans.py)
+    and turns it back on, whether the plan is valid, invalid or its --repo is missing."""
+    import gc
+
+    good = write(tmp_path, plan_data(node("a")), "good.yaml")
+    bad = write(tmp_path, plan_data(node("a", dependencies=["a"])), "bad.yaml")
+    for args, code in [
+        ([str(good), "--json"], 0),
+        ([str(bad)], 1),
+        ([str(good), "--repo", str(tmp_path / "missing")], 2),
+    ]:
+        assert gc.isenabled()
+        assert runner.invoke(app, ["validate", *args]).exit_code == code
+        assert gc.isenabled()
+
+
 @pytest.mark.parametrize(
     "content",
     ["{{{ not yaml", "- just\n- a list\n", "", "\x00\x01binary", "plan_id: [unclosed"],
