@@ -262,3 +262,26 @@ def test_reference_checks_read_a_file_as_read_text_does(tmp_path: Path) -> None:
     (tmp_path / "pkg.py").mkdir()
     for name in ("bad.py", "big.py", "link.py", "pkg.py", "missing.py"):
         assert reference_checks._read(tmp_path, name) is None
+
+
+def test_classes_without_bases_or_self_attributes_have_no_entries() -> None:
+    """A module's facts keep no empty bases or ``self`` entries (outline/pyrefs.py: fewer
+    objects in the parse cache); the first class of a name still decides its bases, and a
+    method reached through an inherited ``self`` still resolves."""
+    source = (
+        "from pkg.base import Base\n\n"
+        "class Plain:\n    X = 1\n\n"
+        "class Child(Base):\n    def go(self):\n        return self.run()\n\n"
+        "class Twice:\n    pass\n\n"
+        "class Twice(Base):\n    pass\n"
+    )
+    refs = pyrefs.module_refs(source, "pkg/mod.py")
+    assert refs is not None
+    assert refs.bases == {"Child": [("Base",)]}  # Twice's first definition has no bases
+    assert refs.self_uses == {"Child": {"run"}}
+    texts = {
+        "pkg/base.py": "class Base:\n    def run(self):\n        return 1\n",
+        "pkg/mod.py": source,
+    }
+    found = {u.definition for u in References(sorted(texts), texts.get).uses("pkg/mod.py")}
+    assert found == {Definition("pkg/base.py", "Base", 1), Definition("pkg/base.py", "Base.run", 2)}

@@ -32,8 +32,9 @@ class Binding(NamedTuple):
 class ModuleRefs(NamedTuple):
     """One module's facts: top-level definitions and class members (name -> line), import
     bindings, star-imported modules, dotted chains it uses (with counts), class bases, the
-    attributes each class reaches through ``self``/``cls``, and the dotted names its import
-    statements may load (``outline.pyfacts.python_imports``'s set, in walk order)."""
+    attributes each class reaches through ``self``/``cls`` (a class with no bases, or no such
+    attributes, has no entry there), and the dotted names its import statements may load
+    (``outline.pyfacts.python_imports``'s set, in walk order)."""
 
     defined: dict[str, int]
     members: dict[str, dict[str, int]]
@@ -65,9 +66,21 @@ def tree_refs(tree: ast.Module, module_path: str) -> ModuleRefs:
     nodes, parents = _walk(tree)
     module = _ModuleFacts(refs, [p for p in module_path.split("/")[:-1] if p not in ("", ".")])
     _read_nodes(nodes, refs.uses, module, parents)
+    # A class without bases or ``self`` attributes gets no entry (its readers ask with a
+    # default: outline/references.py): every module of a plan stays in the parse cache
+    # (outline/parsed.py), and an empty list and set per class were a sixth of the objects
+    # the cycle collector walked over at the end of validate --repo (issue 29, item 3). The
+    # first class of a name still decides its bases.
+    named: set[str] = set()
     for i, node in module.classes.items():
-        refs.bases.setdefault(node.name, [c for b in node.bases if (c := name_chain(b))])
-        refs.self_uses.setdefault(node.name, set()).update(module.self_attrs.get(i, ()))
+        if node.name not in named:
+            named.add(node.name)
+            bases = [c for b in node.bases if (c := name_chain(b))]
+            if bases:
+                refs.bases[node.name] = bases
+        attrs = module.self_attrs.get(i)
+        if attrs:
+            refs.self_uses.setdefault(node.name, set()).update(attrs)
     for root in module.annotations:
         _read_nodes(_walk(root)[0], refs.uses)
     refs.imports.extend(module.imports)
