@@ -382,6 +382,7 @@ def report(recorder: Recorder | None, code: int, seconds: float, out: str) -> No
             f"node {task_id}: {task['status']} ({task.get('reason') or '-'}), "
             f"{task.get('attempts')} attempt(s), {task.get('calls')} calls, "
             f"files {task.get('files_changed')}, tokens {task.get('total_tokens')}"
+            + (f"; never claimed: {task['unclaimed']}" if task.get("unclaimed") else "")
         )
     log(f"execute: exit {code} in {seconds:.0f} s ({'succeeded' if code == 0 else 'failed'})")
 

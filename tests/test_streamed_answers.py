@@ -215,6 +215,11 @@ def test_the_recorder_passes_a_stream_on_as_it_comes(
     assert entry["response"]["usage"] is None
     real_model.report(recorder, 1, 2.0, "")
     assert "prompt ? tok, completion ? tok, HTTP 200, stopped early" in capsys.readouterr().out
+    # a node landed without the model's finish says so (run o)
+    state = {"tasks": {"t": {"status": "succeeded", "unclaimed": "4 replies in a row"}}}
+    real_model.report(None, 0, 2.0, json.dumps(state))
+    assert "node t: succeeded (-)" in (out := capsys.readouterr().out)
+    assert "never claimed: 4 replies in a row" in out
 
 
 def test_a_long_passage_in_a_loop_is_stopped(server: FakeLLMServer) -> None:
