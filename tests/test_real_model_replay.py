@@ -943,6 +943,10 @@ def test_a_passing_change_the_model_never_claimed_lands_unless_it_imports_itself
     assert "sent changes it had already made 3 times" in pr
     # the goal asks for a test in test_calc.py too: the reviewer is told it is not there
     assert "_Its goal names `test_calc.py`, which it did not change._" in pr
+    out = tmp_path / "report.html"
+    made = runner.invoke(app, ["report", state["run_id"], "--repo", str(repo), "-o", str(out)])
+    assert made.exit_code == 0, made.output
+    assert "<h3>No summary</h3><p>The worker never called finish (the model sent" in out.read_text()
 
 
 def test_the_nudge_over_a_failing_change_carries_the_hints_a_test_run_does(

@@ -140,10 +140,8 @@ def _summaries(state: RunState) -> list[str]:
         else:
             lines += [f"_{text(verdict_words(state)[task.task_id][1])}_", ""]
         if unchanged := _named_unchanged(task, r):
-            lines += [
-                f"_Its goal names {', '.join(map(code, unchanged))}, which it did not change._"
-            ]
-            lines.append("")
+            named = ", ".join(map(code, unchanged))
+            lines += [f"_Its goal names {named}, which it did not change._", ""]
         if r.violations:
             lines += ["Blocked:", ""]
             lines += [f"- {code(v.op)} {code(v.path)}: {text(v.reason)}" for v in r.violations]
