@@ -967,3 +967,43 @@ def test_the_nudge_over_a_failing_change_carries_the_hints_a_test_run_does(
             "hint: subtract is defined in calc.py; code in another file that uses it needs `from calc import subtract`"
             in told
         )
+
+
+def test_a_recorded_read_of_the_repository_map_as_a_file_is_left_out(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """make real-model 2026-12-05 run o, planner call 7: one right task whose read_scope named
+    ``repo/map/repomap`` (the map we showed it, taken for a file); three submissions failed on
+    that entry alone. A planner's entry naming no file is left out, with a warning."""
+    result = _planned_reply(tmp_path, server, "planner_missing_read_run_o.txt")
+    assert result.ok, result.message
+    assert result.plan is not None
+    (task,) = result.plan.tasks
+    assert (task.read_scope, task.write_scope) == ([], ["calc.py", "test_calc.py"])
+    assert any("read_scope entry 'repo/map/repomap' names no file" in w for w in result.warnings)
+
+
+def test_a_users_plan_keeps_its_read_of_a_missing_file_an_error(tmp_path: Path) -> None:
+    """Only a planner's submission is mended: in a plan the user wrote it is a typo to fix."""
+    run = recorded("planner_runaway_run_f.json")
+    repo = recorded_repo(tmp_path, run)
+    plan = tmp_path / "plan.yaml"
+    task = {"task_id": "t", "name": "n", "goal": "g", "read_scope": ["nope.py"]}
+    task |= {"write_scope": ["calc.py"], "token_budget": 10_000, "max_tool_calls": 5}
+    plan.write_text(yaml.safe_dump({"plan_id": "p", "requirement": "r", "tasks": [task]}))
+    result = runner.invoke(app, ["validate", str(plan), "--repo", str(repo)])
+    assert result.exit_code == 1, result.output
+    assert "read_scope_missing" in result.output
+
+
+def test_an_empty_planner_reply_gets_its_own_nudge(tmp_path: Path, server: FakeLLMServer) -> None:
+    """Run o, planner calls 11-13: the same nudge after an empty reply drew empty replies in
+    0.1 s each (a cached prompt, one end-of-text token). An empty reply is told so, and asked
+    for the call as a JSON block; a plan after it is taken."""
+    from anti_sprawl.planner.planner import EMPTY_NUDGE, NUDGE
+
+    server.enqueue(openai_completion(content="", finish_reason="stop"))
+    result = _planned_reply(tmp_path, server, "planner_missing_read_run_o.txt")
+    assert result.ok, result.message
+    told = server.requests[1].body["messages"][-1]["content"]
+    assert told == EMPTY_NUDGE != NUDGE

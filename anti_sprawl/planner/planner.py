@@ -70,6 +70,7 @@ from .tools import (
     submission_data,
     unasked_models,
     unwritten_feedback,
+    without_missing_reads,
 )
 
 __all__ = ["NUDGE", "Outcome", "PlannerResult", "default_plan_id", "plan_requirement"]
@@ -78,6 +79,14 @@ Outcome = Literal["planned", "invalid", "budget", "stalled", "provider"]
 NUDGE = (
     "Call submit_plan now with the whole plan (read_file, list_dir and grep are there if you "
     "still need to look at the repository)."
+)
+# After an empty reply: the same NUDGE again drew empty replies in 0.1 s each, the prompt
+# cached and the answer one end-of-text token (make real-model 2026-12-04 run o, planner calls
+# 11-13), as the worker's did (agent/worker.py, EMPTY_REPLY_PROMPT).
+EMPTY_NUDGE = (
+    "Your reply was empty, so nothing was done. Send the whole plan now as one submit_plan "
+    'call, written as a JSON object in a ```json block: {"name": "submit_plan", "arguments": '
+    '{"tasks": [...]}}.'
 )
 MAX_OUTPUT_TOKENS = 8192
 CUT_ADVICE = "Call submit_plan again with a shorter plan: concise goals, no code in them."
@@ -292,7 +301,7 @@ class _Session:
             return Ending("stalled", "the model did not call submit_plan")
         if response.text_call_problem:
             return text_call_nudge(response.text_call_problem, self.loop.specs)
-        return NUDGE
+        return NUDGE if response.text.strip() else EMPTY_NUDGE
 
     def _plan_in_prose(self, text: str) -> ToolCall | None:
         """A reply that explains the plan and then writes it whole as one fenced JSON block
@@ -371,6 +380,10 @@ class _Session:
         data, left_out = unasked_models(data, self.models)
         left_out = [*reshaped, *left_out]
         report = validate(data, self.repo)
+        data, unread = without_missing_reads(data, report)
+        if unread:
+            report = validate(data, self.repo)
+            left_out += unread
         if left_out:
             report = report.model_copy(update={"warnings": [*left_out, *report.warnings]})
         chosen = model_problems(report.plan, self.models) if report.plan is not None else []

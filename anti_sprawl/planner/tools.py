@@ -28,6 +28,7 @@ __all__ = [
     "reshaped_submission",
     "submission_data",
     "unasked_models",
+    "without_missing_reads",
 ]
 
 OBSERVATION_CHARS = 24_000  # about 6k tokens: one file must not eat the planner's budget
@@ -161,6 +162,38 @@ def unasked_models(
             kept.append(task)
         data = {**data, "tasks": kept}
     return data, dropped
+
+
+def without_missing_reads(
+    data: dict[str, Any], report: Report
+) -> tuple[dict[str, Any], list[Problem]]:
+    """The submission without the read_scope entries ``report`` found naming no file, and a
+    warning for each: a read of nothing reads nothing, and a small model names the repository
+    map we showed it as a file (recorded, make real-model 2026-12-04 runs k and o:
+    ``./repomap``, ``repo/map/repomap``; run o's one task was otherwise valid, three times, and
+    planning failed on that entry alone). A plan the user writes keeps the error: there it is a
+    typo to fix."""
+    missing: dict[str, set[str]] = {}
+    for p in report.errors:
+        if p.code == "read_scope_missing":
+            for task_id in p.tasks:
+                missing.setdefault(task_id, set()).update(p.paths)
+    tasks = data.get("tasks")
+    if not missing or not isinstance(tasks, list):
+        return data, []
+    dropped: list[Problem] = []
+    kept: list[Any] = []
+    for task in tasks:
+        named = task.get("task_id") if isinstance(task, dict) else None
+        gone = missing.get(named) if isinstance(named, str) else None
+        reads = task.get("read_scope") if isinstance(task, dict) else None
+        if gone and isinstance(reads, list):
+            task = {**task, "read_scope": [e for e in reads if e not in gone]}
+            for entry in sorted(gone):
+                where = f"task '{named}' read_scope entry {entry!r}"
+                dropped.append(_reshaped(f"{where} names no file in the repository: left out"))
+        kept.append(task)
+    return {**data, "tasks": kept}, dropped
 
 
 # A task's own fields (those a plan does not share): at a plan's top level, the model wrote a
