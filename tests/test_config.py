@@ -65,6 +65,23 @@ def test_init_writes_commented_files_and_values_become_defaults(tmp_path: Path) 
     assert planned["plan"]["test_command"] == "python -m pytest -q"
     flagged = json.loads(runner.invoke(app, [*args, "--test-command", "make test"]).stdout)
     assert flagged["plan"]["test_command"] == "make test"
+    # the planner's own test commands give way to the user's, each with a warning (make
+    # real-model run p: a task's `python test_calc.py`, which runs no test, won over it)
+    theirs = fx.plan(test_command="python test_calc.py")
+    theirs["tasks"][0]["test_command"] = ["python", "-m", "pytest", "-q"]  # the same: kept
+    theirs["tasks"][1]["test_command"] = "python pkg/b.py"
+    script.write_text(yaml.safe_dump({"plan": theirs}))
+    planned = json.loads(runner.invoke(app, args).stdout)
+    assert planned["plan"]["test_command"] == "python -m pytest -q"
+    assert [t.get("test_command") for t in planned["plan"]["tasks"]] == [
+        ["python", "-m", "pytest", "-q"],
+        None,
+        None,
+    ]
+    left_out = [w for w in planned["warnings"] if "left out: the user set the test command" in w]
+    assert len(left_out) == 2
+    assert "the plan's test_command 'python test_calc.py' left out" in left_out[0]
+    assert "task 'b' test_command 'python pkg/b.py' left out" in left_out[1]
 
 
 def test_a_key_or_a_bad_value_in_a_config_file_is_one_line(tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ from ..git.workspace import ensure_excluded
 from ..plan.model import save_plan
 from ..planner.estimate import Estimate, plan_estimate, render_estimate
 from ..planner.planner import PlannerResult, plan_requirement
+from ..planner.tools import with_users_test_command
 from ..providers.base import Provider
 from ..providers.limits import default_output_limit
 from ..providers.prices import PriceTable, call_cost, format_usd
@@ -121,8 +122,9 @@ def run_plan_command(
         lean=local_server,
         context_window=context_window,
     )
-    if result.plan is not None and result.plan.test_command is None and test_command:
-        result.plan.test_command = test_command  # --test-command, or the config's default
+    if result.plan is not None and test_command:  # --test-command, or the config's
+        plan, replaced = with_users_test_command(result.plan, test_command)
+        result = result.model_copy(update={"plan": plan, "warnings": [*result.warnings, *replaced]})
     plan_file: Path | None = None
     table = prices or PriceTable({})
     cost = _cost(result, repo, provider, table, local_server)

@@ -12,11 +12,12 @@ import copy
 import hashlib
 import json
 import re
+import shlex
 from collections.abc import Sequence
 from typing import Any
 
 from ..ids import SUBMIT_PLAN_TOOL
-from ..plan.model import Plan, TaskNode
+from ..plan.model import Plan, TaskNode, command_argv
 from ..plan.validate import Problem, Report
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "reshaped_submission",
     "submission_data",
     "unasked_models",
+    "with_users_test_command",
     "without_missing_reads",
 ]
 
@@ -194,6 +196,33 @@ def without_missing_reads(
                 dropped.append(_reshaped(f"{where} names no file in the repository: left out"))
         kept.append(task)
     return {**data, "tasks": kept}, dropped
+
+
+def with_users_test_command(plan: Plan, command: str) -> tuple[Plan, list[str]]:
+    """``plan`` running the user's test command (``plan --test-command`` or the config's)
+    everywhere, and a warning for each test command of the planner's it replaced. Recorded,
+    make real-model 2026-12-05 run p: asked with ``--test-command "python -m pytest -q"``, the
+    model gave its task ``python test_calc.py``, which runs no test and cannot fail; the user's
+    command was kept only as the plan's default, which the task's own overrode."""
+    warnings: list[str] = []
+
+    def replaced(where: str, theirs: str | list[str]) -> None:
+        shown = theirs if isinstance(theirs, str) else shlex.join(theirs)
+        warnings.append(
+            f"{where} test_command {shown!r} left out: the user set the test command "
+            f"({command!r}: plan --test-command, or the config's test_command)"
+        )
+
+    wanted = command_argv(command)
+    if plan.test_command is not None and command_argv(plan.test_command) != wanted:
+        replaced("the plan's", plan.test_command)
+    tasks = []
+    for task in plan.tasks:
+        if task.test_command is not None and command_argv(task.test_command) != wanted:
+            replaced(f"task '{task.task_id}'", task.test_command)
+            task = task.model_copy(update={"test_command": None})
+        tasks.append(task)
+    return plan.model_copy(update={"test_command": command, "tasks": tasks}), warnings
 
 
 # A task's own fields (those a plan does not share): at a plan's top level, the model wrote a
