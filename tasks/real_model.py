@@ -354,6 +354,14 @@ def main() -> int:
         code, seconds, out = anti_sprawl(
             ["execute", str(plan), "--json"], url, repo, args.request_timeout
         )
+        if planned and code == 2:
+            # refused before any model call (run q: the planner's setup_command failed at the
+            # start commit): the planner's plan was not usable either
+            log("executing the fixed one-node plan (execute refused the planner's plan)")
+            plan.write_text(json.dumps(FALLBACK_PLAN))
+            code, seconds, out = anti_sprawl(
+                ["execute", str(plan), "--json"], url, repo, args.request_timeout
+            )
         report(recorder, code, seconds, out)
         return code
     finally:
