@@ -212,3 +212,9 @@ def test_a_closing_data_tag_alone_stays_in_the_file() -> None:
     assert whole_file_blocks(text, Scope(["data.xml"]).matches) == [
         ("data.xml", "<root>\n<data>1\n</data>\n")
     ]
+
+
+def test_an_empty_block_is_no_unlabelled_code() -> None:
+    assert not has_unlabelled_code("```\n```")
+    assert not has_unlabelled_code("```python\n\n```")
+    assert has_unlabelled_code("```python\nx = 1\n```")

@@ -1007,3 +1007,18 @@ def test_an_empty_planner_reply_gets_its_own_nudge(tmp_path: Path, server: FakeL
     assert result.ok, result.message
     told = server.requests[1].body["messages"][-1]["content"]
     assert told == EMPTY_NUDGE != NUDGE
+
+
+def test_a_reply_of_an_empty_code_block_is_an_empty_reply(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """subtract_run_r (make real-model 2026-12-05 run r), calls 6-10: a right calc.py, the
+    same write again, then an empty code block three times, each told that its code named no
+    file. It is an empty reply: told so. The attempt still stalls on the third (the same
+    reply), over a change the tests pass on, so calc.py lands, never claimed."""
+    repo, state = replay(tmp_path, server, "subtract_run_r.json", slice(0, 5), exit_code=0)
+    node = landed_node(repo, state, server, [], 5)
+    assert "the same reply 3 times" in node["unclaimed"]
+    told = [r.body["messages"][-1]["content"] for r in server.requests[3:]]
+    assert all(t.startswith(EMPTY_REPLY_PROMPT) for t in told)
+    assert "def subtract(a, b):\n    return a - b" in landed_file(repo, "calc.py")

@@ -400,3 +400,11 @@ def test_a_list_written_as_the_arguments_of_a_tool_that_takes_one_list_is_that_l
     # a tool whose arguments are several: a list is no call of it
     listed = '{"name": "write_file", "arguments": ["calc.py", "x = 1"]}'
     assert recover_text_calls(listed, WORKER_TOOLS) == []
+
+
+def test_empty_code_fences_alone_are_no_call() -> None:
+    """make real-model 2026-12-05 run r: "```\\n```" three times, answered as a call mixed
+    with text; it is an empty reply (agent/worker.py answers it so)."""
+    assert text_call_problem("```\n```", WORKER_TOOLS) is None
+    # a block with anything in it is still judged as a call
+    assert text_call_problem('```json\n{"x": 1\n```', WORKER_TOOLS) is not None

@@ -173,5 +173,11 @@ def _safe(path: str) -> bool:
 def has_unlabelled_code(text: str) -> bool:
     """Whether ``text`` has a closed fenced block of code (not JSON) at the start of a line:
     what a model that meant to write a file sends without the line naming it (recorded: a
-    whole new calc.py as a bare ```python block, subtract_run8.json)."""
-    return any(info.lower() not in _NOT_CODE for _, _, info in _blocks(text.splitlines()))
+    whole new calc.py as a bare ```python block, subtract_run8.json). An empty block is none
+    (make real-model 2026-12-05 run r: three replies of an empty block only, told each time
+    that their code named no file)."""
+    lines = text.splitlines()
+    return any(
+        info.lower() not in _NOT_CODE and any(line.strip() for line in lines[start + 1 : end])
+        for start, end, info in _blocks(lines)
+    )

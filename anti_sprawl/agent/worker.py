@@ -351,7 +351,7 @@ class _Worker:
         if response.text_call_problem:
             nudge = text_call_nudge(response.text_call_problem, self.loop.specs)
             return f"{nudge} {WHOLE_FILE_HINT}{self._progress()}"
-        if not reply:
+        if not reply.replace("```", "").strip():  # nothing, or an empty code block (run r)
             return EMPTY_REPLY_PROMPT + self._progress()
         return f"{CONTINUE_PROMPT} {WHOLE_FILE_HINT}{self._progress()}"
 

@@ -497,8 +497,9 @@ def fenced_objects(text: str) -> list[dict[str, Any]]:
 
 def text_call_problem(text: str, tools: Sequence[ToolSpec]) -> str | None:
     """Why ``text``, which looks like a tool call written as text, is not one; None when it
-    does not look like a call at all."""
-    if not tools or not _LOOKS_LIKE_CALL.search(text):
+    does not look like a call at all (nor do empty code fences alone: make real-model
+    2026-12-05 run r sent "```\n```" three times, each answered as a call mixed with text)."""
+    if not tools or not _LOOKS_LIKE_CALL.search(text) or not text.replace("```", "").strip():
         return None
     blocks = _objects(text)
     if blocks is None:
