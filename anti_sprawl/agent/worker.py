@@ -40,7 +40,7 @@ from ..providers.base import (
 )
 from ..providers.limits import cut_message
 from ..providers.prices import Price
-from ..providers.text_calls import text_call_nudge
+from ..providers.text_calls import is_blank, text_call_nudge
 from ..tokens import TokenCounter
 from ..trust import wrap_data
 from .artifacts import ArtifactStore, Observer
@@ -351,7 +351,7 @@ class _Worker:
         if response.text_call_problem:
             nudge = text_call_nudge(response.text_call_problem, self.loop.specs)
             return f"{nudge} {WHOLE_FILE_HINT}{self._progress()}"
-        if not reply.replace("```", "").strip():  # nothing, or an empty code block (run r)
+        if is_blank(reply):
             return EMPTY_REPLY_PROMPT + self._progress()
         return f"{CONTINUE_PROMPT} {WHOLE_FILE_HINT}{self._progress()}"
 

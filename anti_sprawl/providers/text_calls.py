@@ -27,7 +27,13 @@ from typing import Any, ClassVar
 
 from .base import ToolCall, ToolSpec
 
-__all__ = ["fenced_objects", "recover_text_calls", "text_call_nudge", "text_call_problem"]
+__all__ = [
+    "fenced_objects",
+    "is_blank",
+    "recover_text_calls",
+    "text_call_nudge",
+    "text_call_problem",
+]
 
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*\n?(.*?)\n?```$", re.S)
 # A fenced block that starts a line, anywhere in a longer reply.
@@ -495,11 +501,16 @@ def fenced_objects(text: str) -> list[dict[str, Any]]:
     return [data for data in found if isinstance(data, dict)]
 
 
+def is_blank(text: str) -> bool:
+    """Whether a reply says nothing: no text, or empty code fences alone (run r)."""
+    return not text.replace("```", "").strip()
+
+
 def text_call_problem(text: str, tools: Sequence[ToolSpec]) -> str | None:
     """Why ``text``, which looks like a tool call written as text, is not one; None when it
     does not look like a call at all (nor do empty code fences alone: make real-model
     2026-12-05 run r sent "```\n```" three times, each answered as a call mixed with text)."""
-    if not tools or not _LOOKS_LIKE_CALL.search(text) or not text.replace("```", "").strip():
+    if not tools or not _LOOKS_LIKE_CALL.search(text) or is_blank(text):
         return None
     blocks = _objects(text)
     if blocks is None:
