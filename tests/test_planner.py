@@ -409,13 +409,20 @@ def test_missing_tests_are_warned_about(tmp_path: Path, repo: Path) -> None:
         "depends on the other: it may see either version; add a dependency",
         "task 'core' uses names defined in app/util.py, which task 'util' writes, but neither "
         "depends on the other: it may see either version; add a dependency",
-        "task 'core_tests' uses names defined in app/core.py, outside its scopes: its worker "
-        "cannot read them (add them to read_scope)",
+        # the planner applies validation's read_coverage warnings (planner/assist.py
+        # with_used_definitions): a worker cannot read a file its scopes miss
+        "task 'core_tests' read_scope: added app/core.py: its files use names defined there, "
+        "which its worker could not read",
         "task 'util' changes app/util.py but its tests (tests/test_util.py) are in no "
         "task's write scope",
-        "task 'util' uses names defined in app/deep.py, outside its scopes: its worker "
-        "cannot read them (add them to read_scope)",
+        "task 'util' read_scope: added app/deep.py: its files use names defined there, which "
+        "its worker could not read",
     ]
+    tasks = {t.task_id: t for t in result.plan.tasks}
+    assert tasks["core_tests"].read_scope == ["app/core.py"]
+    assert tasks["util"].read_scope == ["app/deep.py"]
+    # api's use of app/core.py is the stale_reference above, not read: it would be a stale read
+    assert tasks["api"].read_scope == []
     assert plan_with(repo, tmp_path, GOOD).warnings == []
 
 
@@ -425,7 +432,8 @@ def test_read_scope_expansion_follows_imports_and_references(tmp_path: Path, rep
         node("api", dependencies=["core"], write_scope=["app/api.py", "tests/test_api.py"]),
     )
     plain = plan_with(repo, tmp_path, plan).plan
-    assert [t.read_scope for t in plain.tasks] == [[], []]
+    # without the flag, only the files defining names the write files use directly
+    assert [t.read_scope for t in plain.tasks] == [["app/util.py"], ["app/core.py"]]
     expanded = plan_with(repo, tmp_path, plan, expand_read_scope=True).plan
     core, api = expanded.tasks
     assert "app/util.py" in core.read_scope  # app/core.py imports app.util

@@ -983,6 +983,23 @@ def test_a_recorded_read_of_the_repository_map_as_a_file_is_left_out(
     assert any("read_scope entry 'repo/map/repomap' names no file" in w for w in result.warnings)
 
 
+def test_a_recorded_test_node_may_read_the_module_its_test_imports(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """make real-model 2026-12-05 run s, planner call 2: calc.py in one task, its test in a
+    second whose read scope was test_calc.py alone. test_calc.py imports add() from calc.py,
+    which the worker could not read: it never saw subtract() and finished twice over no
+    change. The planner now adds the files defining names a task's files use."""
+    result = _planned_reply(tmp_path, server, "planner_split_run_s.txt")
+    assert result.ok, result.message
+    code, test = result.plan.tasks
+    assert (test.write_scope, test.read_scope) == (["test_calc.py"], ["test_calc.py", "calc.py"])
+    assert code.read_scope == []
+    assert "task 'task2' read_scope: added calc.py: its files use names defined there" in "\n".join(
+        result.warnings
+    )
+
+
 def test_a_users_plan_keeps_its_read_of_a_missing_file_an_error(tmp_path: Path) -> None:
     """Only a planner's submission is mended: in a plan the user wrote it is a typo to fix."""
     run = recorded("planner_runaway_run_f.json")

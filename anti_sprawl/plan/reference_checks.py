@@ -6,7 +6,8 @@ warnings follow: ``stale_reference``, a module defining a name the task's files 
 written by a task the DAG leaves unordered against it (the worker may see it before or after
 that change, like a stale read, but found through the code rather than the read scope), and
 ``read_coverage``, used definitions in files outside the task's scopes (the worker cannot
-read them; ``plan --expand-read-scopes`` adds them).
+read them; the planner adds them to its own plans, ``planner/assist.py``
+``with_used_definitions``, and a plan the user wrote keeps the warning).
 
 Which files each task writes, and who writes each file, come from one ``FileIndex`` of the
 listing (by prefix, not every file against every task): at 1,000 nodes the all-pairs loops

@@ -4,7 +4,10 @@ Applied by the planner after validation and before saving:
 
 - ``missing_test_warnings``: a module a task changes should have its tests
   (``tests/…/test_<module>.py`` or a sibling ``<module>_test.py``) in some write scope.
-- ``expand_read_scopes``: add the *direct* in-repo imports of each task's write-scope Python
+- ``with_used_definitions``: add to a task's read scope the files defining names its
+  write-scope Python files use that its scopes miss (validation's ``read_coverage``
+  warning, applied: a worker cannot read them otherwise).
+- ``expand_read_scopes`` (``plan --expand-read-scope``): add the *direct* in-repo imports of each task's write-scope Python
   files to its read scope, and the modules that define the names they use
   (``reference_scope``: re-exports followed, ranked, cut to a share of the lean target),
   never the transitive import closure (that is the crawl we exist to stop), and never an
@@ -16,7 +19,7 @@ Applied by the planner after validation and before saving:
 - ``cost_estimate``: the plan's cost as a range per task and in total, from the lean first
   calls to every call of every attempt at its cap (``planner/estimate.py`` adds dollars).
 
-One cohesive module at ~330 lines: the five passes share the plan's literal files, scope
+One cohesive module at ~370 lines: the six passes share the plan's literal files, scope
 matching and ordering helpers, and splitting them would export those helpers between modules.
 """
 
@@ -34,6 +37,7 @@ from ..outline.pyfacts import python_imports
 from ..outline.references import References
 from ..outline.views import MIN_REGION_TOKENS
 from ..plan.model import Plan, TaskNode
+from ..plan.report import Problem
 from .reference_scope import ranked_references
 from .repomap.ranking import module_index
 
@@ -55,6 +59,7 @@ __all__ = [
     "missing_test_warnings",
     "prompt_sizes",
     "tool_calls_for",
+    "with_used_definitions",
 ]
 
 Reader = Callable[[str], str | None]
@@ -258,6 +263,36 @@ def _direct_imports(source: str, path: str, index: Mapping[str, list[str]]) -> l
             continue
         out.update(dict.fromkeys(index[name]))
     return [f for f in out if f != path]
+
+
+def with_used_definitions(plan: Plan, warnings: Sequence[Problem]) -> tuple[Plan, list[str]]:
+    """``plan`` with each ``read_coverage`` warning applied: the files defining names a task's
+    write files use, outside its scopes, added to its read scope, and a line for each task.
+    Validation leaves out a file an unordered task writes (a stale read), so none is added
+    here. Recorded, make real-model 2026-12-05 runs l and s: the planner gave the test of
+    subtract() a node of its own that could read test_calc.py only, not the calc.py it
+    imports; the worker never saw subtract() and twice finished over no change."""
+    used: dict[str, list[str]] = {}
+    for p in warnings:
+        if p.code == "read_coverage":
+            for task_id in p.tasks:
+                used.setdefault(task_id, []).extend(p.paths)
+    if not used:
+        return plan, []
+    notes: list[str] = []
+    tasks: list[TaskNode] = []
+    for node in plan.tasks:
+        own = Scope([*node.read_scope, *node.write_scope])
+        added = [p for p in dict.fromkeys(used.get(node.task_id, ())) if not own.matches(p)]
+        if added:
+            node = node.model_copy(update={"read_scope": [*node.read_scope, *added]})
+            more = f" and {len(added) - 3} more" if len(added) > 3 else ""
+            notes.append(
+                f"task '{node.task_id}' read_scope: added {', '.join(added[:3])}{more}: its "
+                "files use names defined there, which its worker could not read"
+            )
+        tasks.append(node)
+    return plan.model_copy(update={"tasks": tasks}), notes
 
 
 def expand_read_scopes(plan: Plan, files: Sequence[str], read: Reader) -> tuple[Plan, list[str]]:

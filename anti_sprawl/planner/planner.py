@@ -51,6 +51,7 @@ from .assist import (
     expand_read_scopes,
     fit_context_window,
     missing_test_warnings,
+    with_used_definitions,
 )
 from .prompt import (
     PromptPart,
@@ -417,7 +418,9 @@ class _Session:
 
     def _accept(self, plan: Plan, raw: dict[str, Any], report: Report) -> PlannerResult:
         """A valid submission, with scope assistance applied where it keeps the plan valid."""
+        plan, covered = with_used_definitions(plan, report.warnings)
         plan, warnings = self._assist(plan, missing_budgets(raw))
+        warnings = covered + warnings
         final = validate(plan, self.repo)
         if not final.valid or final.plan is None:  # assistance must never break a valid plan
             warnings.append("scope assistance was not applied: it made the plan invalid")
