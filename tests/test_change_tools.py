@@ -404,3 +404,24 @@ def test_a_module_that_imports_itself_is_noted(
     assert result.status == "succeeded", result.message
     (written,) = observations(provider)
     assert ("imports itself" in written) is noted
+
+
+def test_a_test_module_holding_a_copy_of_the_code_under_test_is_found() -> None:
+    """``copied_into_tests``, the unclaimed-landing gate of agent/worker.py (run o): a test
+    module's top-level definition that a changed module which is no test also defines."""
+    from anti_sprawl.agent.change_tools import copied_into_tests
+
+    code = "def add(a, b):\n    return a + b\n\n\ndef subtract(a, b):\n    return a - b\n"
+    copy = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\n"
+    copy += "def subtract(a, b):\n    return a - b\n"
+    found = copied_into_tests({"calc.py": code, "test_calc.py": copy})
+    assert found == "test_calc.py defines `subtract`, as calc.py does"
+    assert copied_into_tests({"calc.py": code, "tests/calc_check.py": copy})  # a tests/ dir
+    good = "from calc import subtract\n\n\ndef test_subtract():\n    assert subtract(3, 2) == 1\n"
+    assert copied_into_tests({"calc.py": code, "test_calc.py": good}) == ""
+    # a test named like the code (test_*) and a helper of its own are no copy
+    helper = good + "\n\ndef make_pair():\n    return 3, 2\n"
+    assert copied_into_tests({"calc.py": code, "test_calc.py": helper}) == ""
+    # the same name in two modules that are no tests, or in a test alone, is not this
+    assert copied_into_tests({"calc.py": code, "more.py": code}) == ""
+    assert copied_into_tests({"test_calc.py": copy}) == ""

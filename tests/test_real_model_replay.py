@@ -500,6 +500,21 @@ def test_the_recorded_alternating_echo_stalls(tmp_path: Path, server: FakeLLMSer
     assert len(server.requests) == 4 + TEXT_TURN_LIMIT
 
 
+def test_a_recorded_test_file_holding_a_copy_of_the_code_does_not_land_unclaimed(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """subtract_run_o (make real-model 2026-12-05 run o), execute calls 1-7: a right calc.py,
+    then test_calc.py written with test_add and a copy of `def subtract(a, b)`, and no test of
+    it; then replies with no tool call until the attempt stalled. The tests passed, and it
+    landed, never claimed, with that junk test file. A change whose test module copies the code under
+    test is no longer taken unclaimed: the attempt fails as it ended, stalled."""
+    repo, state = replay(tmp_path, server, "subtract_run_o.json", slice(0, 7))
+    node = state["tasks"]["subtract"]
+    assert (node["status"], node["reason"]) == ("failed", "stalled")
+    assert not node.get("unclaimed")
+    assert fx_branch_commits(repo) == 0
+
+
 def test_the_recorded_wrong_test_is_shown_to_the_model_before_its_finish_is_taken(
     tmp_path: Path, server: FakeLLMServer
 ) -> None:

@@ -13,10 +13,12 @@ import re
 import textwrap
 
 from ..fs.firewall import EditError, Firewall
+from ..outline.pyfacts import is_test_module
 from ..redact import PLACEHOLDER
 from .tools import MoveFileArgs, PathArgs, WriteFileArgs
 
 __all__ = [
+    "copied_into_tests",
     "delete_file",
     "import_of_itself",
     "move_file",
@@ -265,6 +267,24 @@ def import_of_itself(path: str, text: str) -> str:
         )
         if any(itself(m) for m in modules):
             return ast.get_source_segment(text, node) or "import"
+    return ""
+
+
+def copied_into_tests(texts: dict[str, str]) -> str:
+    """Where a test module among ``texts`` (path -> changed text) defines, at its top level, a
+    function or class that a changed module that is no test also defines: a copy of the code
+    under test, which the test module then holds instead of a test of it (make real-model
+    2026-12-05 run o: test_calc.py got `def subtract(a, b)` beside calc.py's, and no test).
+    One line saying so, or ""."""
+    defined: dict[str, str] = {}
+    for path, text in texts.items():
+        if path.endswith(".py") and not is_test_module(path):
+            defined.update(dict.fromkeys(top_level_names(text), path))
+    for path, text in texts.items():
+        if path.endswith(".py") and is_test_module(path):
+            copied = [n for n in top_level_names(text) if n in defined and not n.startswith("test")]
+            if copied:
+                return f"{path} defines {_names(copied)}, as {defined[copied[0]]} does"
     return ""
 
 

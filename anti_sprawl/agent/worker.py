@@ -45,7 +45,7 @@ from ..tokens import TokenCounter
 from ..trust import wrap_data
 from .artifacts import ArtifactStore, Observer
 from .budget import Budget, RunBudget
-from .change_tools import import_of_itself
+from .change_tools import copied_into_tests, import_of_itself
 from .digest import Compactor
 from .dispatch import Ending, Handler, ToolOutcome
 from .file_blocks import has_unlabelled_code, whole_file_blocks
@@ -309,12 +309,18 @@ class _Worker:
         """Whether the worktree changes a file in the write scope, no changed module imports
         itself (a defect its write was told of, which a test need not reach: run k's attempt
         1 appended ``from calc import add`` and a wrong test function to calc.py, and the
-        tests passed), and the whole test command passes on it."""
+        tests passed), no changed test module holds a copy of the code it should test
+        (``copied_into_tests``: run o), and the whole test command passes on it."""
         if self.ctx.changed_files is None:
             return False
         fw = self.ctx.firewall
-        changed = [path for path in self.ctx.changed_files() if fw.write_scope.matches(path)]
-        if not changed or any(import_of_itself(p, fw.current_text(p) or "") for p in changed):
+        changed = {p: fw.current_text(p) or "" for p in self.ctx.changed_files()}
+        changed = {p: text for p, text in changed.items() if fw.write_scope.matches(p)}
+        if (
+            not changed
+            or any(import_of_itself(p, text) for p, text in changed.items())
+            or copied_into_tests(changed)
+        ):
             return False
         run = self._whole_run()
         return run is not None and run.passed

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from pathlib import PurePosixPath
 from typing import NamedTuple
 
 __all__ = [
     "PythonFacts",
     "from_base",
     "imported_names",
+    "is_test_module",
     "python_imports",
     "scan_python",
     "tree_facts",
@@ -105,3 +107,15 @@ def from_base(node: ast.ImportFrom, package: list[str]) -> str | None:
     if node.module:
         parts = [*parts, *node.module.split(".")]
     return ".".join(parts)
+
+
+def is_test_module(path: str) -> bool:
+    """Whether ``path`` names a test module by the usual layouts: ``test_*.py``,
+    ``*_test.py``, ``conftest.py`` or any file under a ``tests`` directory."""
+    p = PurePosixPath(path)
+    return (
+        p.name.startswith("test_")
+        or p.stem.endswith("_test")
+        or p.name == "conftest.py"
+        or "tests" in p.parent.parts
+    )

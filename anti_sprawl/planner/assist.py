@@ -33,7 +33,7 @@ from pydantic import BaseModel
 from ..agent.worker import CALL_SLACK
 from ..context.lean import LEAN_SHARE, Scoped, lean_target, reserve_for
 from ..fs.scopes import Scope, is_glob, normalize_entry
-from ..outline.pyfacts import python_imports
+from ..outline.pyfacts import is_test_module, python_imports
 from ..outline.references import References
 from ..outline.views import MIN_REGION_TOKENS
 from ..plan.model import Plan, TaskNode
@@ -163,23 +163,13 @@ def _scoped(entries: Sequence[str], files: Sequence[str]) -> list[str]:
     return [f for f in files if scope.matches(f)]
 
 
-def _is_test(path: str) -> bool:
-    p = PurePosixPath(path)
-    return (
-        p.name.startswith("test_")
-        or p.stem.endswith("_test")
-        or p.name == "conftest.py"
-        or "tests" in p.parent.parts
-    )
-
-
 def _changed_modules(node: TaskNode, files: Sequence[str]) -> list[str]:
     """Python modules (not tests, not ``__init__``) the node may change or create."""
     paths = dict.fromkeys([*_literal_files(node.write_scope), *_scoped(node.write_scope, files)])
     return [
         p
         for p in paths
-        if p.endswith(".py") and not _is_test(p) and PurePosixPath(p).name != "__init__.py"
+        if p.endswith(".py") and not is_test_module(p) and PurePosixPath(p).name != "__init__.py"
     ]
 
 
