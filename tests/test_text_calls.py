@@ -408,3 +408,60 @@ def test_empty_code_fences_alone_are_no_call() -> None:
     assert text_call_problem("```\n```", WORKER_TOOLS) is None
     # a block with anything in it is still judged as a call
     assert text_call_problem('```json\n{"x": 1\n```', WORKER_TOOLS) is not None
+
+
+def test_a_call_whose_file_holds_code_fences_is_read_whole() -> None:
+    """make real-model 2026-12-05 run p, worker call 1 (subtract_run_p.json): a write_file whose
+    calc.py held add() and subtract() each in a ```python block, the value opened with triple
+    quotes and closed with one. It was cut at the first inner fence (69 characters written: the
+    docstring); it is one call with the whole file, fences and all (agent/change_tools.py drops
+    them when that makes the file Python)."""
+    fixture = json.loads((FIXTURES / "subtract_run_p.json").read_text())
+    text = fixture["calls"][0]["response"]["choices"][0]["message"]["content"]
+    (call,) = recover_text_calls(text, WORKER_TOOLS)
+    assert (call.name, call.arguments["path"], call.arguments["append"]) == (
+        "write_file",
+        "./calc.py",
+        False,
+    )
+    assert "def add(a, b):\n    return a + b\n```" in call.arguments["content"]
+    assert call.arguments["content"].endswith("def subtract(a, b):\n    return a - b\n```\\n\\n")
+    # its line breaks all real: each fence a line of its own inside the block, which closes at
+    # the fence after which its object is whole
+    lines = text.replace("\\n", "\n")
+    whole = (
+        "A tiny calculator.\n\n```python\ndef add(a, b):\n    return a + b\n```\n\n"
+        "```python\ndef subtract(a, b):\n    return a - b\n```\n\n"
+    )
+    (call,) = recover_text_calls(lines, WORKER_TOOLS)
+    assert call.arguments["content"] == whole
+    (call,) = recover_text_calls(lines + "\nThis writes calc.py.", WORKER_TOOLS)
+    assert call.arguments["content"] == whole
+    # a block after it is a call of its own
+    tests = '```json\n{"name": "run_tests", "arguments": {"args": []}}\n```'
+    calls = recover_text_calls(f"{lines}\n{tests}", WORKER_TOOLS)
+    assert [(c.name, c.arguments.get("content")) for c in calls] == [
+        ("write_file", whole),
+        ("run_tests", None),
+    ]
+
+
+def test_a_block_cut_at_its_first_fence_swallows_no_later_block() -> None:
+    """A block whose object is whole at no fence closes at its first, as before: the block
+    after it stays a block of its own (here named as the call that was not valid JSON)."""
+    cut = '```json\n{"name": "write_file", "arguments": {"path": "a.py", "content": "x\n```'
+    tests = '```json\n{"name": "run_tests", "arguments": {"args": []}}\n```'
+    assert recover_text_calls(f"{cut}\n{tests}", WORKER_TOOLS) == []
+    problem = text_call_problem(f"{cut}\n{tests}", WORKER_TOOLS)
+    assert problem == "of its 2 tool calls, the 1st (write_file) was not valid JSON"
+
+
+def test_a_value_opened_with_triple_quotes_may_close_with_one() -> None:
+    """Run p's value closed with ``",`` and the next key: the value ends at the first lone
+    quote after which the rest is JSON, not at a quote of the file's own."""
+    text = (
+        '{"name": "write_file", "arguments": {"path": "a.py", "content": """print("a", b)\n",\n'
+        '    "append": true}}'
+    )
+    (call,) = recover_text_calls(text, WORKER_TOOLS)
+    assert call.arguments == {"path": "a.py", "content": 'print("a", b)\n', "append": True}

@@ -11,7 +11,10 @@ a call's arguments as Python assignments to one dictionary's keys (``obj['summar
 Content that is *only* such objects (or only such tagged blocks) and names a known tool, or
 whose object matches exactly one tool's required arguments, or that opens with one whole call
 of a known tool, becomes tool calls marked ``from_text`` (the manifest and the transcript say
-so). Anything else that looks like a call is left as text, with
+so). A fenced block closes at its first fence line unless it holds an object that is whole only
+at a later one: a file's text inside the call may hold fences of its own (make real-model
+2026-12-05 run p, worker call 1: a calc.py written with ```python blocks in it, cut at the
+first inner fence). Anything else that looks like a call is left as text, with
 ``text_call_problem`` saying what was wrong, for the nudge the model is sent next.
 """
 
@@ -19,11 +22,12 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import itertools
 import json
 import re
 import uuid
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 from .base import ToolCall, ToolSpec
 
@@ -36,8 +40,17 @@ __all__ = [
 ]
 
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*\n?(.*?)\n?```$", re.S)
-# A fenced block that starts a line, anywhere in a longer reply.
-_FENCED_BLOCK = re.compile(r"^```[a-zA-Z]*[ \t]*\n(.*?)\n```[ \t]*$", re.S | re.M)
+# A fenced block's opening line and the lines that may close it: at the start of a line,
+# anywhere in a longer reply; or indented, as under a numbered list item.
+_BLOCK = (re.compile(r"^```[a-zA-Z]*[ \t]*\n", re.M), re.compile(r"\n```[ \t]*$", re.M))
+_INDENTED = (
+    re.compile(r"^[ \t]*```[a-zA-Z_]*[ \t]*\n", re.M),
+    re.compile(r"\n[ \t]*```[ \t]*$", re.M),
+)
+# Any fence that starts a line, whatever follows it on the line.
+_ANY_FENCE = re.compile(r"\n```")
+# Fences tried as the close of a block that holds a cut object: a file in a call holds a few.
+_FENCES_TRIED = 32
 _TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.S)
 _NAME_KEYS = ("name", "tool", "tool_name", "function")
 _ARG_KEYS = ("arguments", "parameters", "args", "input")
@@ -48,9 +61,10 @@ _LOOKS_LIKE_CALL = re.compile(r"^\s*(\{|```|<tool_call>)|\"(name|arguments)\"\s*
 def _objects(text: str) -> list[str] | None:
     """The JSON texts ``text`` consists of, or None when it is something else too."""
     body = text.strip()
-    blocks = _FENCED_BLOCK.findall(body)
-    if len(blocks) > 1 and not _FENCED_BLOCK.sub("", body).strip():
-        return [_undouble_outer(block.strip()) for block in blocks]  # one fenced call each
+    fenced_blocks = _blocks(body)
+    if len(fenced_blocks) > 1 and not _between(body, fenced_blocks).strip():
+        # one fenced call each
+        return [_undouble_outer(block.body.strip()) for block in fenced_blocks]
     fenced = _FENCE.match(body)
     if fenced:
         body = fenced.group(1).strip()
@@ -67,6 +81,52 @@ def _objects(text: str) -> list[str] | None:
         if len(calls) > 1:
             return [_undouble_outer(call) for call in calls]
     return [_undouble_outer(body)]
+
+
+class _Block(NamedTuple):
+    """A fenced block of a reply: what it holds, and where it starts and ends."""
+
+    body: str
+    start: int
+    end: int
+
+
+def _blocks(text: str, fences: tuple[re.Pattern[str], re.Pattern[str]] = _BLOCK) -> list[_Block]:
+    """The closed fenced blocks of ``text``, in order (``fences``: their opening line and the
+    lines that may close them)."""
+    opening, closing = fences
+    found: list[_Block] = []
+    pos = 0
+    while (opened := opening.search(text, pos)) is not None:
+        closed = _closing_fence(text, opened.end(), closing)
+        if closed is None:
+            break
+        body = text[opened.end() : closed.start()]
+        found.append(_Block(body, opened.start(), closed.end()))
+        pos = closed.end()
+    return found
+
+
+def _closing_fence(text: str, start: int, closing: re.Pattern[str]) -> re.Match[str] | None:
+    """The fence that closes the block whose text starts at ``start``: its first fence, unless
+    the text up to it is an object cut short (it does not end with a brace, or does not load)
+    and the text up to a later fence is a whole one. The file a call writes may hold fences of
+    its own (run p); a block after a whole object is never swallowed."""
+    fences = closing.finditer(text, start)
+    first = next(fences, None)
+    if first is None or not text[start : first.start()].lstrip().startswith("{"):
+        return first
+    for fence in itertools.chain([first], itertools.islice(fences, _FENCES_TRIED)):
+        body = text[start : fence.start()].strip()
+        if body.endswith("}") and isinstance(_load(body), dict):
+            return fence
+    return first
+
+
+def _between(text: str, blocks: Sequence[_Block]) -> str:
+    """The text of ``text`` outside its ``blocks``."""
+    edges = [0, *(edge for block in blocks for edge in (block.start, block.end)), len(text)]
+    return "".join(text[a:b] for a, b in zip(edges[::2], edges[1::2], strict=True))
 
 
 def _one_per_line(body: str) -> list[str]:
@@ -109,12 +169,37 @@ def _untriple(text: str) -> str | None:
     while (opened := _TRIPLE_OPEN.search(text, pos)) is not None:
         closed = _TRIPLE_CLOSE.search(text, opened.end())
         if closed is None:
-            return _closed_by_echoed_tag(text, opened, "".join(out) + text[pos : opened.start()])
+            before = "".join(out) + text[pos : opened.start()]
+            by_one = _closed_by_one_quote(text, opened, before)
+            return by_one if by_one is not None else _closed_by_echoed_tag(text, opened, before)
         out += [text[pos : opened.start()], ": ", json.dumps(_triple_body(text, opened, closed))]
         pos = closed.end()
         if _NEXT_KEY.match(text, pos):
             out.append(",")  # '"""' then the next key on its own line: the comma forgotten
     return "".join(out) + text[pos:] if out else None
+
+
+# A lone double quote the JSON may go on after: a comma, a closing brace or bracket.
+_ONE_QUOTE = re.compile(r'(?<!")"(?!")(?=\s*[,}\]])')
+_ONE_QUOTE_TRIES = 64  # each a read of the whole text: a reply full of such quotes is no hang
+
+
+def _closed_by_one_quote(text: str, opened: re.Match[str], before: str) -> str | None:
+    """The JSON ``text`` meant when a value opened with triple quotes closes with one (recorded,
+    make real-model 2026-12-05 run p, worker call 1: a calc.py opened with ``\"\"\"`` and closed
+    with ``",`` before ``"append": false``): the value ends at the first lone quote after which
+    the rest of the text is valid JSON, and before any other triple quotes (run d's value
+    closes with three and goes on with ``+``: a Python literal); None when there is none. A
+    quote of the file's own (``print("a", b)``) is followed by more of the file, not JSON."""
+    triple = text.find('"""', opened.end())
+    quotes = _ONE_QUOTE.finditer(text, opened.end(), len(text) if triple < 0 else triple)
+    for quote in itertools.islice(quotes, _ONE_QUOTE_TRIES):
+        value = json.dumps(_triple_body(text, opened, quote))
+        candidate = f"{before}: {value}{text[quote.end() :]}"
+        with contextlib.suppress(ValueError, RecursionError):
+            json.loads(candidate)
+            return candidate
+    return None
 
 
 # The closing tag of the data blocks files are shown in (trust.py), echoed by a small model as
@@ -444,10 +529,6 @@ class _JoinedStrings(ast.NodeTransformer):
         return node
 
 
-# A fenced block in prose, indented as under a numbered list item.
-_INDENTED_BLOCK = re.compile(r"^[ \t]*```([a-zA-Z_]*)[ \t]*\n(.*?)\n[ \t]*```[ \t]*$", re.S | re.M)
-
-
 def _steps_in_prose(text: str, tools: Sequence[ToolSpec]) -> list[ToolCall]:
     """The calls of a reply that explains its steps and writes each as a fenced JSON block
     (recorded, make real-model 2026-12-03 run 3, calls 18-21: "1. **Delete the existing
@@ -458,8 +539,8 @@ def _steps_in_prose(text: str, tools: Sequence[ToolSpec]) -> list[ToolCall]:
     alternatives ("or like this"), not steps (tests/fixtures/real_model/planner_run7.json,
     reply 2: one submit_plan block per fix), and a block of code makes it prose."""
     calls: list[ToolCall] = []
-    for _, body in _INDENTED_BLOCK.findall(text):
-        data = _load(body.strip())
+    for block in _blocks(text, _INDENTED):
+        data = _load(block.body.strip())
         if data is not None and not isinstance(data, dict):
             continue  # a list of names, a number: what the prose shows, not a call
         call = _call(data, tools)
@@ -486,8 +567,9 @@ def _leading_call(text: str, tools: Sequence[ToolSpec]) -> ToolCall | None:
     except (ValueError, RecursionError):  # RecursionError: absurd nesting, a hostile reply
         # the call's fenced block alone, up to its closing fence: what it holds may not be
         # JSON as written (a triple-quoted file that never closes, read by _load)
-        block, fence, _ = body.partition("\n```")
-        data = _load(block) if fence and '"""' in block else None
+        fence = _closing_fence(body, 0, _ANY_FENCE)
+        block = body[: fence.start()] if fence else ""
+        data = _load(block) if '"""' in block else None
     return _call(data, tools)
 
 
@@ -497,7 +579,7 @@ def fenced_objects(text: str) -> list[dict[str, Any]]:
 
     For a policy that knows what a document of its own looks like in prose: the planner's plan
     written as a ```json block after a page of explanation (planner/planner.py)."""
-    found = [_load(block.strip()) for block in _FENCED_BLOCK.findall(text)]
+    found = [_load(block.body.strip()) for block in _blocks(text)]
     return [data for data in found if isinstance(data, dict)]
 
 
