@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
+from anti_sprawl.agent import change_tools
 from anti_sprawl.agent.artifacts import ArtifactStore
-from anti_sprawl.agent.tools import WORKER_TOOLS
+from anti_sprawl.agent.tools import WORKER_TOOLS, WriteFileArgs
 from anti_sprawl.agent.worker import WorkerContext, WorkerLimits, WorkerResult, run_worker
 from anti_sprawl.fs.firewall import Firewall
 from anti_sprawl.providers.base import SystemBlock, ToolResultMessage
@@ -381,6 +382,57 @@ def test_only_the_stray_triple_quote_line_is_dropped(root: Path, firewall: Firew
     result, _ = run(root, firewall, turns)
     assert result.status == "succeeded", result.message
     assert (root / "app/m.py").read_text() == f'"""Module."""\n{body}'
+
+
+def written(firewall: Firewall, path: str, content: str, *, from_text: bool = True) -> str:
+    """The observation of a write_file of ``content`` to ``path``, read from the model's text
+    (providers/text_calls.py) unless ``from_text`` is False."""
+    args = WriteFileArgs(path=path, content=content)
+    return change_tools.write_file(firewall, args, from_text=from_text)
+
+
+def test_code_fence_lines_inside_a_python_file_are_left_out_when_read_from_text(
+    root: Path, firewall: Firewall
+) -> None:
+    """make real-model 2026-12-05 run p, worker call 1: calc.py written with add() and
+    subtract() each in its own ```python block, which made it invalid Python. Read from text,
+    it is written without the fence lines when that (and only that) makes it parse; a file that
+    parses as sent (a fence inside a string), a file that is not Python, a file still invalid
+    without them, and a tool call are written as sent."""
+    fenced = "X = 1\n\n```python\ndef add(a, b):\n    return a + b\n```\n\n```py \nY = 2\n  ```\n"
+    repaired = written(firewall, "app/calc.py", fenced)
+    assert repaired.endswith(
+        "\nnote: the text held markdown code fences, which are not Python, so they were left out"
+    )
+    assert (root / "app/calc.py").read_text() == (
+        "X = 1\n\ndef add(a, b):\n    return a + b\n\nY = 2\n"
+    )
+    in_a_string = 'DOC = """\n```python\nx = 1\n```\n"""\n'
+    still_broken = "```python\ndef add(a, b)\n    return a + b\n```\n\n```\nx = 1\n```\n"
+    for path, content, from_text in [
+        ("app/doc.py", in_a_string, True),
+        ("app/notes.md", fenced, True),
+        ("app/broken.py", still_broken, True),
+        ("app/tool.py", fenced, False),
+    ]:
+        assert "note:" not in written(firewall, path, content, from_text=from_text), path
+        assert (root / path).read_text() == content
+
+
+def test_line_breaks_written_as_escapes_are_read_when_only_that_makes_python(
+    root: Path, firewall: Firewall
+) -> None:
+    """Run p's calc.py had its blank lines as ``\\n`` escapes beside real line breaks, too few
+    for the text-call reader to read them (providers/text_calls.py). Read from text, a Python
+    file that parses only with them read as line breaks gets them so; an invalid one whose
+    escape is a string's own (``print("a\\nb")``) is left as it was."""
+    escaped = "X = 1\\n\\ndef add(a, b):\n    return a + b\n"
+    repaired = written(firewall, "app/calc.py", escaped)
+    assert "its line breaks were written as \\n escapes, which were read as line breaks" in repaired
+    assert (root / "app/calc.py").read_text() == "X = 1\n\ndef add(a, b):\n    return a + b\n"
+    own = 'print("a\\nb")\nif True\n    pass\n'
+    assert "note:" not in written(firewall, "app/own.py", own)
+    assert (root / "app/own.py").read_text() == own
 
 
 @pytest.mark.parametrize(

@@ -99,11 +99,13 @@ def _quotes_repaired(path: str, content: str) -> tuple[str, str] | None:
     """``content`` repaired, and what was done, when the Python file is not valid as written
     and is with that; None otherwise. Only parsed, never run.
 
-    The text first as it is, then without a code fence around all of it (run g, call 24:
-    ``"content": "```python\\ndef subtract..."``), then dedented (run g, calls 11-12: the
-    file's lines indented to the level of the JSON around its triple quotes, all of them or
-    all after the first); each then with its triple quotes repaired (``_docstring_repaired``).
-    Recorded from Qwen2.5-Coder-1.5B, make real-model 2026-12-04 (second session) run g."""
+    The text first as it is, then with its ``\\n`` escapes read as line breaks, then without a
+    code fence around all of it (run g, call 24: ``"content": "```python\\ndef subtract..."``),
+    then without the code fences inside it, then dedented (run g, calls 11-12: the file's lines
+    indented to the level of the JSON around its triple quotes, all of them or all after the
+    first); each then with its triple quotes repaired (``_docstring_repaired``). Recorded from
+    Qwen2.5-Coder-1.5B, make real-model 2026-12-04 (second session) run g, and 2026-12-05 run p
+    (``_reshaped``)."""
     if not path.endswith(".py") or _parses(content):
         return None
     for text, done in _reshaped(content):
@@ -115,21 +117,47 @@ def _quotes_repaired(path: str, content: str) -> tuple[str, str] | None:
     return None
 
 
+# A line that is only a markdown code fence, bare or labelled as Python.
+_FENCE_LINE = re.compile(r"^\s*```(?:python|py)?\s*$", re.I)
+
+_FENCE_AROUND = "the code fence around it was dropped"
+_FENCES_INSIDE = "the text held markdown code fences, which are not Python, so they were left out"
+_INDENTED = "its lines were indented, so the indent common to them was removed"
+
+
 def _reshaped(content: str) -> list[tuple[str, str]]:
-    """``content`` as written, unfenced and dedented, with what each change was."""
+    """``content`` as written, with escaped line breaks read, unfenced, without fence lines and
+    dedented, with what each change was.
+
+    Run p, worker call 1: calc.py as ``A tiny calculator.\\n\\n```python``, add() and
+    subtract() each in its own ```python block, the blank lines between written as ``\\n``
+    escapes and the other line breaks real: it parses only with three repairs together (the
+    escapes, the fence lines, the docstring's quotes)."""
     shapes = [(content, "")]
-    lines = content.strip("\n").split("\n")
-    if len(lines) >= 2 and lines[0].lstrip().startswith("```") and lines[-1].strip() == "```":
-        shapes.append(("\n".join(lines[1:-1]) + "\n", "the code fence around it was dropped"))
+    if "\\n" in content:
+        read = "its line breaks were written as \\n escapes, which were read as line breaks"
+        shapes.append((content.replace("\\n", "\n"), read))
+    for text, done in list(shapes):
+        lines = text.strip("\n").split("\n")
+        if len(lines) >= 2 and lines[0].lstrip().startswith("```") and lines[-1].strip() == "```":
+            shapes.append(("\n".join(lines[1:-1]) + "\n", _and(done, _FENCE_AROUND)))
+    for text, done in list(shapes):
+        unfenced = "\n".join(line for line in text.split("\n") if not _FENCE_LINE.match(line))
+        if all(unfenced != shape for shape, _ in shapes):
+            shapes.append((unfenced, _and(done, _FENCES_INSIDE)))
     for text, done in list(shapes):
         lines = text.split("\n")
         first = next((i for i, line in enumerate(lines) if line.strip()), 0)
         tail = textwrap.dedent("\n".join(lines[first + 1 :]))
         for dedented in (textwrap.dedent(text), "\n".join([*lines[: first + 1], tail])):
             if dedented != text:
-                what = "its lines were indented, so the indent common to them was removed"
-                shapes.append((dedented, f"{done}; {what}" if done else what))
+                shapes.append((dedented, _and(done, _INDENTED)))
     return shapes
+
+
+def _and(done: str, what: str) -> str:
+    """``what`` was done after ``done`` (nothing, when empty)."""
+    return f"{done}; {what}" if done else what
 
 
 def _docstring_repaired(content: str) -> tuple[str, str] | None:
