@@ -10,6 +10,7 @@ diff or with the model's wrong test.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import subprocess
@@ -1054,3 +1055,26 @@ def test_a_reply_of_an_empty_code_block_is_an_empty_reply(
     told = [r.body["messages"][-1]["content"] for r in server.requests[3:]]
     assert all(t.startswith(EMPTY_REPLY_PROMPT) for t in told)
     assert "def subtract(a, b):\n    return a - b" in landed_file(repo, "calc.py")
+
+
+def test_a_recorded_file_written_with_code_fences_inside_is_written_as_python(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """subtract_run_p (make real-model 2026-12-05 run p), call 1: calc.py written as a call in
+    a ```json block, its value opened with triple quotes and closed with one, holding add()
+    and subtract() each in a ```python block, its blank lines as ``\\n`` escapes. The call was
+    cut at the first inner fence and calc.py became its docstring alone (69 characters). Read
+    whole, the escapes read, the fence lines left out and the docstring quoted, calc.py parses
+    with both functions, and the node lands on its finish."""
+    finish = {"summary": "Added subtract()", "files": ["calc.py"]}
+    then = [openai_completion(tool_calls=[openai_tool_call("c2", "finish", json.dumps(finish))])]
+    repo, state = replay(tmp_path, server, "subtract_run_p.json", slice(0, 1), then, exit_code=0)
+    landed_node(repo, state, server, [], 2)
+    (wrote,) = [e["result"]["content"] for e in transcript(repo, state) if e["event"] == "tool"
+                and e["call"]["name"] == "write_file"]  # fmt: skip
+    assert "markdown code fences, which are not Python, so they were left out" in wrote
+    calc = landed_file(repo, "calc.py")
+    defined = [node.name for node in ast.parse(calc).body if isinstance(node, ast.FunctionDef)]
+    assert defined == ["add", "subtract"]
+    assert calc.startswith('"""A tiny calculator."""\n')
+    assert "```" not in calc
