@@ -501,6 +501,29 @@ def test_the_recorded_alternating_echo_stalls(tmp_path: Path, server: FakeLLMSer
     assert len(server.requests) == 4 + TEXT_TURN_LIMIT
 
 
+def test_a_recorded_finish_that_leaves_a_file_the_goal_names_is_refused_once(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """subtract_run_t (make real-model 2026-12-05 run t), execute calls 1-2: subtract()
+    appended to calc.py and a finish naming calc.py alone; it landed without the test the goal
+    asks for in test_calc.py. That finish is now refused once, naming test_calc.py; a model
+    that then writes the test lands both files."""
+    test = "from calc import add, subtract\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+    test += "\n\ndef test_subtract():\n    assert subtract(5, 2) == 3\n"
+    write = {"path": "test_calc.py", "content": test}
+    finish = {"summary": "Added subtract() and its test", "files": ["calc.py", "test_calc.py"]}
+    then = [
+        openai_completion(tool_calls=[openai_tool_call("w", "write_file", json.dumps(write))]),
+        openai_completion(tool_calls=[openai_tool_call("f", "finish", json.dumps(finish))]),
+    ]
+    repo, state = replay(tmp_path, server, "subtract_run_t.json", slice(0, 2), then, 0)
+    node = landed_node(repo, state, server, [], 4)
+    told = server.requests[2].body["messages"][-1]["content"]
+    assert "finish refused (this once): your goal names test_calc.py, in your write scope" in told
+    assert node["files_changed"] == ["calc.py", "test_calc.py"]
+    assert "def test_subtract" in landed_file(repo, "test_calc.py")
+
+
 def test_a_recorded_test_file_holding_a_copy_of_the_code_does_not_land_unclaimed(
     tmp_path: Path, server: FakeLLMServer
 ) -> None:
@@ -864,11 +887,15 @@ def test_the_first_streamed_live_run_lands_on_its_first_attempt(
     """subtract_run_h, all 3 calls (make real-model 2026-12-04, second session, run h: the
     first live run with streamed answers, landed in 139 s): calc.py whole in triple quotes
     with its docstring's quotes lost, the same write again (already done), and a finish. The
-    model added no test; the old ones pass, so the node lands with calc.py alone."""
+    model added no test; the old ones pass. The first finish is refused once: the goal names
+    test_calc.py, left as it was (run t); the same finish again lands calc.py alone."""
+    finish = recorded("subtract_run_h.json")["calls"][2]["response"]
     repo, state = replay(
-        tmp_path, server, "subtract_run_h.json", slice(0, 3), exit_code=0, stream=True
+        tmp_path, server, "subtract_run_h.json", slice(0, 3), [finish], exit_code=0, stream=True
     )
-    node = landed_node(repo, state, server, [], 3)
+    node = landed_node(repo, state, server, [], 4)
+    told = server.requests[3].body["messages"][-1]["content"]
+    assert "finish refused (this once): your goal names test_calc.py" in told
     assert node["files_changed"] == ["calc.py"]
     assert landed_file(repo, "calc.py").startswith('"""A tiny calculator."""\n')
     assert "def subtract(a, b):\n    return a - b" in landed_file(repo, "calc.py")
@@ -1016,6 +1043,50 @@ def test_a_recorded_test_node_may_read_the_module_its_test_imports(
     )
 
 
+def test_a_recorded_repair_of_one_task_keeps_the_tasks_it_left_out(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """make real-model 2026-12-05 run t, planner calls 1-3: tasks '0' (calc.py) and '1' (its
+    test, with an empty write scope); told to fix '1', the model sent "the corrected task with
+    ID 1" alone, twice, and planning failed: '1' depends on unknown '0'. A repair that re-sends
+    only some tasks, depending on ones it left out, keeps the earlier submission's others."""
+    replies = ["planner_partial_repair_run_t_1.txt", "planner_partial_repair_run_t_2.txt"]
+    result = _planned_from(tmp_path, server, "planner_runaway_run_f.json", slice(0, 0), replies)
+    assert result.ok, result.message
+    code, test = result.plan.tasks
+    assert (code.task_id, code.write_scope) == ("0", ["calc.py"])
+    assert (test.task_id, test.dependencies, test.write_scope) == ("1", ["0"], ["calc.py"])
+    kept = "the submission re-sent only some tasks: the earlier submission's '0' kept"
+    assert kept in result.warnings
+    # the plan writes no test_calc.py, which the requirement names: sent back once, then kept
+    # it writes no test_calc.py, which the requirement names: sent back once (planner.py),
+    # and the answer when no better plan comes
+    assert result.rounds == 2
+    assert "cannot meet the requirement" in server.requests[2].body["messages"][-1]["content"]
+
+
+def test_only_a_repair_that_needs_the_tasks_it_left_out_keeps_them() -> None:
+    """``with_earlier_tasks`` leaves every other submission as it was sent."""
+    from anti_sprawl.planner.tools import with_earlier_tasks
+
+    def task(task_id: str, *deps: str) -> dict[str, Any]:
+        return {"task_id": task_id, "goal": "g", "dependencies": list(deps)}
+
+    earlier = [task("a"), task("b", "a"), task("c")]
+    fixed = {"plan_id": "p", "tasks": [task("b", "a")]}
+    whole, problems = with_earlier_tasks(fixed, earlier)
+    assert [t["task_id"] for t in whole["tasks"]] == ["a", "b", "c"]
+    assert [p.code for p in problems] == ["submission_reshaped"]
+    for sent in (
+        {"plan_id": "p", "tasks": [task("b")]},  # a smaller plan that stands alone
+        {"plan_id": "p", "tasks": [task("b", "z")]},  # a dependency nothing held: an error
+        {"plan_id": "p", "tasks": [task("b", "a"), task("b", "a")]},  # a duplicate id
+        {"plan_id": "p", "tasks": "b"},
+    ):
+        assert with_earlier_tasks(sent, earlier) == (sent, [])
+    assert with_earlier_tasks(fixed, []) == (fixed, [])  # the first submission
+
+
 def test_a_users_plan_keeps_its_read_of_a_missing_file_an_error(tmp_path: Path) -> None:
     """Only a planner's submission is mended: in a plan the user wrote it is a typo to fix."""
     run = recorded("planner_runaway_run_f.json")
@@ -1068,8 +1139,9 @@ def test_a_recorded_file_written_with_code_fences_inside_is_written_as_python(
     with both functions, and the node lands on its finish."""
     finish = {"summary": "Added subtract()", "files": ["calc.py"]}
     then = [openai_completion(tool_calls=[openai_tool_call("c2", "finish", json.dumps(finish))])]
-    repo, state = replay(tmp_path, server, "subtract_run_p.json", slice(0, 1), then, exit_code=0)
-    landed_node(repo, state, server, [], 2)
+    # twice: the first is refused once, as it leaves test_calc.py, which the goal names, as is
+    repo, state = replay(tmp_path, server, "subtract_run_p.json", slice(0, 1), then * 2, 0)
+    landed_node(repo, state, server, [], 3)
     (wrote,) = [e["result"]["content"] for e in transcript(repo, state) if e["event"] == "tool"
                 and e["call"]["name"] == "write_file"]  # fmt: skip
     assert "markdown code fences, which are not Python, so they were left out" in wrote

@@ -297,7 +297,8 @@ def test_the_note_is_redacted_data_whatever_the_failed_attempt_printed(
         "sys.exit(1)\n"
     )
     repo = fx.make_repo(tmp_path)
-    plan = one_node_plan(write_scope=["pkg/a.py", "pkg/check_a.py"])
+    # a goal naming no file: a finish leaving pkg/a.py as it was is not refused for that
+    plan = one_node_plan(write_scope=["pkg/a.py", "pkg/check_a.py"], goal="Make the check pass")
     plan["test_command"] = [sys.executable, "-m", "pkg.check_a"]
     plan_path = tmp_path / "plan.yaml"
     plan_path.write_text(yaml.safe_dump(plan))

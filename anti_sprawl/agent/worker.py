@@ -203,6 +203,10 @@ class WorkerContext:
     # A finish while the whole test command fails is refused (FAILING_FINISH_REFUSALS times)
     # with the failure shown. Off for a script: its next turn is fixed, a refusal changes nothing.
     check_tests_at_finish: bool = True
+    # Files in the write scope that the node's goal names by path: the first finish that
+    # leaves one unchanged is refused, saying so (make real-model 2026-12-05 run t: a finish
+    # over calc.py alone, "and a test for it in test_calc.py" never written). Empty for a script.
+    goal_files: tuple[str, ...] = ()
 
 
 def run_worker(ctx: WorkerContext) -> WorkerResult:
@@ -225,6 +229,7 @@ class _Worker:
         self.tests: TestOutcome | None = None
         self._checked: TestOutcome | None = None  # a whole run since the last change to files
         self._failing_finishes = 0
+        self._told_goal_files = False
         self._from_text = False  # whether the call running now was read from prose
         self._text_changes: set[tuple[str, str]] = set()  # (tool, arguments) run from prose
         self._repeat_turns: set[int] = set()  # turns that only repeated changes already run
@@ -553,7 +558,8 @@ class _Worker:
         assert isinstance(args, FinishArgs)
         # asked of git only when something reads it: a claim to check, or the tests to run
         gated = self.ctx.check_tests_at_finish and self.ctx.run_tests is not None
-        wanted = self.ctx.changed_files is not None and (bool(args.files) or gated)
+        asked = bool(args.files) or gated or bool(self.ctx.goal_files)
+        wanted = self.ctx.changed_files is not None and asked
         changed = set(self.ctx.changed_files()) if self.ctx.changed_files and wanted else set()
         if args.files and changed:
             claimed = [f for f in args.files if f.strip().removeprefix("./") not in changed]
@@ -565,6 +571,16 @@ class _Worker:
                     status="error",
                     wrap=False,
                 )
+        untouched = [p for p in self.ctx.goal_files if p not in changed] if changed else []
+        if untouched and not self._told_goal_files:
+            self._told_goal_files = True
+            return ToolOutcome(
+                f"finish refused (this once): your goal names {', '.join(untouched)}, in your "
+                "write scope, and your changes leave it as it was. If the goal needs a change "
+                "there, make it now; if not, call finish again.",
+                status="error",
+                wrap=False,
+            )
         # over an empty diff (or none known) the tests say nothing new: no_changes decides
         failing = self._failing_tests() if changed else None
         if failing is not None:

@@ -71,6 +71,7 @@ from .tools import (
     submission_data,
     unasked_models,
     unwritten_feedback,
+    with_earlier_tasks,
     without_missing_reads,
 )
 
@@ -230,6 +231,8 @@ class _Session:
     # the (code, message) pairs of the last invalid submission: a repeat earns the skeleton
     _last_errors: set[tuple[str, str]] = field(default_factory=set)
     _told_unwritten: bool = False
+    # the last submission's tasks: a repair may re-send only those it fixed (with_earlier_tasks)
+    _earlier_tasks: list[Any] = field(default_factory=list)
     _prose_plans: set[str] = field(default_factory=set)  # replies read as a plan (once each)
     # the valid plan sent back once for that warning: still the answer if none better comes
     _held: tuple[Plan, dict[str, Any], Report] | None = None
@@ -378,6 +381,10 @@ class _Session:
             base=self.base,
         )
         data, reshaped = reshaped_submission(data)
+        data, whole = with_earlier_tasks(data, self._earlier_tasks)
+        reshaped += whole
+        if isinstance(data.get("tasks"), list):
+            self._earlier_tasks = data["tasks"]
         data, left_out = unasked_models(data, self.models)
         left_out = [*reshaped, *left_out]
         report = validate(data, self.repo)

@@ -276,6 +276,36 @@ def reshaped_submission(data: dict[str, Any]) -> tuple[dict[str, Any], list[Prob
     return data, problems
 
 
+def with_earlier_tasks(
+    data: dict[str, Any], earlier: Sequence[Any]
+) -> tuple[dict[str, Any], list[Problem]]:
+    """A repair that re-sent only the tasks it fixed, as the whole plan it means: the earlier
+    submission's ``tasks`` with each task of the same ``task_id`` replaced, and a warning.
+    Taken only when the submission depends on a task it left out that the earlier one held
+    (recorded, make real-model 2026-12-05 run t: asked to fix task '1''s empty write scope, the
+    model sent "the corrected task with ID 1" alone, twice, and planning failed on task '1'
+    depending on an unknown '0')."""
+    tasks = data.get("tasks")
+    if not isinstance(tasks, list) or not all(isinstance(t, dict) for t in tasks):
+        return data, []
+    sent = {t.get("task_id"): t for t in tasks if _is_text(t.get("task_id"))}
+    before = {t.get("task_id"): t for t in earlier if isinstance(t, dict)}
+    needed = {
+        d
+        for t in tasks
+        if isinstance(t.get("dependencies"), list)
+        for d in t["dependencies"]
+        if _is_text(d) and d not in sent
+    }
+    kept = [i for i in before if _is_text(i) and i not in sent]
+    if len(sent) != len(tasks) or not needed or not needed <= set(kept):
+        return data, []
+    whole = [sent.pop(i, t) for i, t in before.items()] + list(sent.values())
+    shown = ", ".join(f"'{i}'" for i in kept)
+    message = f"the submission re-sent only some tasks: the earlier submission's {shown} kept"
+    return {**data, "tasks": whole}, [_reshaped(message)]
+
+
 def _is_text(value: Any) -> bool:
     return isinstance(value, str)
 
