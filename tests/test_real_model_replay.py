@@ -1087,6 +1087,47 @@ def test_only_a_repair_that_needs_the_tasks_it_left_out_keeps_them() -> None:
     assert with_earlier_tasks(fixed, []) == (fixed, [])  # the first submission
 
 
+def test_a_recorded_task_with_no_write_scope_writes_the_file_its_goal_names(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """make real-model 2026-12-05 run u, planner call 5: the test task's goal "Write a test
+    for subtract(a, b) in test_calc.py", with test_calc.py in its read scope and an empty write
+    scope (as in runs s and t); its repair drew empty replies only, and planning failed. A task
+    with no write scope gets the files its goal names that no other task writes."""
+    result = _planned_reply(tmp_path, server, "planner_empty_write_scope_run_u.txt")
+    assert result.ok, result.message
+    code, test = result.plan.tasks
+    assert (code.write_scope, test.write_scope) == (["calc.py"], ["test_calc.py"])
+    given = "task 'test-add-subtract' had no write_scope: given test_calc.py, which its goal names"
+    assert given in result.warnings
+
+
+def test_only_a_task_with_no_write_scope_is_given_what_its_goal_names() -> None:
+    from anti_sprawl.planner.tools import reshaped_submission
+
+    def task(task_id: str, goal: str, writes: list[str] | None) -> dict[str, Any]:
+        return {"task_id": task_id, "goal": goal} | (
+            {} if writes is None else {"write_scope": writes}
+        )
+
+    data = {
+        "plan_id": "p",
+        "tasks": [
+            task("code", "Add subtract() to calc.py", ["calc.py"]),
+            task("test", "Test calc.py's subtract() in tests/test_calc.py", []),
+            task("again", "Also write tests/test_calc.py", None),  # already given to 'test'
+            task("vague", "A test for it", []),
+        ],
+    }
+    shaped, problems = reshaped_submission(data)
+    writes = [t.get("write_scope") for t in shaped["tasks"]]
+    assert writes == [["calc.py"], ["tests/test_calc.py"], None, []]
+    assert [p.message for p in problems] == [
+        "task 'test' had no write_scope: given tests/test_calc.py, which its goal names"
+    ]
+    assert data["tasks"][1]["write_scope"] == []  # the submission itself is left as it was
+
+
 def test_a_users_plan_keeps_its_read_of_a_missing_file_an_error(tmp_path: Path) -> None:
     """Only a planner's submission is mended: in a plan the user wrote it is a typo to fix."""
     run = recorded("planner_runaway_run_f.json")

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..ids import SUBMIT_PLAN_TOOL
+from ..plan.intent_checks import named_paths
 from ..plan.model import Plan, TaskNode, command_argv
 from ..plan.validate import Problem, Report
 
@@ -245,7 +246,11 @@ def reshaped_submission(data: dict[str, Any]) -> tuple[dict[str, Any], list[Prob
     - a task's fields at the top level are that task: the plan's only task when it has none,
       left out when ``tasks`` holds a task of the same ``task_id``;
     - an empty string in an optional text field leaves the field unset;
-    - a field neither a plan nor a task has, holding nothing, is left out."""
+    - a field neither a plan nor a task has, holding nothing, is left out;
+    - a task with no write scope gets the files its goal names by path that no other task
+      writes (runs s and u: "Write a test for subtract(a, b) in test_calc.py" with
+      test_calc.py in its read scope and an empty write scope; run u's repair got empty
+      replies only, and planning failed on that error alone)."""
     problems: list[Problem] = []
     data = dict(data)
     top = {k: data[k] for k in _TASK_ONLY if k in data}
@@ -273,7 +278,39 @@ def reshaped_submission(data: dict[str, Any]) -> tuple[dict[str, Any], list[Prob
         data["tasks"] = kept
     if emptied:
         problems.append(_reshaped(f"empty fields left unset: {', '.join(emptied)}"))
+    problems += _writes_from_goals(data)
     return data, problems
+
+
+def _writes_from_goals(data: dict[str, Any]) -> list[Problem]:
+    """Give, in place, each task of ``data`` with an empty write scope the files its goal
+    names by path that no other task writes; a warning for each task given some."""
+    tasks = data.get("tasks")
+    if not isinstance(tasks, list):
+        return []
+    tasks = [t for t in tasks if isinstance(t, dict)]
+    written = {
+        entry
+        for t in tasks
+        if isinstance(t.get("write_scope"), list)
+        for entry in t["write_scope"]
+        if _is_text(entry)
+    }
+    problems: list[Problem] = []
+    for task in tasks:
+        goal = task.get("goal")
+        if task.get("write_scope", []) != [] or not _is_text(goal):
+            continue
+        named = [p for p in named_paths(goal) if p not in written]
+        if named:
+            task["write_scope"] = named
+            written.update(named)
+            where = f"task '{task.get('task_id', '?')}'"
+            shown = ", ".join(named)
+            problems.append(
+                _reshaped(f"{where} had no write_scope: given {shown}, which its goal names")
+            )
+    return problems
 
 
 def with_earlier_tasks(
