@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from anti_sprawl.agent.file_blocks import has_unlabelled_code, whole_file_blocks
@@ -115,6 +117,27 @@ def test_the_first_block_per_file_wins_and_order_is_kept() -> None:
     assert whole_file_blocks(text, WRITABLE) == [
         ("tests/test_calc.py", "first test\n"),
         ("calc.py", "first calc\n"),
+    ]
+
+
+def test_a_later_block_that_defines_more_of_the_file_is_the_file() -> None:
+    """make real-model 2026-12-05 run u, call 16: calc.py with add() alone, then "The
+    `subtract` function should be defined in `calc.py` as well:" and the file with both, then
+    the same again. The first block was written (no subtract), and the next two replies were
+    told it was already done. A later block that defines all the earlier one does, and more,
+    is the model's correction; one that defines less, or the same, is a restatement."""
+    reply = Path(__file__).parent / "fixtures/real_model/file_blocks_correction_run_u.txt"
+    calc = '"""A tiny calculator."""\n\ndef add(a, b):\n    return a + b\n'
+    current = {"calc.py": calc, "test_calc.py": "from calc import add\n"}
+    ((path, body),) = whole_file_blocks(reply.read_text(), current.__contains__, current)
+    assert path == "calc.py"
+    assert body.endswith(
+        "def add(a, b):\n    return a + b\n\ndef subtract(a, b):\n    return a - b\n"
+    )
+    less = "### calc.py\n```python\ndef a():\n    pass\ndef b():\n    pass\n```\n"
+    less += "### calc.py\n```python\ndef a():\n    pass\n```\n"
+    assert whole_file_blocks(less, WRITABLE) == [
+        ("calc.py", "def a():\n    pass\ndef b():\n    pass\n")
     ]
 
 

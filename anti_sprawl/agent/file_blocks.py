@@ -14,7 +14,9 @@ it, less Markdown decoration, or the one code span of that line when it ends wit
 the fence's own info string, or else a comment that is the block's first line, which is then
 not part of the file) is exactly a path the node may write.
 The first such block per path wins (models restate the file further down, indented, as
-"Updated calc.py"); a label that names anything else, or an empty block, is prose.
+"Updated calc.py"), unless a later one defines all it does and more (the model's correction:
+"`subtract` should be defined in `calc.py` as well:"); a label that names anything else, or an
+empty block, is prose.
 
 A block with no such label is still a file's when it defines every top-level name of exactly
 one of the files the node may write (``current``: their texts now), and at least one: the
@@ -67,8 +69,8 @@ def whole_file_blocks(
     text: str, may_write: Callable[[str], bool], current: Mapping[str, str] | None = None
 ) -> list[tuple[str, str]]:
     """``(path, content)`` for each fenced block ``text`` labels with a writable path, or that
-    restates one of the ``current`` files by its definitions, in order, the first block per
-    path only; [] when there is none."""
+    restates one of the ``current`` files by its definitions, in order, one block per path
+    (``_supersedes``); [] when there is none."""
     lines = text.splitlines()
     found: dict[str, str] = {}
     for start, end, info in _blocks(lines):
@@ -80,9 +82,20 @@ def whole_file_blocks(
         body = "\n".join(_unwrapped(lines[first:end]))
         if path is None and current and info.lower() not in _NOT_CODE:
             path = _restated_file(body, current)
-        if path is not None and path not in found and body.strip():
+        if path is not None and body.strip() and _supersedes(found.get(path), body):
             found[path] = body + "\n"
     return list(found.items())
+
+
+def _supersedes(earlier: str | None, body: str) -> bool:
+    """Whether ``body`` is the file's block: the first for its path, or a later one that
+    defines every top-level name the earlier one does, and more (make real-model 2026-12-05
+    run u, call 16: calc.py with add() alone, then "The `subtract` function should be
+    defined in `calc.py` as well:" and the file with both; the first block was written, and
+    the next two replies said it was already done)."""
+    if earlier is None:
+        return True
+    return set(top_level_names(earlier)) < set(top_level_names(body))
 
 
 def _unwrapped(body: list[str]) -> list[str]:
