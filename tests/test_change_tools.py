@@ -419,6 +419,26 @@ def test_code_fence_lines_inside_a_python_file_are_left_out_when_read_from_text(
         assert (root / path).read_text() == content
 
 
+def test_a_first_line_indented_alone_is_dedented_when_only_that_makes_python(
+    root: Path, firewall: Firewall
+) -> None:
+    """make real-model 2026-12-05 run v, worker calls 1-3: calc.py written three times from
+    text with its docstring indented and nothing else, an IndentationError the tests stopped
+    at. Read from text, the first line's indent goes when that makes it parse; a first line
+    indented in a file that parses, or one that stays broken, is written as sent."""
+    sent = '\n    """A tiny calculator."""\n\n\ndef add(a, b):\n    return a + b\n'
+    repaired = written(firewall, "app/calc.py", sent)
+    assert repaired.endswith(
+        "note: its first line was indented and the next ones were not, so its indent was removed"
+    )
+    assert (root / "app/calc.py").read_text() == sent.replace('    "', '"', 1)
+    parses = "    # a comment\nX = 1\n"
+    broken = "    X = 1\ndef add(a, b)\n"
+    for path, content in [("app/ok.py", parses), ("app/broken.py", broken)]:
+        assert "note:" not in written(firewall, path, content), path
+        assert (root / path).read_text() == content
+
+
 def test_line_breaks_written_as_escapes_are_read_when_only_that_makes_python(
     root: Path, firewall: Firewall
 ) -> None:

@@ -103,7 +103,7 @@ def _quotes_repaired(path: str, content: str) -> tuple[str, str] | None:
     code fence around all of it (run g, call 24: ``"content": "```python\\ndef subtract..."``),
     then without the code fences inside it, then dedented (run g, calls 11-12: the file's lines
     indented to the level of the JSON around its triple quotes, all of them or all after the
-    first); each then with its triple quotes repaired (``_docstring_repaired``). Recorded from
+    first; 2026-12-05 run v, calls 1-3: the first alone, the docstring); each then with its triple quotes repaired (``_docstring_repaired``). Recorded from
     Qwen2.5-Coder-1.5B, make real-model 2026-12-04 (second session) run g, and 2026-12-05 run p
     (``_reshaped``)."""
     if not path.endswith(".py") or _parses(content):
@@ -123,6 +123,9 @@ _FENCE_LINE = re.compile(r"^\s*```(?:python|py)?\s*$", re.I)
 _FENCE_AROUND = "the code fence around it was dropped"
 _FENCES_INSIDE = "the text held markdown code fences, which are not Python, so they were left out"
 _INDENTED = "its lines were indented, so the indent common to them was removed"
+_FIRST_INDENTED = (
+    "its first line was indented and the next ones were not, so its indent was removed"
+)
 
 
 def _reshaped(content: str) -> list[tuple[str, str]]:
@@ -149,9 +152,14 @@ def _reshaped(content: str) -> list[tuple[str, str]]:
         lines = text.split("\n")
         first = next((i for i, line in enumerate(lines) if line.strip()), 0)
         tail = textwrap.dedent("\n".join(lines[first + 1 :]))
-        for dedented in (textwrap.dedent(text), "\n".join([*lines[: first + 1], tail])):
+        head = "\n".join([*lines[:first], lines[first].lstrip(), *lines[first + 1 :]])
+        for dedented, what in (
+            (textwrap.dedent(text), _INDENTED),
+            ("\n".join([*lines[: first + 1], tail]), _INDENTED),
+            (head, _FIRST_INDENTED),
+        ):
             if dedented != text:
-                shapes.append((dedented, _and(done, _INDENTED)))
+                shapes.append((dedented, _and(done, what)))
     return shapes
 
 
