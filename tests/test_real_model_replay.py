@@ -1102,6 +1102,24 @@ def test_a_recorded_task_with_no_write_scope_writes_the_file_its_goal_names(
     assert given in result.warnings
 
 
+def test_a_recorded_goal_naming_the_file_another_task_writes_gives_no_write_scope(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """make real-model 2026-12-05 run v, planner calls 1-2: the test task's goal "Write a test
+    for the subtract function in calc.py" names the file the other task writes, as
+    ``./calc.py``; that is not its file. Its empty write scope stays an error, which the model
+    repaired (test_calc.py)."""
+    replies = [
+        "planner_goal_names_other_file_run_v_1.txt",
+        "planner_goal_names_other_file_run_v_2.txt",
+    ]
+    result = _planned_from(tmp_path, server, "planner_runaway_run_f.json", slice(0, 0), replies)
+    assert result.ok, result.message
+    assert "empty_write_scope" in server.requests[1].body["messages"][-1]["content"]
+    assert [t.write_scope for t in result.plan.tasks] == [["./calc.py"], ["./test_calc.py"]]
+    assert not any("had no write_scope" in w for w in result.warnings)
+
+
 def test_only_a_task_with_no_write_scope_is_given_what_its_goal_names() -> None:
     from anti_sprawl.planner.tools import reshaped_submission
 

@@ -16,6 +16,7 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
+from ..fs.scopes import Scope, entry_problem
 from ..ids import SUBMIT_PLAN_TOOL
 from ..plan.intent_checks import named_paths
 from ..plan.model import Plan, TaskNode, command_argv
@@ -284,27 +285,30 @@ def reshaped_submission(data: dict[str, Any]) -> tuple[dict[str, Any], list[Prob
 
 def _writes_from_goals(data: dict[str, Any]) -> list[Problem]:
     """Give, in place, each task of ``data`` with an empty write scope the files its goal
-    names by path that no other task writes; a warning for each task given some."""
+    names by path that no task writes (``./calc.py`` and globs included: run v's test task,
+    "Write a test for the subtract function in calc.py", names the file another task
+    writes, which is no file of its own); a warning for each task given some."""
     tasks = data.get("tasks")
     if not isinstance(tasks, list):
         return []
     tasks = [t for t in tasks if isinstance(t, dict)]
-    written = {
+    entries = [
         entry
         for t in tasks
         if isinstance(t.get("write_scope"), list)
         for entry in t["write_scope"]
-        if _is_text(entry)
-    }
+        if _is_text(entry) and entry_problem(entry) is None
+    ]
     problems: list[Problem] = []
     for task in tasks:
         goal = task.get("goal")
         if task.get("write_scope", []) != [] or not _is_text(goal):
             continue
-        named = [p for p in named_paths(goal) if p not in written]
+        written = Scope(entries)
+        named = [p for p in named_paths(goal) if not written.matches(p)]
         if named:
             task["write_scope"] = named
-            written.update(named)
+            entries += named
             where = f"task '{task.get('task_id', '?')}'"
             shown = ", ".join(named)
             problems.append(
