@@ -524,6 +524,24 @@ def test_a_recorded_finish_that_leaves_a_file_the_goal_names_is_refused_once(
     assert "def test_subtract" in landed_file(repo, "test_calc.py")
 
 
+def test_a_recorded_call_whose_fence_info_came_on_the_next_line_is_run(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """subtract_run_w (make real-model 2026-12-05 run w), calls 1-4: an edit_file of calc.py,
+    then ```` ``` ````, ``json`` on the next line and an edit_file of test_calc.py, three
+    times. Each was answered as a block of code that named no file, and the attempt stalled.
+    The call is now run; the same call again is already done."""
+    repo, state = replay(tmp_path, server, "subtract_run_w.json", slice(0, 4))
+    edits = [e for e in transcript(repo, state) if e["event"] == "tool"]
+    assert [(e["call"]["name"], e["call"]["arguments"]["path"]) for e in edits[:2]] == [
+        ("edit_file", "./calc.py"),
+        ("edit_file", "./test_calc.py"),
+    ]
+    assert "\nedited ./test_calc.py\n" in edits[1]["result"]["content"]
+    told = [r.body["messages"][-1]["content"] for r in server.requests[2:]]
+    assert not any("code in a fenced block" in str(t) for t in told)
+
+
 def test_a_recorded_test_file_holding_a_copy_of_the_code_does_not_land_unclaimed(
     tmp_path: Path, server: FakeLLMServer
 ) -> None:

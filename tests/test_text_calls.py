@@ -44,6 +44,10 @@ SHAPES = {
     # subtract_run6: one whole call, then a fenced block restating its arguments as Python
     "followed by commentary": json.dumps({"name": "write_file", "arguments": WRITE})
     + '\n```\nobj[\'arguments\'] = {\n    "path": "pkg/a.py"\n}\n```',
+    # run w: the info string on the line after a bare fence
+    "fenced, json on its own line": "```\njson\n"
+    + json.dumps({"name": "write_file", "arguments": WRITE})
+    + "\n```",
     "fenced, followed by commentary": "```json\n"
     + json.dumps({"name": "write_file", "arguments": WRITE})
     + "\n```\nThis writes the file.",

@@ -439,10 +439,22 @@ def _new_id() -> str:
     return f"call_{uuid.uuid4().hex[:16]}"
 
 
+# A bare fence whose info string came on the next line: "```", "json", then the call (make
+# real-model 2026-12-05 run w, calls 3-5: the same edit_file so written three times, each
+# taken for a block of code that named no file, and the attempt stalled).
+_INFO_ON_NEXT_LINE = re.compile(r"^([ \t]*```)[ \t]*\n[ \t]*(json)[ \t]*\n", re.M | re.I)
+
+
+def _info_joined(text: str) -> str:
+    """``text`` with each fence's info string that came on the line after it put back."""
+    return _INFO_ON_NEXT_LINE.sub(r"\1\2\n", text) if "```" in text else text
+
+
 def recover_text_calls(text: str, tools: Sequence[ToolSpec]) -> list[ToolCall]:
     """The tool calls ``text`` holds when it is nothing but calls of known tools; else []."""
     if not tools or not text.strip():
         return []
+    text = _info_joined(text)
     blocks = _objects(text)
     calls = [_call(_load(block), tools) for block in blocks or []]
     if calls and all(call is not None for call in calls):
@@ -579,7 +591,7 @@ def fenced_objects(text: str) -> list[dict[str, Any]]:
 
     For a policy that knows what a document of its own looks like in prose: the planner's plan
     written as a ```json block after a page of explanation (planner/planner.py)."""
-    found = [_load(block.body.strip()) for block in _blocks(text)]
+    found = [_load(block.body.strip()) for block in _blocks(_info_joined(text))]
     return [data for data in found if isinstance(data, dict)]
 
 
@@ -594,7 +606,7 @@ def text_call_problem(text: str, tools: Sequence[ToolSpec]) -> str | None:
     2026-12-05 run r sent "```\n```" three times, each answered as a call mixed with text)."""
     if not tools or not _LOOKS_LIKE_CALL.search(text) or is_blank(text):
         return None
-    blocks = _objects(text)
+    blocks = _objects(_info_joined(text))
     if blocks is None:
         return "it held a tool call mixed with other text"
     data = [_load(block) for block in blocks]
