@@ -132,6 +132,14 @@ def make_note(
     )
 
 
+# The note's last line: the prompt ends asking for the work, not on the failure. Measured,
+# make real-model 2026-12-05 run w's request 6 (attempt 2's first call, whose reply and the
+# next three wrote reports mirroring the note's headings), replayed 6 times each, alternated:
+# without this line 1 reply was a call (and 1 a call inside text), 4 were reports; with it,
+# 6 of 6 were calls.
+RETRY_START = "Now do the task again: reply with your first tool call."
+
+
 def render_note(note: FailureNote, attempt: int) -> str:
     """The text appended to the retry's first user message."""
     lines = [
@@ -158,7 +166,7 @@ def render_note(note: FailureNote, attempt: int) -> str:
     text = "\n".join(lines) + "\n"
     if body:
         text += wrap_data("failure_note", f"attempt {note.attempt}", "\n".join(body))
-    return text
+    return text + "\n" + RETRY_START + "\n"
 
 
 def with_failure_note(prompt: AssembledPrompt, note: FailureNote, attempt: int) -> AssembledPrompt:
