@@ -6,11 +6,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from anti_sprawl.agent.artifacts import ArtifactStore
 from anti_sprawl.agent.worker import WorkerContext, WorkerLimits, run_worker
 from anti_sprawl.fs.firewall import Firewall
-from anti_sprawl.outline.regions import goal_terms, source_lines
+from anti_sprawl.outline.regions import goal_terms, line_count, source_lines
 from anti_sprawl.outline.text import text_outline_lines
 from anti_sprawl.outline.views import (
     LineRangeError,
@@ -262,3 +264,10 @@ def test_other_languages_are_outlined_with_line_numbers_too() -> None:
     names = render_outline(entries, "names", len(source_lines(source)))
     assert " 3: createOrder" in names
     assert "Body" not in names + outline
+
+
+@given(st.lists(st.sampled_from(["a", "\n", "\r", "\r\n", " "])).map("".join))
+def test_a_line_count_is_the_number_of_source_lines(text: str) -> None:
+    """``line_count`` counts lines as ``source_lines`` splits them (at LF, CRLF or CR; no
+    line after a final break) without building the list."""
+    assert line_count(text) == len(source_lines(text))

@@ -59,3 +59,14 @@ def test_hidden_unicode_is_counted() -> None:
     assert count_hidden_chars(payload) == 4 + 6 + 1
     # Counting never changes the text.
     assert wrap_data("file", "a", payload).count("\U000e0072") == 2
+
+
+@given(st.text(alphabet=st.sampled_from(list("<>/ dataDATAsystem\n\u200bx\u00e9\u202e\U000e0041"))))
+def test_plain_text_takes_the_short_way_with_the_same_answer(text: str) -> None:
+    """Text with no ``<`` is not searched for tags, ASCII text not for hidden characters
+    (every scoped file of a plan's pre-flight is counted, issue 29): both give what the
+    patterns give."""
+    from anti_sprawl.trust import _HIDDEN, _TAG_OPEN
+
+    assert escape_data(text) == _TAG_OPEN.sub("<\\\\", text)
+    assert count_hidden_chars(text) == len(_HIDDEN.findall(text))

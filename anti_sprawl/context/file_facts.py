@@ -15,7 +15,7 @@ from typing import Literal
 from ..outline.parsed import file_entries
 from ..outline.pyrefs import ModuleRefs
 from ..outline.python import OutlineLine
-from ..outline.regions import source_lines
+from ..outline.regions import line_count
 from ..outline.views import Level, render_outline
 from .read_scoped import Part, Section, data_part
 from .used import used_entries
@@ -58,7 +58,7 @@ class FileFacts:
     def n_lines(self, path: str, text: str) -> int:
         key = (path, text)
         if key not in self._lines:
-            self._lines[key] = len(source_lines(text))
+            self._lines[key] = line_count(text)
         return self._lines[key]
 
     def whole(self, section: Section, path: str, text: str) -> Part:

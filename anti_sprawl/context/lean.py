@@ -35,7 +35,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..agent.limits import WorkerLimits
 from ..outline.parsed import file_entries
 from ..outline.python import OutlineLine
-from ..outline.regions import Terms, source_lines
+from ..outline.regions import Terms, line_count
 from ..outline.views import Level, region_view, render_outline
 from .file_facts import FileFacts, defined_names
 from .manifest import ChoiceReason, DroppedItem, FileChoice, FileForm, UsedSignature
@@ -109,7 +109,7 @@ class Scoped:
             item_id = f"file:{self.path}"
             self.whole = data_part(section, item_id, "file", self.path, "file", self.text)
             self.entries = file_entries(self.path, self.text)
-            self.n_lines = len(source_lines(self.text))
+            self.n_lines = line_count(self.text)
         self.detailed = detail_lines(self.entries, self.used)
 
     @property

@@ -25,6 +25,7 @@ __all__ = [
     "Region",
     "Terms",
     "goal_terms",
+    "line_count",
     "number_lines",
     "render_regions",
     "select_regions",
@@ -77,6 +78,14 @@ def source_lines(text: str) -> list[str]:
     """``text`` split the way Python's parser numbers lines (``\\n``, ``\\r\\n``, ``\\r``)."""
     lines = _LINE_SPLIT.split(text)
     return lines[:-1] if lines and lines[-1] == "" else lines
+
+
+def line_count(text: str) -> int:
+    """``len(source_lines(text))``, without the list: counted for every scoped file of a
+    plan's pre-flight, where splitting each one was 1,001 lists thrown away (issue 29)."""
+    if "\r" in text:
+        return len(source_lines(text))
+    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
 
 
 def _code_like(word: str) -> bool:
