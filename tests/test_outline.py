@@ -270,3 +270,28 @@ def test_signatures_read_as_ast_unparse_writes_them(module: str) -> None:
         assert outline._params(f.args) == ast.unparse(outline._safe_defaults(f.args)), f.name
         if f.returns is not None:
             assert outline._unparse(f.returns) == ast.unparse(f.returns), f.name
+
+
+@pytest.mark.parametrize("module", ["argparse", "asyncio.base_events", "dataclasses", "typing"])
+def test_imports_bases_and_decorators_read_as_ast_unparse_writes_them(module: str) -> None:
+    """The outline writes import lines, and plain or dotted class bases and decorators,
+    itself (outline/python.py, issue 29): on real standard-library modules, and on every
+    module of this repository, what ``ast.unparse`` writes."""
+    import importlib
+
+    from anti_sprawl.outline import python as outline
+
+    sources = [Path(importlib.import_module(module).__file__ or "").read_text()]
+    sources += [p.read_text() for p in sorted(Path(outline.__file__).parents[1].rglob("*.py"))]
+    imports = 0
+    for source in sources:
+        for n in ast.walk(ast.parse(source)):
+            if isinstance(n, ast.Import | ast.ImportFrom):
+                assert outline._import_text(n) == ast.unparse(n)
+                imports += 1
+            if isinstance(n, ast.ClassDef):
+                assert [outline._unparse(b) for b in n.bases] == [ast.unparse(b) for b in n.bases]
+            if isinstance(n, ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+                shown = [outline._unparse(d) for d in n.decorator_list]
+                assert shown == [ast.unparse(d) for d in n.decorator_list]
+    assert imports > 1000

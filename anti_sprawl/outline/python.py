@@ -112,6 +112,11 @@ def _line(node: ast.stmt, depth: int, kind: str, name: str, text: str) -> Outlin
 def _doc_line(node: ast.AST) -> str | None:
     if not isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
         return None
+    body = node.body
+    if not body or not isinstance(body[0], ast.Expr):
+        # what ``ast.get_docstring`` sees first, here without a call for every definition
+        # (most have no docstring: each class and function of a plan's modules, issue 29)
+        return None
     doc = ast.get_docstring(node, clean=True)
     if not doc:
         return None
@@ -123,7 +128,7 @@ def _outline_body(body: list[ast.stmt], out: list[OutlineLine], indent: str, *, 
     depth = len(indent) // 4
     for node in body:
         if isinstance(node, ast.Import | ast.ImportFrom):
-            out.append(_line(node, depth, "import", "", indent + ast.unparse(node)))
+            out.append(_line(node, depth, "import", "", indent + _import_text(node)))
         elif isinstance(node, ast.ClassDef):
             _outline_class(node, out, indent)
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
@@ -164,14 +169,14 @@ def _decorators(
                 depth,
                 "decorator",
                 "",
-                f"{indent}@{ast.unparse(d)}",
+                f"{indent}@{_unparse(d)}",
             )
         )
 
 
 def _outline_class(node: ast.ClassDef, out: list[OutlineLine], indent: str) -> None:
     _decorators(node, out, indent)
-    bases = [ast.unparse(b) for b in node.bases]
+    bases = [_unparse(b) for b in node.bases]
     bases += [ast.unparse(k) for k in node.keywords]
     params = _type_params(node)
     head = f"{indent}class {node.name}{params}" + (f"({', '.join(bases)})" if bases else "")
@@ -237,6 +242,16 @@ def _params(args: ast.arguments) -> str:
             return ast.unparse(args)
         parts.append(f"{arg.arg}: {annotation}")
     return ", ".join(parts)
+
+
+def _import_text(node: ast.Import | ast.ImportFrom) -> str:
+    """``ast.unparse(node)`` of an import statement, written here: its visitor was a third
+    of the outline of a module whose only import line it was (every module of a plan's
+    pre-flight, issue 29, item 3)."""
+    names = ", ".join(f"{a.name} as {a.asname}" if a.asname else a.name for a in node.names)
+    if isinstance(node, ast.Import):
+        return f"import {names}"
+    return f"from {'.' * (node.level or 0)}{node.module or ''} import {names}"
 
 
 def _unparse(node: ast.expr) -> str:
