@@ -18,7 +18,7 @@ from ..outline.python import OutlineLine
 from ..outline.regions import line_count
 from ..outline.views import Level, render_outline
 from .read_scoped import Part, Section, data_part
-from .used import used_entries
+from .used import Used, detail_lines, used_entries
 
 __all__ = ["FileFacts", "defined_names"]
 
@@ -31,8 +31,9 @@ def defined_names(entries: list[OutlineLine] | None) -> frozenset[str]:
 
 
 class FileFacts:
-    """Outline entries, line counts, whole and outlined parts per (path, text), and the
-    ``outline.references`` facts per path (``refs``: texts fixed per path, as in one commit)."""
+    """Outline entries, line counts, whole and outlined parts per (path, text), the outline
+    lines shown in full per set of used definitions, and the ``outline.references`` facts per
+    path (``refs``: texts fixed per path, as in one commit)."""
 
     def __init__(self) -> None:
         self.refs: dict[str, ModuleRefs | None] = {}
@@ -41,6 +42,20 @@ class FileFacts:
         self._defined: dict[_Key, frozenset[str]] = {}
         self._whole: dict[tuple[Section, str, str], Part] = {}
         self._outlines: dict[tuple[str, str, str, frozenset[int]], Part] = {}
+        self._detailed: dict[tuple[str, str, frozenset[tuple[str, int]]], frozenset[int]] = {}
+
+    def detailed(
+        self, path: str, text: str, entries: list[OutlineLine] | None, used: Used
+    ) -> frozenset[int]:
+        """``used.detail_lines(entries, used)``, by the definitions used (not by whom): every
+        node that uses the same names of a file shows the same lines of it in full."""
+        if not used:
+            return frozenset()
+        key = (path, text, frozenset(used))
+        found = self._detailed.get(key)
+        if found is None:
+            found = self._detailed[key] = detail_lines(entries, used)
+        return found
 
     def entries(self, path: str, text: str) -> list[OutlineLine] | None:
         key = (path, text)

@@ -105,12 +105,13 @@ class Scoped:
             self.whole = self.facts.whole(section, self.path, self.text)
             self.entries = self.facts.entries(self.path, self.text)
             self.n_lines = self.facts.n_lines(self.path, self.text)
+            self.detailed = self.facts.detailed(self.path, self.text, self.entries, self.used)
         else:
             item_id = f"file:{self.path}"
             self.whole = data_part(section, item_id, "file", self.path, "file", self.text)
             self.entries = file_entries(self.path, self.text)
             self.n_lines = line_count(self.text)
-        self.detailed = detail_lines(self.entries, self.used)
+            self.detailed = detail_lines(self.entries, self.used)
 
     @property
     def tokens(self) -> int:
