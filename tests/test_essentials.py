@@ -347,3 +347,26 @@ def test_pieces_joined_across_an_unsafe_boundary_are_counted_exactly() -> None:
         for header in headers:
             run = [(first, count_tokens(first)), (header, count_tokens(header))]
             assert _run_tokens(run) == count_tokens(first + header), (first[-40:], header)
+
+
+def test_the_start_view_shows_the_files_a_listing_shows() -> None:
+    """The start view judges each directory once and each name by itself (issue 29, item 3):
+    it keeps exactly the paths no prefix of which the deny rules refuse, as a file or as a
+    directory, on names built from secret, internal and ordinary parts."""
+    import itertools
+
+    from anti_sprawl.context.start_view import _visible
+    from anti_sprawl.fs.deny_rules import DEFAULT_ALLOW, DEFAULT_DENY, DenyRules
+
+    parts = [".env", ".git", ".gitmodules", "id_rsa", ".ssh", "A.PEM", ".env.example", "a", "b.py"]
+    paths = ["/".join(p) for n in (1, 2, 3) for p in itertools.product(parts, repeat=n)]
+    rules = DenyRules(DEFAULT_DENY, DEFAULT_ALLOW)
+
+    def listed(path: str) -> bool:
+        prefixes = ["/".join(path.split("/")[:i]) for i in range(1, path.count("/") + 2)]
+        return not any(rules.reason(p) or rules.reason(p, True) for p in prefixes)
+
+    shown = _visible(paths, DenyRules(DEFAULT_DENY, DEFAULT_ALLOW))
+    assert shown == [p for p in paths if listed(p)]
+    assert {"a/b.py", ".env.example"} <= set(shown)
+    assert "a/.ssh/b.py" not in shown

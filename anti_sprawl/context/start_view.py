@@ -42,8 +42,7 @@ class StartView:
     the files on disk."""
 
     def __init__(self, files: CommitFiles):
-        rules = DenyRules(DEFAULT_DENY, DEFAULT_ALLOW)
-        visible = [f for f in files.paths if _visible(f, rules)]  # what a listing shows
+        visible = _visible(files.paths, DenyRules(DEFAULT_DENY, DEFAULT_ALLOW))
         self._tmp = tempfile.TemporaryDirectory(prefix="anti-sprawl-start-view-")
         self.root = Path(self._tmp.name)
         self.facts = FileFacts()
@@ -109,11 +108,21 @@ class StartView:
         return self._texts.get(path)
 
 
-def _visible(path: str, rules: DenyRules) -> bool:
-    """Would a firewall's directory listing show ``path`` (and every directory above it)?"""
-    parts = path.split("/")
-    for i in range(1, len(parts) + 1):
-        rel = "/".join(parts[:i])
-        if rules.reason(rel) or rules.reason(rel, True):
-            return False
-    return True
+def _visible(paths: list[str], rules: DenyRules) -> list[str]:
+    """The ``paths`` a firewall's directory listing shows: neither a path nor a directory
+    above it is denied, as a file or as a directory. Each directory is judged once, for all
+    the files below it, and each name by itself (``DenyRules.entry_reason``, its parents
+    judged already): a path's every prefix probed again was 0.009 s of the start view of the
+    1,000-node benchmark plan's 1,051 files (issue 29, item 3)."""
+    judged: dict[str, bool] = {"": True}
+
+    def shown(rel: str) -> bool:
+        return rules.entry_reason(rel, False) is None and rules.entry_reason(rel, True) is None
+
+    def directory(rel: str) -> bool:
+        found = judged.get(rel)
+        if found is None:
+            found = judged[rel] = directory(rel.rpartition("/")[0]) and shown(rel)
+        return found
+
+    return [path for path in paths if directory(path.rpartition("/")[0]) and shown(path)]
