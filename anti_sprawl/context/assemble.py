@@ -279,6 +279,8 @@ def _pack_memory(
     dropped: list[DroppedItem],
 ) -> tuple[list[Part], int]:
     """Screened memory packed by utility into ``budget``: its parts and the tokens used."""
+    if not memory:  # nothing to screen (every node of a plan's pre-flight)
+        return [], 0
     screen = screen_memory(
         memory, node_scope=[*node.read_scope, *node.write_scope], now=now or datetime.now(UTC)
     )

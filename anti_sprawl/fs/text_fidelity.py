@@ -40,6 +40,8 @@ class TextShape:
 
 def for_model(text: str) -> str:
     """The text a model sees: CRLF turned into ``\\n`` when every line break is CRLF."""
+    if "\r" not in text:  # no CRLF to turn (most files: no shape to build for them)
+        return text
     return text.replace("\r\n", "\n") if TextShape.of(text).crlf else text
 
 
