@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from anti_sprawl.context.commit_files import MAX_EXPORT_BYTES
 from benchmarks._git_counter import counted_calls, counting_env
 
 from .conftest import GIT_ENV
@@ -91,9 +92,17 @@ def test_a_clean_checkout_is_read_without_git_reading_the_blobs(
 def test_what_the_checkout_changed_comes_from_git(tmp_path: Path) -> None:
     """A changed file, one of the same size with other bytes, a deleted one, one replaced by
     a symlink to the same bytes, one with its line breaks converted and a FIFO (never a read
-    that hangs): each is read from git, as committed, in one ``cat-file``."""
+    that hangs): each is read from git, as committed (their sizes in one ``cat-file
+    --batch-check``, their bytes in one ``cat-file --batch``); a file over the read cap is
+    neither read nor matched, changed or not."""
     repo, commit = committed(tmp_path, "sha1")
     pkg = repo / "pkg"
+    for name in ("big.py", "big_changed.py"):
+        (pkg / name).write_bytes(b"#" * (MAX_EXPORT_BYTES + 1))
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "big files")
+    commit = git(repo, "rev-parse", "HEAD").decode().strip()
+    (pkg / "big_changed.py").write_bytes(b"small now\n")
     (pkg / "a.py").write_bytes(b"A = 10\n")
     (pkg / "same_size.py").write_bytes(b"S = 7\n")
     (pkg / "gone.py").unlink()
@@ -107,4 +116,4 @@ def test_what_the_checkout_changed_comes_from_git(tmp_path: Path) -> None:
     committed_pkg = sorted(p for p in FILES if p.startswith("pkg/"))
     assert files == blobs(repo, commit, committed_pkg)
     assert list(files) == committed_pkg
-    assert calls == {"ls-tree": 1, "cat-file": 1}
+    assert calls == {"ls-tree": 1, "cat-file": 2}
