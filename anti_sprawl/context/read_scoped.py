@@ -11,9 +11,7 @@ import hashlib
 from collections import deque
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict
+from typing import Literal, NamedTuple
 
 from ..fs.firewall import Firewall, FirewallError
 from ..fs.scopes import Scope
@@ -54,10 +52,10 @@ MAX_SCOPED_FILES = 2000
 MAX_LISTED_DIRS = 20_000
 
 
-class Part(BaseModel):
-    """One prompt item: its section, its manifest record and its exact text."""
-
-    model_config = ConfigDict(frozen=True)
+class Part(NamedTuple):
+    """One prompt item: its section, its manifest record and its exact text. A plain record:
+    it never leaves the process (the manifest keeps its ``item``), and validating one per
+    item was 0.007 s of the 1,000-node benchmark plan's pre-flight (issue 29, item 3)."""
 
     section: Section
     item: ContextItem
