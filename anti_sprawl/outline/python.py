@@ -110,7 +110,7 @@ def _line(node: ast.stmt, depth: int, kind: str, name: str, text: str) -> Outlin
 
 
 def _doc_line(node: ast.AST) -> str | None:
-    if not isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+    if not isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.Module, ast.AsyncFunctionDef)):
         return None
     body = node.body
     if not body or not isinstance(body[0], ast.Expr):
@@ -126,14 +126,14 @@ def _doc_line(node: ast.AST) -> str | None:
 
 def _outline_body(body: list[ast.stmt], out: list[OutlineLine], indent: str, *, top: bool) -> None:
     depth = len(indent) // 4
-    for node in body:
-        if isinstance(node, ast.Import | ast.ImportFrom):
-            out.append(_line(node, depth, "import", "", indent + _import_text(node)))
+    for node in body:  # definitions first: most statements outlined are
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            _outline_function(node, out, indent)
         elif isinstance(node, ast.ClassDef):
             _outline_class(node, out, indent)
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            _outline_function(node, out, indent)
-        elif isinstance(node, ast.Assign | ast.AnnAssign):
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            out.append(_line(node, depth, "import", "", indent + _import_text(node)))
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
             line = _assignment(node)
             if line is not None:
                 name = line.split("=", 1)[0].split(":", 1)[0].strip()
