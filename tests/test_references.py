@@ -11,7 +11,7 @@ from pathlib import Path
 from anti_sprawl.outline import pyrefs
 from anti_sprawl.outline.parsed import python_module
 from anti_sprawl.outline.pyfacts import scan_python
-from anti_sprawl.outline.references import Definition, References
+from anti_sprawl.outline.references import Definition, References, module_index
 from anti_sprawl.plan.model import Plan
 from anti_sprawl.plan.validate import validate
 from anti_sprawl.planner.assist import expand_read_scopes
@@ -285,3 +285,23 @@ def test_classes_without_bases_or_self_attributes_have_no_entries() -> None:
     }
     found = {u.definition for u in References(sorted(texts), texts.get).uses("pkg/mod.py")}
     assert found == {Definition("pkg/base.py", "Base", 1), Definition("pkg/base.py", "Base.run", 2)}
+
+
+def test_the_files_a_write_file_imports_are_found_in_the_shared_module_index() -> None:
+    """A node's assembly builds one ``module_index`` of its scoped files for the names its
+    write files use and for the files they import (issue 29, item 3): ``imported_by`` finds
+    the same read files in it as in an index of the reads alone, also when a write file is a
+    package's ``__init__.py`` and so names the read files otherwise (``sub.b`` for ``b``,
+    ``pkg.a`` alone for ``a``)."""
+    from anti_sprawl.context.used import imported_by
+
+    reads = {"pkg/a.py": "", "pkg/sub/b.py": "", "src/c.py": "", "lib/pkg/d.py": ""}
+    cases = [
+        {"pkg/w.py": "from pkg import a\nfrom pkg.sub import b\nimport c\nimport pkg.d\n"},
+        {"pkg/sub/__init__.py": "import b\n"},
+        {"pkg/__init__.py": "", "pkg/w.py": "import a\n"},
+    ]
+    for writes in cases:
+        alone = imported_by(writes, reads)
+        assert alone, writes
+        assert imported_by(writes, reads, module_index([*reads, *writes])) == alone

@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict
 from ..agent.tools import WORKER_TOOLS
 from ..errors import RunError
 from ..fs.firewall import Firewall
+from ..outline.references import module_index
 from ..outline.regions import goal_terms
 from ..plan.model import Plan, TaskNode
 from ..providers.base import (
@@ -196,15 +197,15 @@ def assemble_worker_prompt(
     if view is not None:
         write_texts, read_texts = view.read_scoped(node, dropped, choices)
         facts = view.facts
-        used = uses_by_file(write_texts, read_texts, facts.refs)  # what the change will use
-        imported = imported_by(write_texts, read_texts)
     elif firewall is not None:
         write_texts, read_texts = read_scoped_files(firewall, node, dropped, choices)
         facts = None
-        used = uses_by_file(write_texts, read_texts)  # the signatures the change will use
-        imported = imported_by(write_texts, read_texts)
     else:
         raise ValueError("assemble_worker_prompt needs a firewall or a view to read files")
+    # the signatures the change will use, and the files it imports: one index of the modules
+    index = module_index([*read_texts, *write_texts])
+    used = uses_by_file(write_texts, read_texts, facts.refs if facts is not None else None, index)
+    imported = imported_by(write_texts, read_texts, index)
     writes = [Scoped(p, t, write=True, facts=facts) for p, t in sorted(write_texts.items())]
     reads = [
         Scoped(p, t, write=False, used=used.get(p, {}), imported=p in imported, facts=facts)

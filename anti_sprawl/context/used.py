@@ -40,11 +40,13 @@ def uses_by_file(
     writes: Mapping[str, str],
     reads: Mapping[str, str],
     facts: dict[str, ModuleRefs | None] | None = None,
+    index: Mapping[str, Sequence[str]] | None = None,
 ) -> dict[str, Used]:
     """Per read-scope file, the definitions in it that the write files use (``facts``: a
-    per-path cache shared over the same texts, ``References``)."""
+    per-path cache shared over the same texts, ``References``; ``index``: their
+    ``module_index``, when the caller has it)."""
     texts = {**reads, **writes}
-    refs = References(sorted(texts), texts.get, facts=facts)
+    refs = References(sorted(texts), texts.get, index, facts)
     out: dict[str, Used] = {}
     for path in sorted(writes):
         for use in refs.uses(path):
@@ -54,15 +56,23 @@ def uses_by_file(
     return out
 
 
-def imported_by(writes: Mapping[str, str], reads: Mapping[str, str]) -> set[str]:
+def imported_by(
+    writes: Mapping[str, str],
+    reads: Mapping[str, str],
+    index: Mapping[str, Sequence[str]] | None = None,
+) -> set[str]:
     """Read-scope files a write file imports directly: where new uses most often come from
-    (a file's imported names from its one parse, ``outline.parsed``)."""
-    index = module_index(reads)
+    (a file's imported names from its one parse, ``outline.parsed``). ``index``: the
+    ``module_index`` of the reads and writes together (``uses_by_file``'s), whose read files
+    are the reads' own index unless a write file is a package's ``__init__.py`` (which can
+    name the reads otherwise)."""
+    if index is None or any(p.rpartition("/")[2] == "__init__.py" for p in writes):
+        index = module_index(reads)
     found: set[str] = set()
     for path, text in writes.items():
         if path.endswith(".py"):
             for name in python_module(text, path).imports:
-                found.update(index.get(name, ()))
+                found.update(f for f in index.get(name, ()) if f in reads)
     return found
 
 
