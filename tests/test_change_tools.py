@@ -439,6 +439,19 @@ def test_a_first_line_indented_alone_is_dedented_when_only_that_makes_python(
         assert (root / path).read_text() == content
 
 
+def test_a_fence_closed_with_four_backticks_is_a_fence(root: Path, firewall: Firewall) -> None:
+    """make real-model 2026-12-05 run x, calls 4 and 8: calc.py and test_calc.py written from
+    text inside ```` ```python ```` ... ````` ```` `````, a fence closed with four backticks,
+    which was written into both files; the tests stopped at collection."""
+    calc = "```python\n# A tiny calculator.\n\ndef add(a, b):\n    return a + b\n\n"
+    calc += "def subtract(a, b):\n    return a - b\n````\n"
+    assert "the code fence around it was dropped" in written(firewall, "app/calc.py", calc)
+    assert (root / "app/calc.py").read_text() == calc.split("\n", 1)[1].removesuffix("````\n")
+    inner = "X = 1\n````python\nY = 2\n````\n"
+    assert "markdown code fences" in written(firewall, "app/inner.py", inner)
+    assert (root / "app/inner.py").read_text() == "X = 1\nY = 2\n"
+
+
 def test_line_breaks_written_as_escapes_are_read_when_only_that_makes_python(
     root: Path, firewall: Firewall
 ) -> None:

@@ -118,7 +118,8 @@ def _quotes_repaired(path: str, content: str) -> tuple[str, str] | None:
 
 
 # A line that is only a markdown code fence, bare or labelled as Python.
-_FENCE_LINE = re.compile(r"^\s*```(?:python|py)?\s*$", re.I)
+# Three backticks or more: run x closed its fences with four.
+_FENCE_LINE = re.compile(r"^\s*`{3,}(?:python|py)?\s*$", re.I)
 
 _FENCE_AROUND = "the code fence around it was dropped"
 _FENCES_INSIDE = "the text held markdown code fences, which are not Python, so they were left out"
@@ -142,7 +143,8 @@ def _reshaped(content: str) -> list[tuple[str, str]]:
         shapes.append((content.replace("\\n", "\n"), read))
     for text, done in list(shapes):
         lines = text.strip("\n").split("\n")
-        if len(lines) >= 2 and lines[0].lstrip().startswith("```") and lines[-1].strip() == "```":
+        closed = len(lines) >= 2 and re.fullmatch("`{3,}", lines[-1].strip()) is not None
+        if closed and lines[0].lstrip().startswith("```"):
             shapes.append(("\n".join(lines[1:-1]) + "\n", _and(done, _FENCE_AROUND)))
     for text, done in list(shapes):
         unfenced = "\n".join(line for line in text.split("\n") if not _FENCE_LINE.match(line))
