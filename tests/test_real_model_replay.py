@@ -391,11 +391,14 @@ def test_the_recorded_call_written_out_after_prose_is_a_submission(
     Each was refused as "a tool call mixed with other text" and planning stalled; now each is
     a submission, and the model's plan is judged on what it says."""
     result = _planned_from(tmp_path, server, "planner_run7.json", slice(0, 5))
-    assert (result.outcome, result.rounds) == ("invalid", 3)
     # reply 2 writes four such blocks (one per fix): which is the plan is not clear, so it
-    # stays prose and is answered with a nudge; replies 1, 3 and 4 are the three submissions
-    assert len(server.requests) == 4
-    assert "base_unresolved" in {p.code for p in result.report.errors}
+    # stays prose and is answered with a nudge; reply 3 is the second submission, valid once
+    # its made-up base ("./") gives way to the commit planned at (planner/tools.py
+    # without_unresolved_base), which was its one error left
+    assert (result.outcome, result.rounds, len(server.requests)) == ("planned", 2, 3)
+    assert result.warnings == [
+        "the plan's base './' names no commit: replaced by the commit planned at"
+    ]
 
 
 def test_a_recorded_bare_code_block_is_answered_with_what_it_lacks(
@@ -1162,6 +1165,22 @@ def test_only_a_task_with_no_write_scope_is_given_what_its_goal_names() -> None:
         "task 'test' had no write_scope: given tests/test_calc.py, which its goal names"
     ]
     assert data["tasks"][1]["write_scope"] == []  # the submission itself is left as it was
+
+
+def test_a_recorded_base_the_planner_made_up_is_left_out(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """make real-model 2026-12-05 run y, planner call 3: ``"base": "repomap"``, the map we
+    showed it taken for a commit; its repair chose ``"existing_commit_or_branch"``, the words
+    of the error's advice. A base the model made up that names no commit gives way to the
+    commit the planner looked at (HEAD), with a warning."""
+    result = _planned_reply(tmp_path, server, "planner_invented_base_run_y.txt")
+    assert result.ok, server.requests[-1].body["messages"][-1]["content"]
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path / "calc", text=True,
+                          capture_output=True, check=True).stdout.strip()  # fmt: skip
+    assert result.plan.base == head
+    replaced = "the plan's base 'repomap' names no commit: replaced by the commit planned at"
+    assert replaced in result.warnings
 
 
 def test_a_users_plan_keeps_its_read_of_a_missing_file_an_error(tmp_path: Path) -> None:

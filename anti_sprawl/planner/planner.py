@@ -73,6 +73,7 @@ from .tools import (
     unwritten_feedback,
     with_earlier_tasks,
     without_missing_reads,
+    without_unresolved_base,
 )
 
 __all__ = ["NUDGE", "Outcome", "PlannerResult", "default_plan_id", "plan_requirement"]
@@ -389,6 +390,8 @@ class _Session:
         left_out = [*reshaped, *left_out]
         report = validate(data, self.repo)
         data, unread = without_missing_reads(data, report)
+        data, unbased = without_unresolved_base(data, report, self.base)
+        unread += unbased
         if unread:
             report = validate(data, self.repo)
             left_out += unread

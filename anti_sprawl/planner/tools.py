@@ -200,6 +200,21 @@ def without_missing_reads(
     return {**data, "tasks": kept}, dropped
 
 
+def without_unresolved_base(
+    data: dict[str, Any], report: Report, planned: str | None
+) -> tuple[dict[str, Any], list[Problem]]:
+    """The submission with a ``base`` the model made up, naming no commit, replaced by the
+    commit the planner looked at (``planned``, HEAD's), and a warning (recorded, make
+    real-model 2026-12-05 run y: ``"base": "repomap"``, the map we showed it taken for a
+    commit, then ``"existing_commit_or_branch"``, the words of the error's advice). A plan the
+    user writes keeps the error."""
+    if not any(p.code == "base_unresolved" for p in report.errors):
+        return data, []
+    shown = repr(data.get("base"))[:80]
+    message = f"the plan's base {shown} names no commit: replaced by the commit planned at"
+    return {**data, "base": planned}, [_reshaped(message)]
+
+
 def with_users_test_command(plan: Plan, command: str) -> tuple[Plan, list[str]]:
     """``plan`` running the user's test command (``plan --test-command`` or the config's)
     everywhere, and a warning for each test command of the planner's it replaced. Recorded,
