@@ -545,6 +545,21 @@ def test_a_recorded_call_whose_fence_info_came_on_the_next_line_is_run(
     assert not any("code in a fenced block" in str(t) for t in told)
 
 
+def test_recorded_responses_cut_over_and_over_stall_the_attempt(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """subtract_run_y (make real-model 2026-12-05 run y), the test node's calls 1-8, streamed:
+    after a read_file, ``obj['test_calc.py']`` over and over, stopped as repeating six times
+    running, each answered and none counted; the node went on to its call cap, 1,433 s in
+    all. A cut response is a reply without a tool call: the third of the same ends the
+    attempt as stalled."""
+    _, state = replay(tmp_path, server, "subtract_run_y.json", slice(0, 8), stream=True)
+    node = state["tasks"]["subtract"]
+    assert (node["status"], node["reason"]) == ("failed", "stalled")
+    assert "the same reply 3 times" in node["message"]
+    assert len(server.requests) == 5
+
+
 def test_a_recorded_test_file_holding_a_copy_of_the_code_does_not_land_unclaimed(
     tmp_path: Path, server: FakeLLMServer
 ) -> None:

@@ -338,18 +338,9 @@ class _Worker:
         if writes:
             return writes
         self.compactor.text_turn()
-        self._replies[reply] += 1
-        if self._replies[reply] >= SAME_REPLY_LIMIT:
-            return Ending(
-                "stalled",
-                f"the model sent the same reply {self._replies[reply]} times without calling a tool "
-                "in between",
-            )
-        in_a_row = sum(self._replies.values())
-        if in_a_row >= TEXT_TURN_LIMIT:
-            return Ending(
-                "stalled", f"the model sent {in_a_row} replies in a row without calling a tool"
-            )
+        stalled = self._stalled(reply)
+        if stalled is not None:
+            return stalled
         if reply in self._written_replies:
             return WRITTEN_PROMPT
         if has_unlabelled_code(reply):
@@ -433,11 +424,30 @@ class _Worker:
         named = [e for e in fw.write_scope.entries if not e.endswith("/") and not is_glob(e)]
         return {path: fw.current_text(path) or "" for path in named}
 
+    def _stalled(self, reply: str) -> Ending | None:
+        """Count one reply without a tool call; the ending when the attempt has stalled."""
+        self._replies[reply] += 1
+        if self._replies[reply] >= SAME_REPLY_LIMIT:
+            return Ending(
+                "stalled",
+                f"the model sent the same reply {self._replies[reply]} times without calling a tool "
+                "in between",
+            )
+        in_a_row = sum(self._replies.values())
+        if in_a_row >= TEXT_TURN_LIMIT:
+            return Ending(
+                "stalled", f"the model sent {in_a_row} replies in a row without calling a tool"
+            )
+        return None
+
     def cut_turn(self, max_output_tokens: int, text: str) -> str | Ending:
-        """A response cut at the output limit: its tool call is lost; say so, and how to go on."""
+        """A response cut at the output limit: its tool call is lost; say so, and how to go on.
+        It is a reply without a tool call, counted as one (make real-model 2026-12-05 run y:
+        ``obj['test_calc.py']`` over and over, stopped as repeating six times running)."""
         self.truncated += 1
         self.compactor.text_turn()
-        return cut_message(max_output_tokens, text)
+        stalled = self._stalled(text.strip())
+        return stalled if stalled is not None else cut_message(max_output_tokens, text)
 
     def before_tool(self, call: ToolCall) -> Ending | None:
         self._replies.clear()  # a tool call breaks a run of replies
