@@ -126,3 +126,12 @@ def test_a_plan_sent_back_for_that_warning_stays_the_answer_when_none_better_com
     assert shown["plan"]["tasks"][0]["write_scope"] == ["calc.py"]
     assert any("test_calc.py" in w for w in shown["warnings"])
     assert out.is_file()
+
+
+def test_named_paths_are_named_as_a_diff_names_them() -> None:
+    """A goal's ``./calc.py`` is the diff's ``calc.py``: the worker's finish (goal_files) and
+    the PR's unchanged-file note compare the two."""
+    from anti_sprawl.plan.intent_checks import named_paths
+
+    goal = "Add subtract() to ./calc.py (and to calc.py's docstring), a test in tests/test_calc.py"
+    assert named_paths(goal) == ["calc.py", "tests/test_calc.py"]

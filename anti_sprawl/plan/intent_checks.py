@@ -14,7 +14,7 @@ import shlex
 from collections.abc import Iterator
 from pathlib import Path
 
-from ..fs.scopes import Scope, entry_problem
+from ..fs.scopes import Scope, entry_problem, normalize_entry
 from ..git.cmd import run_git
 from .model import Plan
 from .report import Problem, problem
@@ -48,12 +48,14 @@ _OFFLINE = ("--offline", "--no-index", "--frozen-offline", "--prefer-offline")
 
 
 def named_paths(text: str) -> list[str]:
-    """The file paths ``text`` names (``calc.py``, ``src/app/views.py``), once each, in order."""
-    return [
-        path
-        for path in dict.fromkeys(_PATH.findall(text))
+    """The file paths ``text`` names (``calc.py``, ``src/app/views.py``), once each, in order,
+    in the form a diff names them (``./calc.py`` as ``calc.py``)."""
+    found = (
+        normalize_entry(path)
+        for path in _PATH.findall(text)
         if path.lower() not in ("e.g", "i.e") and not path.startswith(("http", "www."))
-    ]
+    )
+    return list(dict.fromkeys(found))
 
 
 def requirement_path_warnings(plan: Plan) -> Iterator[Problem]:
