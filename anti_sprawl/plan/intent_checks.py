@@ -16,10 +16,16 @@ from pathlib import Path
 
 from ..fs.scopes import Scope, entry_problem, normalize_entry
 from ..git.cmd import run_git
-from .model import Plan
+from .model import Plan, TaskNode
 from .report import Problem, problem
 
-__all__ = ["base_problem", "named_paths", "network_setup_warning", "requirement_path_warnings"]
+__all__ = [
+    "base_problem",
+    "goal_files",
+    "named_paths",
+    "network_setup_warning",
+    "requirement_path_warnings",
+]
 
 # A path the requirement names: has a slash or a file extension, like calc.py or src/app/.
 _PATH = re.compile(r"(?<![\w./@:-])((?:[\w.-]+/)*[\w-]+\.[A-Za-z][\w]{0,7})(?![\w/(-])")
@@ -56,6 +62,16 @@ def named_paths(text: str) -> list[str]:
         if path.lower() not in ("e.g", "i.e") and not path.startswith(("http", "www."))
     )
     return list(dict.fromkeys(found))
+
+
+def goal_files(task: TaskNode) -> list[str]:
+    """The files in ``task``'s write scope its goal names by path; none for a task that may
+    change nothing. The worker's finish refuses once to leave one unchanged (agent/worker.py
+    ``goal_files``), and the PR names those a landed node left unchanged (views/pr_body.py)."""
+    if not task.expect_changes:
+        return []
+    scope = Scope(e for e in task.write_scope if entry_problem(e) is None)
+    return [p for p in named_paths(task.goal) if scope.matches(p)]
 
 
 def requirement_path_warnings(plan: Plan) -> Iterator[Problem]:

@@ -356,7 +356,8 @@ def with_earlier_tasks(
     kept = [i for i in before if _is_text(i) and i not in sent]
     if len(sent) != len(tasks) or not needed or not needed <= set(kept):
         return data, []
-    whole = [sent.pop(i, t) for i, t in before.items()] + list(sent.values())
+    whole = [sent.get(i, t) for i, t in before.items()]
+    whole += [t for i, t in sent.items() if i not in before]
     shown = ", ".join(f"'{i}'" for i in kept)
     message = f"the submission re-sent only some tasks: the earlier submission's {shown} kept"
     return {**data, "tasks": whole}, [_reshaped(message)]

@@ -37,8 +37,7 @@ from ..git.secret_scan import message_secret, staged_secrets
 from ..git.substance import goal_allows_removal, only_removes
 from ..git.workspace import ChangeFacts, Workspace, commit, stage
 from ..lifecycle import NodeVerdict
-from ..plan.intent_checks import named_paths
-from ..plan.model import TaskNode
+from ..plan.intent_checks import goal_files
 from ..providers.base import ModelRequest, Usage
 from ..providers.scripted import ScriptedProvider
 from .ablations import NodeScopes
@@ -219,7 +218,7 @@ class _Attempt:
             changed_files=lambda: [change.path for change in changes(ws)],
             request_scope=self.scope,
             check_tests_at_finish=not scripted,
-            goal_files=() if scripted else _goal_files(node, firewall),
+            goal_files=() if scripted else tuple(goal_files(node)),
         )
         result = self.worker = run_worker(ctx)
         return result
@@ -410,11 +409,3 @@ def _root_files(repo: Path, commit: str) -> list[str]:
         if meta.split()[1] == "blob":
             files.append(name)
     return files
-
-
-def _goal_files(node: TaskNode, firewall: Firewall) -> tuple[str, ...]:
-    """The files in ``node``'s write scope its goal names by path, for the worker's finish;
-    none for a node that may change nothing."""
-    if not node.expect_changes:
-        return ()
-    return tuple(p for p in named_paths(node.goal) if firewall.write_scope.matches(p))

@@ -18,8 +18,7 @@ import shlex
 from pathlib import Path
 
 from ..fs.files import atomic_write_text
-from ..fs.scopes import Scope, entry_problem
-from ..plan.intent_checks import named_paths
+from ..plan.intent_checks import goal_files
 from ..plan.model import TaskNode
 from ..providers.prices import format_usd
 from ..redact import Redactor
@@ -154,11 +153,10 @@ def _named_unchanged(task: TaskNode, r: TaskResult) -> list[str]:
     """Files a landed node's goal names, in its write scope, that its commit leaves as they
     were: a node can land on passing tests with half its goal (make real-model 2026-12-04,
     run h: calc.py changed, test_calc.py, named by the goal, not)."""
-    if r.status != "succeeded" or not task.expect_changes:
+    if r.status != "succeeded":
         return []
-    scope = Scope(e for e in task.write_scope if entry_problem(e) is None)
     changed = set(r.files_changed)
-    return [p for p in named_paths(task.goal) if scope.matches(p) and p not in changed]
+    return [p for p in goal_files(task) if p not in changed]
 
 
 def _node_notes(r: TaskResult) -> list[str]:
