@@ -510,3 +510,7 @@ def test_a_test_module_holding_a_copy_of_the_code_under_test_is_found() -> None:
     # the same name in two modules that are no tests, or in a test alone, is not this
     assert copied_into_tests({"calc.py": code, "more.py": code}) == ""
     assert copied_into_tests({"test_calc.py": copy}) == ""
+    # a test helper named as code the change touches is no copy (this repository's history:
+    # tests/test_no_changes.py's execute() beside anti_sprawl/cli/runs.py's)
+    helper_named_alike = good + "\n\ndef subtract(a, b):\n    return calc_subtract(a, b)\n"
+    assert copied_into_tests({"calc.py": code, "test_calc.py": helper_named_alike}) == ""

@@ -310,20 +310,38 @@ def import_of_itself(path: str, text: str) -> str:
 
 def copied_into_tests(texts: dict[str, str]) -> str:
     """Where a test module among ``texts`` (path -> changed text) defines, at its top level, a
-    function or class that a changed module that is no test also defines: a copy of the code
-    under test, which the test module then holds instead of a test of it (make real-model
-    2026-12-05 run o: test_calc.py got `def subtract(a, b)` beside calc.py's, and no test).
-    One line saying so, or ""."""
-    defined: dict[str, str] = {}
+    function or class that a changed module that is no test defines word for word: a copy of
+    the code under test, which the test module then holds instead of a test of it (make
+    real-model 2026-12-05 run o: test_calc.py got `def subtract(a, b)` beside calc.py's, and
+    no test). The same name alone is no copy: across this repository's last 313 commits with
+    Python changes, 16 had a test helper named as code they changed (``execute``, ``main``,
+    ``make_repo``), none a copy. One line saying so, or ""."""
+    defined: dict[str, tuple[str, str]] = {}  # the definition's source -> (name, path)
     for path, text in texts.items():
         if path.endswith(".py") and not is_test_module(path):
-            defined.update(dict.fromkeys(top_level_names(text), path))
+            defined.update({src: (name, path) for name, src in _definitions(text)})
     for path, text in texts.items():
         if path.endswith(".py") and is_test_module(path):
-            copied = [n for n in top_level_names(text) if n in defined and not n.startswith("test")]
+            copied = [defined[src] for _, src in _definitions(text) if src in defined]
             if copied:
-                return f"{path} defines {_names(copied)}, as {defined[copied[0]]} does"
+                names = [name for name, _ in copied]
+                return f"{path} defines {_names(names)}, as {copied[0][1]} does"
     return ""
+
+
+def _definitions(text: str) -> list[tuple[str, str]]:
+    """(name, source) of each top-level function and class of the Python ``text``, but tests;
+    none when it does not parse."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    return [
+        (node.name, ast.get_source_segment(text, node) or "")
+        for node in tree.body
+        if isinstance(node, kinds) and not node.name.startswith("test")
+    ]
 
 
 def _redefined_note(before: str, appended: str) -> str:
