@@ -108,3 +108,22 @@ def test_losing_the_scheduler_mid_run_stops_it_and_blames_no_node(
     fx.git(repo, "fsck", "--strict")
     assert fx.git(repo, "branch", "--list", "anti-sprawl/wt/*") == ""
     assert fx.checkout_fingerprint(repo) == before
+
+
+def test_distributed_logs_a_closed_comm_as_one_line_not_a_traceback() -> None:
+    # What distributed/batched.py does when the scheduler's comm closes mid-write: the record
+    # the flaky end-to-end run above once printed with its whole stack.
+    emit = (
+        "import logging, distributed\n"
+        "from anti_sprawl.run.scheduler_loss import one_line_logs\n"
+        "one_line_logs(); one_line_logs()\n"
+        "try:\n"
+        "    raise OSError('Stream is closed')\n"
+        "except OSError:\n"
+        "    logging.getLogger('distributed.batched').info('Batched Comm Closed %r', 'comm', "
+        "exc_info=True)\n"
+    )
+    run = subprocess.run([sys.executable, "-c", emit], capture_output=True, text=True, check=True)
+    assert "Traceback" not in run.stderr
+    (line,) = [x for x in run.stderr.splitlines() if "Batched Comm Closed" in x]
+    assert line.endswith("Batched Comm Closed 'comm' (OSError: Stream is closed)"), line

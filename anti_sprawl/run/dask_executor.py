@@ -52,7 +52,7 @@ from .otel_remote import trace_link
 from .remote_node import RemoteCallSink, RemoteJob, RemoteOutcome, dask_task, lost, too_big
 from .remote_result import rebuild_commit, refused, store_files, taken_record
 from .remote_settings import DaskSettings, ProviderSpec
-from .scheduler_loss import scheduler_gone, scheduler_lost
+from .scheduler_loss import one_line_logs, scheduler_gone, scheduler_lost
 from .scope_grants import confirmed, granted_writes
 
 if TYPE_CHECKING:
@@ -105,6 +105,7 @@ class DaskExecutor:
             from distributed import Client
         except ImportError:
             raise UsageError(INSTALL_HINT) from None
+        one_line_logs()
         try:
             client = Client(
                 settings.scheduler, timeout=settings.connect_timeout, set_as_default=False
