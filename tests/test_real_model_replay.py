@@ -393,7 +393,7 @@ def test_the_recorded_call_written_out_after_prose_is_a_submission(
     result = _planned_from(tmp_path, server, "planner_run7.json", slice(0, 5))
     # reply 2 writes four such blocks (one per fix): which is the plan is not clear, so it
     # stays prose and is answered with a nudge; reply 3 is the second submission, valid once
-    # its made-up base ("./") gives way to the commit planned at (planner/tools.py
+    # its made-up base ("./") gives way to the commit planned at (planner/submission_repairs.py
     # without_unresolved_base), which was its one error left
     assert (result.outcome, result.rounds, len(server.requests)) == ("planned", 2, 3)
     assert result.warnings == [
@@ -957,7 +957,8 @@ def test_a_recorded_task_written_at_the_plans_top_level_is_planned(
 
 
 def test_a_submission_that_is_one_task_is_the_plan_of_that_task() -> None:
-    from anti_sprawl.planner.tools import reshaped_submission, submission_data
+    from anti_sprawl.planner.submission_repairs import reshaped_submission
+    from anti_sprawl.planner.tools import submission_data
 
     task = {"task_id": "t", "goal": "g", "write_scope": ["a.py"], "model": ""}
     data, problems = reshaped_submission({"plan_id": "p", "requirement": "r", **task})
@@ -1103,7 +1104,7 @@ def test_a_recorded_repair_of_one_task_keeps_the_tasks_it_left_out(
 
 def test_only_a_repair_that_needs_the_tasks_it_left_out_keeps_them() -> None:
     """``with_earlier_tasks`` leaves every other submission as it was sent."""
-    from anti_sprawl.planner.tools import with_earlier_tasks
+    from anti_sprawl.planner.submission_repairs import with_earlier_tasks
 
     def task(task_id: str, *deps: str) -> dict[str, Any]:
         return {"task_id": task_id, "goal": "g", "dependencies": list(deps)}
@@ -1157,7 +1158,7 @@ def test_a_recorded_goal_naming_the_file_another_task_writes_gives_no_write_scop
 
 
 def test_only_a_task_with_no_write_scope_is_given_what_its_goal_names() -> None:
-    from anti_sprawl.planner.tools import reshaped_submission
+    from anti_sprawl.planner.submission_repairs import reshaped_submission
 
     def task(task_id: str, goal: str, writes: list[str] | None) -> dict[str, Any]:
         return {"task_id": task_id, "goal": goal} | (

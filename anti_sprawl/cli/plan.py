@@ -26,7 +26,7 @@ from ..git.workspace import ensure_excluded
 from ..plan.model import save_plan
 from ..planner.estimate import Estimate, plan_estimate, render_estimate
 from ..planner.planner import PlannerResult, plan_requirement
-from ..planner.tools import with_users_test_command
+from ..planner.submission_repairs import with_users_test_command
 from ..providers.base import Provider
 from ..providers.limits import default_output_limit
 from ..providers.prices import PriceTable, call_cost, format_usd

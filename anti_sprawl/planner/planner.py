@@ -61,19 +61,21 @@ from .prompt import (
     submit_plan_spec,
 )
 from .repomap.map import build_repo_map
+from .submission_repairs import (
+    reshaped_submission,
+    unasked_models,
+    with_earlier_tasks,
+    without_missing_reads,
+    without_unresolved_base,
+)
 from .tools import (
     OBSERVATION_CHARS,
     default_plan_id,
     feedback,
     missing_budgets,
     model_problems,
-    reshaped_submission,
     submission_data,
-    unasked_models,
     unwritten_feedback,
-    with_earlier_tasks,
-    without_missing_reads,
-    without_unresolved_base,
 )
 
 __all__ = ["NUDGE", "Outcome", "PlannerResult", "default_plan_id", "plan_requirement"]

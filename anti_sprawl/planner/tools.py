@@ -1,4 +1,6 @@
-"""The planner's side of ``submit_plan``: turning a submission into a plan document.
+"""The planner's side of ``submit_plan``: turning a submission into a plan document, and
+what the planner is told back about it (errors, the task skeleton, models it may not use).
+The repairs of a small model's submissions are ``submission_repairs.py``.
 
 Exploration (``read_file``, ``list_dir``, ``grep``) uses the worker's handlers through the
 planner's ``Firewall`` (read scope exactly the repository map's files, a ``FileSet``; write
@@ -12,14 +14,11 @@ import copy
 import hashlib
 import json
 import re
-import shlex
 from collections.abc import Sequence
 from typing import Any
 
-from ..fs.scopes import Scope, entry_problem
 from ..ids import SUBMIT_PLAN_TOOL
-from ..plan.intent_checks import named_paths
-from ..plan.model import Plan, TaskNode, command_argv
+from ..plan.model import Plan
 from ..plan.validate import Problem, Report
 
 __all__ = [
@@ -28,11 +27,8 @@ __all__ = [
     "feedback",
     "missing_budgets",
     "model_problems",
-    "reshaped_submission",
     "submission_data",
-    "unasked_models",
-    "with_users_test_command",
-    "without_missing_reads",
+    "unwritten_feedback",
 ]
 
 OBSERVATION_CHARS = 24_000  # about 6k tokens: one file must not eat the planner's budget
@@ -73,7 +69,9 @@ def _name_ids(tasks: Any) -> None:
     ``task_id`` in three submissions running, the example task notwithstanding (recorded)."""
     if not isinstance(tasks, list):
         return
-    taken = {t.get("task_id") for t in tasks if isinstance(t, dict) and _is_text(t.get("task_id"))}
+    taken = {
+        t.get("task_id") for t in tasks if isinstance(t, dict) and isinstance(t.get("task_id"), str)
+    }
     for task in tasks:
         if not isinstance(task, dict) or "task_id" in task:
             continue
@@ -138,261 +136,6 @@ def unwritten_feedback(warnings: Sequence[Problem]) -> str:
         "again to keep it as it is.",
     ]
     return "\n".join(lines)
-
-
-def unasked_models(
-    data: dict[str, Any], allowed: Sequence[str]
-) -> tuple[dict[str, Any], list[Problem]]:
-    """The submission without the models it names when the user allowed none (no ``plan
-    --models``), and a warning for each: every node then runs on the run's own model, which is
-    what "leave it out" asks for. Recorded, make real-model 2026-12-04 run c: Qwen2.5-Coder-1.5B
-    named model 'python' in all three submissions, and planning failed on that alone."""
-    if allowed:
-        return data, []
-    dropped: list[Problem] = []
-    named = data.get("default_model")
-    if isinstance(named, str) and named:
-        data = {**data, "default_model": None}
-        dropped.append(_left_out(f"default_model '{named}'", []))
-    tasks = data.get("tasks")
-    if isinstance(tasks, list):
-        kept: list[Any] = []
-        for task in tasks:
-            model = task.get("model") if isinstance(task, dict) else None
-            if isinstance(model, str) and model:
-                task = {**task, "model": None}
-                task_id = str(task.get("task_id", "?"))
-                dropped.append(_left_out(f"task '{task_id}' model '{model}'", [task_id]))
-            kept.append(task)
-        data = {**data, "tasks": kept}
-    return data, dropped
-
-
-def without_missing_reads(
-    data: dict[str, Any], report: Report
-) -> tuple[dict[str, Any], list[Problem]]:
-    """The submission without the read_scope entries ``report`` found naming no file, and a
-    warning for each: a read of nothing reads nothing, and a small model names the repository
-    map we showed it as a file (recorded, make real-model 2026-12-04 runs k and o:
-    ``./repomap``, ``repo/map/repomap``; run o's one task was otherwise valid, three times, and
-    planning failed on that entry alone). A plan the user writes keeps the error: there it is a
-    typo to fix."""
-    missing: dict[str, set[str]] = {}
-    for p in report.errors:
-        if p.code == "read_scope_missing":
-            for task_id in p.tasks:
-                missing.setdefault(task_id, set()).update(p.paths)
-    tasks = data.get("tasks")
-    if not missing or not isinstance(tasks, list):
-        return data, []
-    dropped: list[Problem] = []
-    kept: list[Any] = []
-    for task in tasks:
-        named = task.get("task_id") if isinstance(task, dict) else None
-        gone = missing.get(named) if isinstance(named, str) else None
-        reads = task.get("read_scope") if isinstance(task, dict) else None
-        if gone and isinstance(reads, list):
-            task = {**task, "read_scope": [e for e in reads if e not in gone]}
-            for entry in sorted(gone):
-                where = f"task '{named}' read_scope entry {entry!r}"
-                dropped.append(_reshaped(f"{where} names no file in the repository: left out"))
-        kept.append(task)
-    return {**data, "tasks": kept}, dropped
-
-
-def without_unresolved_base(
-    data: dict[str, Any], report: Report, planned: str | None
-) -> tuple[dict[str, Any], list[Problem]]:
-    """The submission with a ``base`` the model made up, naming no commit, replaced by the
-    commit the planner looked at (``planned``, HEAD's), and a warning (recorded, make
-    real-model 2026-12-05 run y: ``"base": "repomap"``, the map we showed it taken for a
-    commit, then ``"existing_commit_or_branch"``, the words of the error's advice). A plan the
-    user writes keeps the error."""
-    if not any(p.code == "base_unresolved" for p in report.errors):
-        return data, []
-    shown = repr(data.get("base"))[:80]
-    message = f"the plan's base {shown} names no commit: replaced by the commit planned at"
-    return {**data, "base": planned}, [_reshaped(message)]
-
-
-def with_users_test_command(plan: Plan, command: str) -> tuple[Plan, list[str]]:
-    """``plan`` running the user's test command (``plan --test-command`` or the config's)
-    everywhere, and a warning for each test command of the planner's it replaced. Recorded,
-    make real-model 2026-12-05 run p: asked with ``--test-command "python -m pytest -q"``, the
-    model gave its task ``python test_calc.py``, which runs no test and cannot fail; the user's
-    command was kept only as the plan's default, which the task's own overrode."""
-    warnings: list[str] = []
-
-    def replaced(where: str, theirs: str | list[str]) -> None:
-        shown = theirs if isinstance(theirs, str) else shlex.join(theirs)
-        warnings.append(
-            f"{where} test_command {shown!r} left out: the user set the test command "
-            f"({command!r}: plan --test-command, or the config's test_command)"
-        )
-
-    wanted = command_argv(command)
-    if plan.test_command is not None and command_argv(plan.test_command) != wanted:
-        replaced("the plan's", plan.test_command)
-    tasks = []
-    for task in plan.tasks:
-        if task.test_command is not None and command_argv(task.test_command) != wanted:
-            replaced(f"task '{task.task_id}'", task.test_command)
-            task = task.model_copy(update={"test_command": None})
-        tasks.append(task)
-    return plan.model_copy(update={"test_command": command, "tasks": tasks}), warnings
-
-
-# A task's own fields (those a plan does not share): at a plan's top level, the model wrote a
-# task there.
-_TASK_ONLY = frozenset(TaskNode.model_fields) - frozenset(Plan.model_fields)
-# Optional fields that hold text: an empty string is the model's way of leaving one unset.
-_OPTIONAL_TEXT = frozenset(
-    {"base", "test_command", "integration_command", "setup_command", "default_model", "model"}
-)
-_EMPTY: tuple[Any, ...] = ("", [], {}, None)
-
-
-def reshaped_submission(data: dict[str, Any]) -> tuple[dict[str, Any], list[Problem]]:
-    """The submission as the plan it means, where a small model wrote a plan's parts in the
-    wrong place, and a warning for each change (recorded, make real-model 2026-12-04 second
-    session, run i: three submissions of one task written at the plan's top level and again
-    inside ``tasks``, with ``"model": ""``, ``"test_command": ""`` and a task holding
-    ``"tasks": []``; 12 errors each, and planning failed on them alone):
-
-    - a task's fields at the top level are that task: the plan's only task when it has none,
-      left out when ``tasks`` holds a task of the same ``task_id``;
-    - an empty string in an optional text field leaves the field unset;
-    - a field neither a plan nor a task has, holding nothing, is left out;
-    - a task with no write scope gets the files its goal names by path that no other task
-      writes (runs s and u: "Write a test for subtract(a, b) in test_calc.py" with
-      test_calc.py in its read scope and an empty write scope; run u's repair got empty
-      replies only, and planning failed on that error alone)."""
-    problems: list[Problem] = []
-    data = dict(data)
-    top = {k: data[k] for k in _TASK_ONLY if k in data}
-    listed = data.get("tasks")
-    tasks: list[Any] = listed if isinstance(listed, list) else []
-    # ids as the model wrote them may be anything (a list is unhashable): strings only
-    ids = {t.get("task_id") for t in tasks if isinstance(t, dict) and _is_text(t.get("task_id"))}
-    if top and not tasks and ("goal" in top or "write_scope" in top):
-        data = {k: v for k, v in data.items() if k not in _TASK_ONLY} | {"tasks": [top]}
-        problems.append(_reshaped("the submission was one task, not a plan: it is the plan's task"))
-    elif _is_text(top.get("task_id")) and top["task_id"] in ids:
-        data = {k: v for k, v in data.items() if k not in _TASK_ONLY}
-        problems.append(
-            _reshaped(f"the plan's top level repeated task '{top['task_id']}': left out")
-        )
-    emptied = _emptied(data, frozenset(Plan.model_fields), "the plan")
-    if isinstance(data.get("tasks"), list):
-        kept = []
-        for task in data["tasks"]:
-            if isinstance(task, dict):
-                task = dict(task)
-                where = f"task '{task.get('task_id', '?')}'"
-                emptied += _emptied(task, frozenset(TaskNode.model_fields), where)
-            kept.append(task)
-        data["tasks"] = kept
-    if emptied:
-        problems.append(_reshaped(f"empty fields left unset: {', '.join(emptied)}"))
-    problems += _writes_from_goals(data)
-    return data, problems
-
-
-def _writes_from_goals(data: dict[str, Any]) -> list[Problem]:
-    """Give, in place, each task of ``data`` with an empty write scope the files its goal
-    names by path that no task writes (``./calc.py`` and globs included: run v's test task,
-    "Write a test for the subtract function in calc.py", names the file another task
-    writes, which is no file of its own); a warning for each task given some."""
-    tasks = data.get("tasks")
-    if not isinstance(tasks, list):
-        return []
-    tasks = [t for t in tasks if isinstance(t, dict)]
-    entries = [
-        entry
-        for t in tasks
-        if isinstance(t.get("write_scope"), list)
-        for entry in t["write_scope"]
-        if _is_text(entry) and entry_problem(entry) is None
-    ]
-    problems: list[Problem] = []
-    for task in tasks:
-        goal = task.get("goal")
-        if task.get("write_scope", []) != [] or not _is_text(goal):
-            continue
-        written = Scope(entries)
-        named = [p for p in named_paths(goal) if not written.matches(p)]
-        if named:
-            task["write_scope"] = named
-            entries += named
-            where = f"task '{task.get('task_id', '?')}'"
-            shown = ", ".join(named)
-            problems.append(
-                _reshaped(f"{where} had no write_scope: given {shown}, which its goal names")
-            )
-    return problems
-
-
-def with_earlier_tasks(
-    data: dict[str, Any], earlier: Sequence[Any]
-) -> tuple[dict[str, Any], list[Problem]]:
-    """A repair that re-sent only the tasks it fixed, as the whole plan it means: the earlier
-    submission's ``tasks`` with each task of the same ``task_id`` replaced, and a warning.
-    Taken only when the submission depends on a task it left out that the earlier one held
-    (recorded, make real-model 2026-12-05 run t: asked to fix task '1''s empty write scope, the
-    model sent "the corrected task with ID 1" alone, twice, and planning failed on task '1'
-    depending on an unknown '0')."""
-    tasks = data.get("tasks")
-    if not isinstance(tasks, list) or not all(isinstance(t, dict) for t in tasks):
-        return data, []
-    sent = {t.get("task_id"): t for t in tasks if _is_text(t.get("task_id"))}
-    before = {t.get("task_id"): t for t in earlier if isinstance(t, dict)}
-    needed = {
-        d
-        for t in tasks
-        if isinstance(t.get("dependencies"), list)
-        for d in t["dependencies"]
-        if _is_text(d) and d not in sent
-    }
-    kept = [i for i in before if _is_text(i) and i not in sent]
-    if len(sent) != len(tasks) or not needed or not needed <= set(kept):
-        return data, []
-    whole = [sent.get(i, t) for i, t in before.items()]
-    whole += [t for i, t in sent.items() if i not in before]
-    shown = ", ".join(f"'{i}'" for i in kept)
-    message = f"the submission re-sent only some tasks: the earlier submission's {shown} kept"
-    return {**data, "tasks": whole}, [_reshaped(message)]
-
-
-def _is_text(value: Any) -> bool:
-    return isinstance(value, str)
-
-
-def _emptied(fields: dict[str, Any], known: frozenset[str], where: str) -> list[str]:
-    """Unset, in place, the empty optional text fields and empty unknown fields of
-    ``fields``; what was unset."""
-    done = []
-    for key in list(fields):
-        if key in _OPTIONAL_TEXT and fields[key] == "":
-            fields[key] = None
-        elif key not in known and any(fields[key] == e for e in _EMPTY):
-            del fields[key]
-        else:
-            continue
-        done.append(f"{where} {key}")
-    return done
-
-
-def _reshaped(message: str) -> Problem:
-    return Problem(code="submission_reshaped", message=message)
-
-
-def _left_out(what: str, tasks: list[str]) -> Problem:
-    return Problem(
-        code="model_left_out",
-        message=f"{what} left out: the user allowed no models (plan --models), so the run's "
-        "model does this work",
-        tasks=tasks,
-    )
 
 
 def model_problems(plan: Plan, allowed: Sequence[str]) -> list[Problem]:
