@@ -250,13 +250,14 @@ def test_the_recorded_calls_one_per_line_are_read_and_the_broken_one_named(
     (it said only "not valid JSON" before, and the model sent the same reply four times)."""
     from anti_sprawl.planner.planner import plan_requirement
     from anti_sprawl.providers import OpenAIProvider
-    from anti_sprawl.providers.text_calls import _load, _objects
+    from anti_sprawl.providers.loose_json import load_loose
+    from anti_sprawl.providers.text_calls import _objects
 
     run = recorded("planner_run3.json")
     text = run["calls"][0]["response"]["choices"][0]["message"]["content"]
     blocks = _objects(text)
     assert blocks is not None
-    parsed = [_load(block) for block in blocks]
+    parsed = [load_loose(block) for block in blocks]
     assert [p["name"] for p in parsed[:3]] == ["read_file", "read_file", "list_dir"]
     assert parsed[0]["arguments"] == {"path": "./calc.py"}
     assert parsed[3] is None
