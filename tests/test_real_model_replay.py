@@ -28,6 +28,7 @@ from anti_sprawl.agent.worker import (
     TEXT_TURN_LIMIT,
 )
 from anti_sprawl.cli.app import app
+from anti_sprawl.plan.model import DEFAULT_MAX_ATTEMPTS
 
 from .conftest import GIT_ENV
 from .fake_llm_server import FakeLLMServer, openai_completion, openai_tool_call
@@ -1198,6 +1199,36 @@ def test_a_recorded_base_the_planner_made_up_is_left_out(
     assert result.plan.base == head
     replaced = "the plan's base 'repomap' names no commit: replaced by the commit planned at"
     assert replaced in result.warnings
+
+
+def test_a_recorded_plan_asking_fewer_attempts_than_the_default_gets_the_default(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """make real-model 2026-12-05 run aa, planner call 2: the plan in prose, then its whole
+    submission with ``"max_attempts": 1`` and no word why; its test task finished over no
+    change and had no second attempt. A planner may ask for more attempts, not fewer: the
+    plan keeps the default, with a warning the user sees in review."""
+    result = _planned_reply(tmp_path, server, "planner_fewer_attempts_run_aa.txt")
+    assert result.ok, server.requests[-1].body["messages"][-1]["content"]
+    assert [t.task_id for t in result.plan.tasks] == ["01-add-subtract", "02-write-test-subtract"]
+    assert result.plan.max_attempts == DEFAULT_MAX_ATTEMPTS
+    assert {result.plan.attempts_for(t) for t in result.plan.tasks} == {DEFAULT_MAX_ATTEMPTS}
+    left_out = "the plan's max_attempts 1 left out: fewer attempts than the default (2)"
+    assert any(w.startswith(left_out) for w in result.warnings), result.warnings
+
+
+def test_a_planner_asking_more_attempts_keeps_them() -> None:
+    from anti_sprawl.planner.submission_repairs import without_fewer_attempts
+
+    task = {"task_id": "t", "max_attempts": 3}
+    data, warnings = without_fewer_attempts({"max_attempts": 2, "tasks": [task, "junk"]})
+    assert (data, warnings) == ({"max_attempts": 2, "tasks": [task, "junk"]}, [])
+    data, warnings = without_fewer_attempts({"tasks": [{"task_id": "u", "max_attempts": 0}]})
+    assert data == {"tasks": [{"task_id": "u"}]}
+    assert [w.message for w in warnings] == [
+        "task 'u' max_attempts 0 left out: fewer attempts than the default (2) are the "
+        "user's to set"
+    ]
 
 
 def test_a_users_plan_keeps_its_read_of_a_missing_file_an_error(tmp_path: Path) -> None:

@@ -65,6 +65,7 @@ from .submission_repairs import (
     reshaped_submission,
     unasked_models,
     with_earlier_tasks,
+    without_fewer_attempts,
     without_missing_reads,
     without_unresolved_base,
 )
@@ -389,7 +390,8 @@ class _Session:
         if isinstance(data.get("tasks"), list):
             self._earlier_tasks = data["tasks"]
         data, left_out = unasked_models(data, self.models)
-        left_out = [*reshaped, *left_out]
+        data, fewer = without_fewer_attempts(data)
+        left_out = [*reshaped, *left_out, *fewer]
         report = validate(data, self.repo)
         data, unread = without_missing_reads(data, report)
         data, unbased = without_unresolved_base(data, report, self.base)

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..fs.scopes import Scope, entry_problem
 from ..plan.intent_checks import named_paths
-from ..plan.model import Plan, TaskNode, command_argv
+from ..plan.model import DEFAULT_MAX_ATTEMPTS, Plan, TaskNode, command_argv
 from ..plan.validate import Problem, Report
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "unasked_models",
     "with_earlier_tasks",
     "with_users_test_command",
+    "without_fewer_attempts",
     "without_missing_reads",
     "without_unresolved_base",
 ]
@@ -54,6 +55,37 @@ def unasked_models(
                 task_id = str(task.get("task_id", "?"))
                 dropped.append(_left_out(f"task '{task_id}' model '{model}'", [task_id]))
             kept.append(task)
+        data = {**data, "tasks": kept}
+    return data, dropped
+
+
+def without_fewer_attempts(data: dict[str, Any]) -> tuple[dict[str, Any], list[Problem]]:
+    """The submission without the ``max_attempts`` below the default it sets, and a warning
+    for each: those nodes get the default's attempts. A planner may ask for more attempts for a
+    risky task, not fewer: a second attempt costs nothing when the first lands, and how few
+    tries a failing node gets is the user's call, made in review (the run's caps bound the
+    spending). Recorded, make real-model 2026-12-05 run aa: the plan's ``"max_attempts": 1``,
+    with no word why; its test task called finish over no change once, and had no retry."""
+    dropped: list[Problem] = []
+
+    def fewer(fields: dict[str, Any], where: str) -> dict[str, Any]:
+        asked = fields.get("max_attempts")
+        if not isinstance(asked, int) or isinstance(asked, bool) or asked >= DEFAULT_MAX_ATTEMPTS:
+            return fields
+        dropped.append(
+            _reshaped(
+                f"{where} max_attempts {asked} left out: fewer attempts than the default "
+                f"({DEFAULT_MAX_ATTEMPTS}) are the user's to set"
+            )
+        )
+        return {k: v for k, v in fields.items() if k != "max_attempts"}
+
+    data = fewer(data, "the plan's")
+    tasks = data.get("tasks")
+    if isinstance(tasks, list):
+        kept = [
+            fewer(t, f"task '{t.get('task_id', '?')}'") if isinstance(t, dict) else t for t in tasks
+        ]
         data = {**data, "tasks": kept}
     return data, dropped
 
