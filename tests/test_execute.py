@@ -217,3 +217,25 @@ def test_commits_land_in_a_fixed_order_whatever_finishes_first(
     assert [line.strip() for line in order.splitlines() if line.strip()] == ["a", "b", "c"]
     state = json.loads(result.stdout)
     assert state["tasks"]["b"]["finished_at"] <= state["tasks"]["a"]["finished_at"]
+
+
+def test_a_summary_naming_a_file_its_node_left_alone_is_set_against_the_diff(
+    tmp_path: Path,
+) -> None:
+    """make real-model 2026-12-05 run aa: node 1 changed calc.py only and summed up "a test
+    for it passed in test_calc.py"; the test node read that as done and changed nothing. The
+    downstream prompt now says which files of the upstream write scope the summary names and
+    the change left alone."""
+    plan = fx.plan()
+    plan["tasks"][0]["write_scope"] = ["pkg/a.py", "pkg/test_a.py"]
+    turns = fx.worker_turns("pkg/a.py", "A = 1\n")
+    turns[-1]["args"]["summary"] = "created pkg/a.py and its test in pkg/test_a.py; uses README.md"
+    repo, result = execute(tmp_path, plan, fx.script(a=turns), "--json")
+    assert result.exit_code == 0, result.output
+    line = "named in the summary but not changed by this node: pkg/test_a.py"
+    seen = {
+        p.relative_to(repo / ".anti-sprawl" / "runs").parts[2]
+        for p in (repo / ".anti-sprawl" / "runs").rglob("*")
+        if p.is_file() and line in p.read_text(errors="replace")
+    }
+    assert seen == {"c"}  # the one node that depends on a; README.md is no file of a's scope

@@ -96,6 +96,10 @@ class UpstreamSummary(BaseModel):
     notes: str = ""
     files_changed: list[str] = Field(default_factory=list)
     tests_passed: bool | None = Field(default=None, description="None: no test command ran.")
+    unchanged_named: list[str] = Field(
+        default_factory=list,
+        description="Files of the node's write scope its summary names that it did not change.",
+    )
 
     @field_validator("interfaces", mode="before")
     @classmethod
@@ -144,9 +148,20 @@ def render_upstream(up: UpstreamSummary) -> str:
         f"node: {up.task_id} ({up.name})\nsummary:\n{up.summary}\n"
         f"interfaces:\n{up.interfaces or '(none given)'}\n"
         + (f"notes:\n{up.notes}\n" if up.notes else "")
-        + f"files changed:\n{files}\ntests: {tests}\n"
+        + f"files changed:\n{files}\n"
+        + _unchanged_named(up)
+        + f"tests: {tests}\n"
     )
     return wrap_data("upstream_summary", up.task_id, body)
+
+
+def _unchanged_named(up: UpstreamSummary) -> str:
+    """The line that sets the summary's word against the diff (make real-model 2026-12-05 run
+    aa: node 1 changed calc.py only and said "a test for it passed in test_calc.py"; the test
+    node read that, ran the old tests and finished over no change)."""
+    if not up.unchanged_named:
+        return ""
+    return f"named in the summary but not changed by this node: {', '.join(up.unchanged_named)}\n"
 
 
 def render_memory(fact: MemoryFact) -> str:

@@ -291,7 +291,9 @@ class NodeRunner:
             settings=self.settings,
             paths=self.paths,
             author=self.author,
-            upstream=tuple(upstream_summary(tasks[d]) for d in node.dependencies),
+            upstream=tuple(
+                upstream_summary(tasks[d], self.plan.task(d)) for d in node.dependencies
+            ),
             memory=tuple(self.memory),
             note=note,
             history=self._foreign_transcripts(node.task_id),

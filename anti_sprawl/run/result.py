@@ -18,8 +18,11 @@ from ..context.sections import UpstreamSummary
 from ..errors import InternalError
 from ..fs.firewall import Violation
 from ..fs.scope_grant import ScopeGrant
+from ..fs.scopes import Scope, entry_problem
 from ..git.workspace import ChangeFacts, DiffStat, Workspace, diff, diffstat
 from ..lifecycle import FailReason, NodeStatus
+from ..plan.intent_checks import named_paths
+from ..plan.model import TaskNode
 from ..providers.base import Usage
 from .failure_note import AttemptRecord
 
@@ -187,9 +190,13 @@ class TaskResult(BaseModel):
             )
 
 
-def upstream_summary(result: TaskResult) -> UpstreamSummary:
-    """The slice of a dependency's result a downstream prompt gets: never its transcript."""
+def upstream_summary(result: TaskResult, node: TaskNode) -> UpstreamSummary:
+    """The slice of a dependency's result a downstream prompt gets: never its transcript; with
+    the files of ``node``'s write scope its summary names and its change left alone."""
     finish = result.summary
+    scope = Scope(e for e in node.write_scope if entry_problem(e) is None)
+    named = named_paths(finish.summary) if finish else []
+    unchanged = [p for p in named if scope.matches(p) and p not in result.files_changed]
     return UpstreamSummary(
         task_id=result.task_id,
         name=result.name,
@@ -198,6 +205,7 @@ def upstream_summary(result: TaskResult) -> UpstreamSummary:
         notes=finish.notes if finish else "",
         files_changed=result.files_changed,
         tests_passed=result.tests.passed if result.tests else None,
+        unchanged_named=unchanged,
     )
 
 
