@@ -78,6 +78,7 @@ def test_a_finish_over_an_empty_diff_fails_no_changes_and_the_retry_is_told(
     for n, (name, args) in enumerate(
         [
             ("run_tests", {}),
+            ("finish", {"summary": CLAIM}),  # refused once: the goal names pkg/a.py
             ("finish", {"summary": CLAIM}),
             ("write_file", {"path": "pkg/a.py", "content": "A = 1\n"}),
             ("finish", {"summary": "Wrote pkg/a.py.", "files": ["pkg/a.py"]}),
@@ -92,7 +93,9 @@ def test_a_finish_over_an_empty_diff_fails_no_changes_and_the_retry_is_told(
     assert first["note"]["reason"] == "no_changes"
     assert "you changed no file" in first["note"]["message"]
     # the retry's first message says what was wrong and what the goal asks for
-    retry = server.requests[2].body["messages"]
+    refused = answer(server, 2)
+    assert refused.startswith("ERROR: finish refused (this once): you changed no file, and your")
+    retry = server.requests[3].body["messages"]
     told = next(m["content"] for m in retry if m["role"] == "user")
     assert "why it failed: no_changes" in told
     assert "you changed no file" in told
@@ -117,7 +120,7 @@ def test_a_finish_over_an_empty_diff_fails_no_changes_and_the_retry_is_told(
 def test_a_node_that_only_ever_claims_fails_with_no_empty_commit(
     tmp_path: Path, server: FakeLLMServer
 ) -> None:
-    for n in range(2):
+    for n in range(4):  # each attempt's first finish over no change is refused once
         server.enqueue(turn(n, "finish", {"summary": CLAIM}))
     repo, result = execute(tmp_path, server, plan())
     assert result.exit_code == 1, result.output

@@ -142,11 +142,17 @@ def test_the_recorded_false_claim_over_an_empty_diff_fails_no_changes(
     tmp_path: Path, server: FakeLLMServer
 ) -> None:
     """The recorded second attempt: a report in prose, then "Added the subtract function and a
-    test ... The test passed" as a finish, having changed nothing."""
-    _, state = replay(tmp_path, server, "subtract_run1.json", slice(10, 12))
+    test ... The test passed" as a finish, having changed nothing. That finish is refused once
+    (the goal names calc.py and test_calc.py); sent again, it is taken and fails no_changes."""
+    finish = recorded("subtract_run1.json")["calls"][11]["response"]
+    _, state = replay(tmp_path, server, "subtract_run1.json", slice(10, 12), [finish])
     node = state["tasks"]["subtract"]
     assert (node["status"], node["reason"]) == ("failed", "no_changes")
     assert "you changed no file" in node["message"]
+    assert (
+        "finish refused (this once): you changed no file"
+        in (server.requests[2].body["messages"][-1]["content"])
+    )
     continued = server.requests[1].body["messages"][-1]["content"]
     assert continued.startswith("Continue with your tools")  # prose is not taken for a call
 
@@ -529,6 +535,41 @@ def test_a_recorded_finish_that_leaves_a_file_the_goal_names_is_refused_once(
     assert "def test_subtract" in landed_file(repo, "test_calc.py")
 
 
+def test_a_recorded_finish_over_no_change_is_refused_once_when_the_goal_names_a_file(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """subtract_run_aa (make real-model 2026-12-05 run aa), the test node's calls: it ran the
+    old tests, which passed, then finished naming test_calc.py, which it never changed. The
+    finish was taken and the attempt failed no_changes. Now, over no change, a finish whose
+    goal names a file in the write scope is refused once, naming it; a model that then writes
+    the test lands it, and one that finishes again fails no_changes as before."""
+    test = "from calc import add, subtract\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+    test += "\n\ndef test_subtract():\n    assert subtract(5, 2) == 3\n"
+    write = {"path": "test_calc.py", "content": test}
+    finish = {"summary": "Added a test for subtract", "files": ["test_calc.py"]}
+    then = [
+        openai_completion(tool_calls=[openai_tool_call("w", "write_file", json.dumps(write))]),
+        openai_completion(tool_calls=[openai_tool_call("f", "finish", json.dumps(finish))]),
+    ]
+    repo, state = replay(
+        tmp_path, server, "subtract_run_aa.json", slice(0, 2), then, 0, stream=True
+    )
+    node = state["tasks"]["02-write-test-subtract"]
+    assert node["status"] == "succeeded", node["message"]
+    told = server.requests[2].body["messages"][-1]["content"]
+    refused = "finish refused (this once): you changed no file, and your goal names test_calc.py"
+    assert refused in told
+    assert node["files_changed"] == ["test_calc.py"]
+    assert "def test_subtract" in landed_file(repo, "test_calc.py")
+    recorded_finish = recorded("subtract_run_aa.json")["calls"][1]["response"]
+    (tmp_path / "again").mkdir()
+    _, again = replay(
+        tmp_path / "again", server, "subtract_run_aa.json", slice(0, 2), [recorded_finish]
+    )
+    node = again["tasks"]["02-write-test-subtract"]
+    assert (node["status"], node["reason"]) == ("failed", "no_changes")
+
+
 def test_a_recorded_call_whose_fence_info_came_on_the_next_line_is_run(
     tmp_path: Path, server: FakeLLMServer
 ) -> None:
@@ -841,11 +882,15 @@ def test_the_run_that_landed_on_the_final_code_lands_on_its_second_attempt(
     tests of the old files pass and the finish over no change fails no_changes; the retry
     writes both files from triple-quoted text calls and lands one commit, its tests passing.
     Streamed, each runaway is stopped at its first repeating 2,000 characters (of 7,406) and
-    the connection closed, so the server stops generating; the node lands the same."""
+    the connection closed, so the server stops generating; the node lands the same. (The
+    finish over no change is refused once now, the goal naming both files: the model is
+    served its finish again, and the retry follows as recorded.)"""
+    calls = recorded("subtract_run_e.json")["calls"]
+    again = [c["response"] for c in calls[3:6]]  # the finish over no change, then attempt 2
     repo, state = replay(
-        tmp_path, server, "subtract_run_e.json", slice(0, 6), exit_code=0, attempts=3, stream=stream
+        tmp_path, server, "subtract_run_e.json", slice(0, 4), again, 0, attempts=3, stream=stream
     )
-    node = landed_node(repo, state, server, ["no_changes"], 6)
+    node = landed_node(repo, state, server, ["no_changes"], 7)
     for cut in (server.requests[1], server.requests[2]):
         assert "It ran on" in cut.body["messages"][-1]["content"]
     stops = [e["stop_reason"] for e in transcript(repo, state) if e["event"] == "response"]
