@@ -15,7 +15,7 @@ from anti_sprawl.fs.firewall import Firewall
 from anti_sprawl.providers.base import SystemBlock, request_text
 from anti_sprawl.providers.redacting import RedactingProvider
 from anti_sprawl.providers.scripted import Script, ScriptedProvider
-from anti_sprawl.redact import Redactor, env_secrets
+from anti_sprawl.redact import SECRET_SHAPES, Redactor, env_secrets
 
 from . import e2e_fixture as fx
 
@@ -37,6 +37,38 @@ def test_known_shapes_are_redacted(kind: str) -> None:
         SAMPLES[kind].split("://")[-1].split("@")[0] if kind == "url-password" else SAMPLES[kind]
     )
     assert secret not in out
+
+
+# One text of every shape in the catalogue: each is still found with the skip of shapes
+# whose fixed text is absent (redact._NEEDS).
+EVERY_SHAPE = {
+    **SAMPLES,
+    "pgp-private-key": "-----BEGIN PGP PRIVATE KEY BLOCK-----\nlQOYBF\n-----END PGP PRIVATE KEY BLOCK-----",
+    "putty-private-key": "PuTTY-User-Key-File-3: ssh-ed25519\nPrivate-Lines: 1\nAAAA\nPrivate-MAC: 8f",
+    "aws-secret-key": "AWS_Secret_Access_Key = " + "A1b2/+=x" * 5,
+    "gitlab-token": "glpat-" + "a1B2_" * 4,
+    "slack-webhook": "https://hooks.slack.com/services/T0000/B0000/" + "x" * 20,
+    "anthropic-key": "sk-ant-" + "a1B2-" * 5,
+    "openai-key": "sk-proj-" + "a1B2_" * 5,
+    "stripe-key": "rk_live_" + "a1B2" * 4,
+    "google-api-key": "AIza" + "a1B2_" * 7,
+    "npm-token": "npm_" + "a1B2" * 9,
+    "pypi-token": "pypi-AgEIcHlwaS5vcmc" + "a1B2_" * 10,
+    "vault-token": "hvb." + "a1B2_" * 5,
+    "huggingface-token": "hf_" + "a1B2" * 9,
+    "jwt": "eyJ" + "a" * 10 + ".eyJ" + "b" * 10 + "." + "c" * 10,
+}
+
+
+def test_every_shape_of_the_catalogue_is_found() -> None:
+    assert set(EVERY_SHAPE) == {kind for kind, _ in SECRET_SHAPES}
+    for kind, secret in EVERY_SHAPE.items():
+        out = Redactor()(f"x = 1\nconfig = {secret!r}\n")
+        assert f"[REDACTED:{kind}]" in out, kind
+    # github's long form, a second stripe prefix and vault kind, an ASIA key
+    for secret in ("github_pat_" + "a1B2_" * 5, "sk_live_" + "a" * 16, "hvs." + "a" * 24):
+        assert secret not in Redactor()(f"({secret})"), secret
+    assert "ASIA" + "A" * 16 not in Redactor()("ASIA" + "A" * 16)
 
 
 def test_benign_code_is_untouched() -> None:
