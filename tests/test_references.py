@@ -228,12 +228,17 @@ def test_the_imports_read_with_the_names_are_the_statement_scans() -> None:
 
 
 def test_the_names_walk_meets_every_node_but_contexts_and_operators() -> None:
-    """``outline.pyrefs._walk`` skips the fields that hold no node: on every module of this
-    repository it yields ``ast.walk``'s nodes, in its order, less contexts and operators."""
+    """``outline.pyrefs._walk`` skips the fields that hold no node and adds a list of nodes
+    whole: on every module of this repository (tests and benchmarks too) it yields
+    ``ast.walk``'s nodes, in its order, less contexts and operators."""
     root = Path(__file__).resolve().parents[1]
     leaves = (ast.expr_context, ast.operator, ast.unaryop, ast.boolop, ast.cmpop)
-    for path in [*sorted((root / "anti_sprawl").rglob("*.py")), Path(__file__)]:
-        tree = ast.parse(path.read_text(encoding="utf-8"))
+    # the list fields that may hold a non-node (None, a name) are read item by item
+    mixed = "global g\nd = {**m, 'k': f(x)}\ndef f(*, a, b=c.d, **kw):\n    nonlocal n\n"
+    ours = [p for d in ("anti_sprawl", "tests", "benchmarks") for p in (root / d).rglob("*.py")]
+    texts = [(path, path.read_text(encoding="utf-8")) for path in sorted(ours)]
+    for path, text in [*texts, (Path("mixed.py"), mixed)]:
+        tree = ast.parse(text)
         expected = [n for n in ast.walk(tree) if not isinstance(n, leaves)]
         assert pyrefs._walk(tree)[0] == expected, path
 

@@ -225,29 +225,38 @@ def _child_fields(kind: type) -> tuple[str, ...]:
 def _walk(root: ast.AST) -> tuple[list[ast.AST], list[int]]:
     """Every node below ``root`` (itself first) in ``ast.walk``'s breadth-first order but for
     contexts and operators, and the index of each one's parent (-1 for ``root``):
-    ``ast.iter_child_nodes`` inlined, over the fields that may hold a node (``_LEAF_FIELDS``)."""
+    ``ast.iter_child_nodes`` inlined, over the fields that may hold a node (``_LEAF_FIELDS``).
+    A list field holds only nodes but for ``_MIXED_LISTS``, so the others are added whole."""
     nodes: list[ast.AST] = [root]
     parents = [-1]
     add, add_parent = nodes.append, parents.append
+    extend, extend_parents = nodes.extend, parents.extend
     child_fields = _CHILD_FIELDS
-    i = 0
-    while i < len(nodes):
-        node = nodes[i]
-        fields = child_fields.get(type(node))
+    for i, node in enumerate(nodes):  # the list grows as it is read: breadth-first
+        kind = type(node)
+        fields = child_fields.get(kind)
         if fields is None:
-            fields = child_fields[type(node)] = _child_fields(type(node))
+            fields = child_fields[kind] = _child_fields(kind)
         for name in fields:
             value = getattr(node, name, None)
-            if isinstance(value, ast.AST):
+            if type(value) is list:
+                if name in _MIXED_LISTS:
+                    for item in value:
+                        if isinstance(item, ast.AST):
+                            add(item)
+                            add_parent(i)
+                elif value:
+                    extend(value)
+                    extend_parents([i] * len(value))
+            elif isinstance(value, ast.AST):
                 add(value)
                 add_parent(i)
-            elif isinstance(value, list):
-                for item in value:
-                    if isinstance(item, ast.AST):
-                        add(item)
-                        add_parent(i)
-        i += 1
     return nodes, parents
+
+
+# List fields that may hold something other than a node: a dict display's keys (None for
+# ``**m``), keyword-only defaults (None where there is none), ``global``/``nonlocal`` names.
+_MIXED_LISTS = frozenset({"keys", "kw_defaults", "names"})
 
 
 def _top_level(body: list[ast.stmt], refs: ModuleRefs) -> None:
