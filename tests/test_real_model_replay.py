@@ -570,6 +570,36 @@ def test_a_recorded_finish_over_no_change_is_refused_once_when_the_goal_names_a_
     assert (node["status"], node["reason"]) == ("failed", "no_changes")
 
 
+def test_two_recorded_empty_replies_in_a_row_restart_the_conversation_from_the_brief(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """subtract_run_x (make real-model 2026-12-05 run x), attempt 2: both files written, a
+    finish refused over failing tests, then empty replies, which the same conversation never
+    got out of. The second empty reply in a row now restarts the conversation: the brief, then
+    where the attempt stands (the files as they are now, the failing lines), and one line
+    asking for the next call. The recorded replies go on (a write, then empty replies again:
+    a second restart), and the third empty reply in all stalls the attempt, as before."""
+    repo, state = replay(tmp_path, server, "subtract_run_x.json", slice(0, 10))
+    node = state["tasks"]["subtract"]
+    assert (node["status"], node["reason"]) == ("failed", "stalled")
+    restarted = server.requests[5].body["messages"]
+    assert [m["role"] for m in restarted] == ["system", "user", "user"]
+    assert restarted[1] == server.requests[0].body["messages"][1]  # the brief, as it was
+    standing = restarted[2]["content"]
+    assert standing.startswith("# Where you are\nYour earlier turns in this attempt were removed")
+    assert "They changed calc.py, test_calc.py, which are now:" in standing
+    assert '<data kind="file" source="test_calc.py" trust="untrusted">' in standing
+    assert "The whole test command fails (exit code 1) with your changes" in standing
+    assert standing.endswith("</data>\n\nNow reply with your next tool call.")
+    restarts = [e for e in transcript(repo, state) if e["event"] == "restart"]
+    assert len(restarts) == 2
+    assert restarts[0]["message"] == standing
+    manifests = repo / ".anti-sprawl" / "runs" / state["run_id"] / "manifests" / "subtract"
+    sixth = json.loads((manifests / "6.json").read_text())
+    (item,) = [i for i in sixth["items"] if i["source"] == "restart"]
+    assert (item["kind"], item["trust"]) == ("observation", "untrusted")
+
+
 def test_a_recorded_call_whose_fence_info_came_on_the_next_line_is_run(
     tmp_path: Path, server: FakeLLMServer
 ) -> None:
@@ -1307,13 +1337,15 @@ def test_a_reply_of_an_empty_code_block_is_an_empty_reply(
 ) -> None:
     """subtract_run_r (make real-model 2026-12-05 run r), calls 6-10: a right calc.py, the
     same write again, then an empty code block three times, each told that its code named no
-    file. It is an empty reply: told so. The attempt still stalls on the third (the same
-    reply), over a change the tests pass on, so calc.py lands, never claimed."""
+    file. It is an empty reply: told so, and the second in a row restarts the conversation
+    from the brief. The attempt still stalls on the third (the same reply), over a change the
+    tests pass on, so calc.py lands, never claimed."""
     repo, state = replay(tmp_path, server, "subtract_run_r.json", slice(0, 5), exit_code=0)
     node = landed_node(repo, state, server, [], 5)
     assert "the same reply 3 times" in node["unclaimed"]
     told = [r.body["messages"][-1]["content"] for r in server.requests[3:]]
-    assert all(t.startswith(EMPTY_REPLY_PROMPT) for t in told)
+    assert told[0].startswith(EMPTY_REPLY_PROMPT)
+    assert told[1].startswith("# Where you are\n")
     assert "def subtract(a, b):\n    return a - b" in landed_file(repo, "calc.py")
 
 

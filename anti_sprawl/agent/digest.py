@@ -10,6 +10,10 @@ Two steps, mildest first, each applied only when the next request does not fit:
    of essentials and the artifact reference, never the raw output. The latest turn (the
    model's last message and its results) stays whole: it is what the model acts on next.
 
+Apart from the budget, ``restart`` drops everything after the first prompt, for a worker
+whose model has stopped answering (agent/worker.py: empty replies); the worker then sends
+where the attempt stands, a message that starts with ``RESTART_HEADER``.
+
 What is left (system prompt, tools, first prompt, digest, latest turn) is the essential part;
 when even that does not fit, ``explain`` says how big each piece is.
 """
@@ -36,9 +40,10 @@ from .artifacts import ArtifactStore, Kept, Observation
 from .dispatch import ToolOutcome
 from .loop import Loop
 
-__all__ = ["DIGEST_HEADER", "Compactor", "Digest", "DigestEntry"]
+__all__ = ["DIGEST_HEADER", "RESTART_HEADER", "Compactor", "Digest", "DigestEntry"]
 
 DIGEST_HEADER = "Digest of your earlier calls"
+RESTART_HEADER = "# Where you are"
 _NOTE_CHARS = 160
 _TARGET_CHARS = 120
 
@@ -198,6 +203,10 @@ class Compactor:
         self.loop.messages[:] = [*new, *messages[latest:]]
         self.digests += 1
         return True
+
+    def restart(self) -> None:
+        """Drop every turn after the first prompt (the worker says next where things stand)."""
+        self.loop.messages[:] = [self.first]
 
     def compactions(self) -> list[Callable[[], bool]]:
         return [self.mask, self.digest]

@@ -46,7 +46,7 @@ from ..trust import wrap_data
 from .artifacts import ArtifactStore, Observer
 from .budget import Budget, RunBudget
 from .change_tools import copied_into_tests, import_of_itself
-from .digest import Compactor
+from .digest import RESTART_HEADER, Compactor
 from .dispatch import Ending, Handler, ToolOutcome
 from .file_blocks import has_unlabelled_code, whole_file_blocks
 from .handlers import read_handlers, tool_table, write_handlers
@@ -84,6 +84,14 @@ EMPTY_REPLY_PROMPT = (
     "Your reply was empty, so nothing was done. Send your next step now as one tool call, "
     'written as a JSON object in a ```json block: {"name": "<tool>", "arguments": {...}}.'
 )
+# After a second empty reply in a row the conversation restarts from the brief, followed by
+# where the attempt stands (the files it changed, as they are now, and the tests' verdict).
+# Measured against the served model on make real-model 2026-12-05 run x's request 13 (the
+# second empty reply of a chain that ran to the end of the attempt): the same conversation
+# got 4 empty replies of 4, the restart 2 calls and 2 calls in a tag form of 4
+# (docs/local-models.md). Each empty reply still counts toward a stall (``_stalled``).
+RESTART_LAST_LINE = "Now reply with your next tool call."
+RESTART_FILE_CHARS = 12_000  # the changed files shown whole after a restart, at most
 # After a prose reply whose whole files were written (agent/file_blocks.py) comes again.
 WRITTEN_PROMPT = (
     "The files in your reply are already written, as shown. Call `run_tests` to check them, "
@@ -230,6 +238,7 @@ class _Worker:
         self._checked: TestOutcome | None = None  # a whole run since the last change to files
         self._failing_finishes = 0
         self._told_goal_files = False
+        self._blank_before = False  # whether the last reply said nothing (two in a row: restart)
         self._from_text = False  # whether the call running now was read from prose
         self._text_changes: set[tuple[str, str]] = set()  # (tool, arguments) run from prose
         self._repeat_turns: set[int] = set()  # turns that only repeated changes already run
@@ -334,6 +343,7 @@ class _Worker:
 
     def text_turn(self, response: ModelResponse) -> str | Ending | list[ToolCall]:
         reply = response.text.strip()
+        blank_before, self._blank_before = self._blank_before, is_blank(reply)
         writes = self._whole_files(reply)
         if writes:
             return writes
@@ -354,8 +364,35 @@ class _Worker:
             nudge = text_call_nudge(response.text_call_problem, self.loop.specs)
             return f"{nudge} {WHOLE_FILE_HINT}{self._progress()}"
         if is_blank(reply):
-            return EMPTY_REPLY_PROMPT + self._progress()
+            return self._restart() if blank_before else EMPTY_REPLY_PROMPT + self._progress()
         return f"{CONTINUE_PROMPT} {WHOLE_FILE_HINT}{self._progress()}"
+
+    def _restart(self) -> str:
+        """The conversation dropped after the brief, and what to say next: where the attempt
+        stands (``RESTART_LAST_LINE``'s comment says why)."""
+        self.compactor.restart()
+        fw = self.ctx.firewall
+        changed = sorted(set(self.ctx.changed_files())) if self.ctx.changed_files else []
+        texts = {p: fw.current_text(p) for p in changed if fw.write_scope.matches(p)}
+        removed = "Your earlier turns in this attempt were removed: the last ones said nothing."
+        if not changed:
+            standing = f"{removed} You have changed no file yet."
+        elif all(t is not None for t in texts.values()) and (
+            sum(len(t or "") for t in texts.values()) <= RESTART_FILE_CHARS
+        ):
+            shown = "".join(
+                wrap_data("file", p, self.ctx.redact(t or "")) for p, t in texts.items()
+            )
+            standing = f"{removed} They changed {', '.join(changed)}, which are now:\n{shown}"
+        else:
+            standing = (
+                f"{removed} They changed {', '.join(changed)}, which are changed on disk "
+                "(read_file shows them)."
+            )
+        state = f"{RESTART_HEADER}\n{standing}{self._checked_now()}".rstrip("\n")
+        text = f"{state}\n\n{RESTART_LAST_LINE}"
+        self.loop.log({"event": "restart", "message": text})
+        return text
 
     def _progress(self) -> str:
         """Which write-scope files the worktree changes so far, and which it does not yet.
@@ -445,12 +482,14 @@ class _Worker:
         It is a reply without a tool call, counted as one (make real-model 2026-12-05 run y:
         ``obj['test_calc.py']`` over and over, stopped as repeating six times running)."""
         self.truncated += 1
+        self._blank_before = False
         self.compactor.text_turn()
         stalled = self._stalled(text.strip())
         return stalled if stalled is not None else cut_message(max_output_tokens, text)
 
     def before_tool(self, call: ToolCall) -> Ending | None:
         self._replies.clear()  # a tool call breaks a run of replies
+        self._blank_before = False
         self._from_text = call.from_text
         if self.tool_calls >= self.ctx.limits.max_tool_calls:
             return Ending(

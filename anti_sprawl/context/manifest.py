@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..agent.digest import DIGEST_HEADER
+from ..agent.digest import DIGEST_HEADER, RESTART_HEADER
 from ..errors import UsageError
 from ..fs.files import atomic_write_text
 from ..fs.scope_grant import ScopeGrant
@@ -309,17 +309,20 @@ def conversation_items(messages: Sequence[Message]) -> list[ContextItem]:
     """Items for what a conversation added after its first message.
 
     The model's own turns and tool results are untrusted ``observation`` items (a result's
-    source is the tool name plus its path argument), and so is a digest of earlier turns
-    (it names paths the model chose); other orchestrator messages are trusted ``instruction``
-    items.
+    source is the tool name plus its path argument), and so are a digest of earlier turns
+    (it names paths the model chose) and a restart's state (the files as the model wrote
+    them); other orchestrator messages are trusted ``instruction`` items.
     """
 
     items: list[ContextItem] = []
     names: dict[str, str] = {}
     for i, message in enumerate(messages[1:], 1):
-        if isinstance(message, UserMessage) and message.content.startswith(DIGEST_HEADER):
+        if isinstance(message, UserMessage) and message.content.startswith(
+            (DIGEST_HEADER, RESTART_HEADER)
+        ):
+            what = "digest" if message.content.startswith(DIGEST_HEADER) else "restart"
             items.append(
-                make_item(f"digest:{i}", "observation", "digest", "untrusted", message.content)
+                make_item(f"{what}:{i}", "observation", what, "untrusted", message.content)
             )
         elif isinstance(message, UserMessage):
             items.append(
