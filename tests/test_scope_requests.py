@@ -445,3 +445,31 @@ def test_a_jobs_neighbours_are_the_unordered_nodes_with_the_grants_known_when_it
 
 def kept_in_order(claims: list[ScopeGrant], kept: list[str]) -> list[str]:
     return [g.path for g in claims if g.path in kept]
+
+
+def test_a_request_for_paths_already_in_scope_says_to_go_ahead(tmp_path: Path) -> None:
+    """make real-model 2026-12-05 run ab: the same write request for calc.py, in the node's
+    write scope from the start, answered "granted: already in your write scope" four times
+    between empty replies. Nothing was needed; the answer now says what to do instead."""
+    repo = make_repo(tmp_path)
+    turns = [
+        ask(["pkg/a.py"], "write"),
+        ask(["pkg/base.py"]),
+        ask(["pkg/a.py", "README.md"]),  # one of them new: no such line
+        {"tool": "write_file", "args": {"path": "pkg/a.py", "content": "A = 1\n"}},
+        finish("pkg/a.py"),
+    ]
+    result, state = execute(tmp_path, repo, fx.plan(), fx.script(a=turns))
+    assert result.exit_code == 0, result.output
+    lines = (run_dir(repo, state) / "artifacts" / "a" / "transcript.jsonl").read_text()
+    answers = [
+        e["result"]["content"]
+        for e in map(json.loads, lines.splitlines())
+        if e["event"] == "tool" and e["call"]["name"] == "request_scope"
+    ]
+    assert answers[0].endswith(
+        "Change them now: write_file with the whole new content, or edit_file."
+    )
+    assert answers[1].endswith("Nothing was needed: you may already read these files (read_file).")
+    assert "Nothing was needed" not in answers[2]
+    assert "read pkg/a.py" not in decisions(state, "a")  # answered, never recorded

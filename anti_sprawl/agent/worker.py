@@ -594,6 +594,16 @@ class _Worker:
             f"{'granted' if d.granted else 'refused'}: {d.mode} {d.path!r}: {d.why}"
             for d in decided
         ]
+        if decided and all(d.already for d in decided):
+            # make real-model 2026-12-05 run ab: the same request for calc.py, in scope from
+            # the start, four times between empty replies; and after a restart (run x's
+            # replay against the served model) 5 of 6 first calls asked for files in scope
+            lines.append(
+                "Nothing was needed: you may already change these files. Change them now: "
+                "write_file with the whole new content, or edit_file."
+                if args.mode == "write"
+                else "Nothing was needed: you may already read these files (read_file)."
+            )
         granted = sum(d.granted for d in decided)
         status = "ok" if granted else "error"
         summary = f"{granted} of {len(decided)} {args.mode} request(s) granted"

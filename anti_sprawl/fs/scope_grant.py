@@ -35,6 +35,7 @@ class ScopeGrant(BaseModel):
     reason: str = ""  # the worker's words (untrusted text: redacted, escaped where shown)
     granted: bool
     why: str  # one line: what allowed it, or why not (naming a conflicting node)
+    already: bool = False  # in scope before it was asked for (answered, never recorded)
 
 
 def requested_path(raw: str) -> tuple[str, str | None]:

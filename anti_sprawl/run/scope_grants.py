@@ -226,12 +226,14 @@ class ScopePolicy:
         shown = path if path.isprintable() else repr(path)[1:-1]  # no control bytes
         shown = shown if len(shown) <= 300 else shown[:300] + "..."
 
-        def answer(granted: bool, why: str) -> ScopeGrant:
-            return ScopeGrant(mode=mode, path=shown, reason=reason, granted=granted, why=why)
+        def answer(granted: bool, why: str, already: bool = False) -> ScopeGrant:
+            return ScopeGrant(
+                mode=mode, path=shown, reason=reason, granted=granted, why=why, already=already
+            )
 
         fw = self.firewall
         if not problem and (fw.write_scope if mode == "write" else fw.read_scope).matches(path):
-            return answer(True, f"already in your {mode} scope"), False
+            return answer(True, f"already in your {mode} scope", already=True), False
         why = problem or self._refusal(path, mode)
         if why:
             return answer(False, why), True
