@@ -48,6 +48,10 @@ SHAPES = {
     "fenced, json on its own line": "```\njson\n"
     + json.dumps({"name": "write_file", "arguments": WRITE})
     + "\n```",
+    "function tag": '<function name="write_file" arguments=\'' + json.dumps(WRITE) + "'/>",
+    "function tag in tools": '<tools>\n  <function name="write_file" arguments=\''
+    + json.dumps(WRITE)
+    + "'></function>\n</tools>",
     "fenced, followed by commentary": "```json\n"
     + json.dumps({"name": "write_file", "arguments": WRITE})
     + "\n```\nThis writes the file.",
@@ -239,6 +243,21 @@ def test_arguments_written_as_assignments_to_one_dictionary_are_a_call() -> None
         "obj['summary'] = 'a'\nprint(obj)",  # a line that is not an assignment
     ):
         assert recover_text_calls(text, WORKER_TOOLS) == [], text
+
+
+# An experiment's reply (make real-model 2026-12-05: run x's request 13, its conversation
+# restarted from the brief as agent/worker.py now does), verbatim.
+RECORDED_FUNCTION_TAG = "<tools>\n  <function name=\"run_tests\" arguments='[]'/>\n</tools>"
+
+
+def test_a_call_written_as_a_function_tag_is_that_call() -> None:
+    (call,) = recover_text_calls(RECORDED_FUNCTION_TAG, WORKER_TOOLS)
+    assert (call.name, call.arguments, call.from_text) == ("run_tests", {"args": []}, True)
+    two = RECORDED_FUNCTION_TAG.replace("</tools>", RECORDED_FUNCTION_TAG[8:-8] + "</tools>")
+    assert [c.name for c in recover_text_calls(two, WORKER_TOOLS)] == ["run_tests"] * 2
+    prose = RECORDED_FUNCTION_TAG + "\nThis runs the tests."
+    assert recover_text_calls(prose, WORKER_TOOLS) == []
+    assert text_call_problem(prose, WORKER_TOOLS) == "it held a tool call mixed with other text"
 
 
 @pytest.mark.parametrize(

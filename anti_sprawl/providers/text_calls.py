@@ -54,7 +54,18 @@ _TAGGED = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.S)
 _NAME_KEYS = ("name", "tool", "tool_name", "function")
 _ARG_KEYS = ("arguments", "parameters", "args", "input")
 # Text that a model meant as a call: a JSON object, a fenced block, or the tags.
-_LOOKS_LIKE_CALL = re.compile(r"^\s*(\{|```|<tool_call>)|\"(name|arguments)\"\s*:", re.S)
+_LOOKS_LIKE_CALL = re.compile(
+    r"^\s*(\{|```|<tool_call>|<tools>|<function\b)|\"(name|arguments)\"\s*:", re.S
+)
+# A call as the attributes of a tag, its arguments JSON in single quotes, alone or inside
+# ``<tools>``: recorded from Qwen2.5-Coder-1.5B after a restart of its conversation (make
+# real-model 2026-12-05, run x's request 13 restarted, 2 replies of 9 in experiments):
+# ``<tools>\n  <function name="run_tests" arguments='[]'/>\n</tools>``.
+_FUNCTION_TAG = re.compile(
+    r"""<function\s+name="([A-Za-z_][\w.-]{0,63})"\s+arguments='(.*?)'\s*(?:/>|>\s*</function>)""",
+    re.S,
+)
+_TOOLS_WRAPPER = re.compile(r"^<tools>(.*)</tools>$", re.S)
 
 
 def _objects(text: str) -> list[str] | None:
@@ -73,6 +84,8 @@ def _objects(text: str) -> list[str] | None:
         blocks = _TAGGED.findall(body)
         rest = _TAGGED.sub("", body).strip()
         return blocks if blocks and not rest else None
+    if body.startswith(("<tools>", "<function")):
+        return _function_tags(body)
     if not body.startswith("{"):
         return None
     if load_loose(body) is None:  # not one object written over several lines
@@ -80,6 +93,17 @@ def _objects(text: str) -> list[str] | None:
         if len(calls) > 1:
             return [_undouble_outer(call) for call in calls]
     return [_undouble_outer(body)]
+
+
+def _function_tags(body: str) -> list[str] | None:
+    """The calls of text that is only ``<function name=... arguments='...'/>`` tags (inside
+    ``<tools>`` or not), each as the JSON text of a call; None when it holds anything else."""
+    wrapped = _TOOLS_WRAPPER.match(body)
+    inner = wrapped.group(1) if wrapped else body
+    found = _FUNCTION_TAG.findall(inner)
+    if not found or _FUNCTION_TAG.sub("", inner).strip():
+        return None
+    return [f'{{"name": {json.dumps(name)}, "arguments": {args}}}' for name, args in found]
 
 
 class _Block(NamedTuple):
