@@ -600,6 +600,27 @@ def test_two_recorded_empty_replies_in_a_row_restart_the_conversation_from_the_b
     assert (item["kind"], item["trust"]) == ("observation", "untrusted")
 
 
+def test_recorded_echoes_of_our_data_tag_restart_the_conversation(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """subtract_run_z (make real-model 2026-12-05 run z), attempt 1: a report twice, then our
+    data tag's attributes written back as JSON (``{"kind": "file", "source": "calc.py", ...}``)
+    around one scope request, each echo answered that it matched no tool, until the attempt
+    stalled. Two echoes in a row now restart the conversation from the brief, as two empty
+    replies do; the recorded echoes go on, and the attempt stalls as before."""
+    _, state = replay(tmp_path, server, "subtract_run_z.json", slice(0, 8))
+    node = state["tasks"]["subtract"]
+    assert (node["status"], node["reason"]) == ("failed", "stalled")
+    told = [r.body["messages"][-1]["content"] for r in server.requests[1:]]
+    assert "matched no tool's" in told[4]  # the first echo after the scope request
+    restarted = server.requests[6].body["messages"]
+    assert [m["role"] for m in restarted] == ["system", "user", "user"]
+    assert restarted[2]["content"] == (
+        "# Where you are\nYour earlier turns in this attempt were removed: the last ones called "
+        "no tool. You have changed no file yet.\n\nNow reply with your next tool call."
+    )
+
+
 def test_a_recorded_call_whose_fence_info_came_on_the_next_line_is_run(
     tmp_path: Path, server: FakeLLMServer
 ) -> None:

@@ -245,6 +245,18 @@ def test_arguments_written_as_assignments_to_one_dictionary_are_a_call() -> None
         assert recover_text_calls(text, WORKER_TOOLS) == [], text
 
 
+def test_our_data_tags_attributes_written_back_are_an_echo_not_a_call() -> None:
+    from anti_sprawl.providers.text_calls import echoes_data_label
+
+    run_z = '```json\n{\n  "kind": "file",\n  "source": "calc.py",\n  "trust": "untrusted"\n}\n```'
+    assert echoes_data_label(run_z)
+    assert recover_text_calls(run_z, WORKER_TOOLS) == []
+    assert not echoes_data_label(SHAPES["fenced"])
+    assert not echoes_data_label('{"source": "calc.py"}')  # no kind: not our label
+    assert not echoes_data_label(run_z.replace('"trust"', '"path"'))
+    assert not echoes_data_label("")
+
+
 # An experiment's reply (make real-model 2026-12-05: run x's request 13, its conversation
 # restarted from the brief as agent/worker.py now does), verbatim.
 RECORDED_FUNCTION_TAG = "<tools>\n  <function name=\"run_tests\" arguments='[]'/>\n</tools>"

@@ -40,7 +40,7 @@ from ..providers.base import (
 )
 from ..providers.limits import cut_message
 from ..providers.prices import Price
-from ..providers.text_calls import is_blank, text_call_nudge
+from ..providers.text_calls import echoes_data_label, is_blank, text_call_nudge
 from ..tokens import TokenCounter
 from ..trust import wrap_data
 from .artifacts import ArtifactStore, Observer
@@ -84,12 +84,13 @@ EMPTY_REPLY_PROMPT = (
     "Your reply was empty, so nothing was done. Send your next step now as one tool call, "
     'written as a JSON object in a ```json block: {"name": "<tool>", "arguments": {...}}.'
 )
-# After a second empty reply in a row the conversation restarts from the brief, followed by
-# where the attempt stands (the files it changed, as they are now, and the tests' verdict).
-# Measured against the served model on make real-model 2026-12-05 run x's request 13 (the
-# second empty reply of a chain that ran to the end of the attempt): the same conversation
-# got 4 empty replies of 4, the restart 2 calls and 2 calls in a tag form of 4
-# (docs/local-models.md). Each empty reply still counts toward a stall (``_stalled``).
+# After a second reply in a row that is empty or only our data tag's attributes written back
+# (a trap the same conversation does not leave) the conversation restarts from the brief,
+# followed by where the attempt stands (the files it changed, as they are now, and the tests'
+# verdict). Measured against the served model (docs/local-models.md): on run x's second empty
+# reply, the same conversation got 4 empty replies of 4, the restart as built 6 calls of 6;
+# on run z's echoes, the same conversation 8 echoes of 10 (a nudge naming the echo did not
+# help), the restart 6 calls of 6. Each such reply still counts toward a stall (``_stalled``).
 RESTART_LAST_LINE = "Now reply with your next tool call."
 RESTART_FILE_CHARS = 12_000  # the changed files shown whole after a restart, at most
 # After a prose reply whose whole files were written (agent/file_blocks.py) comes again.
@@ -238,7 +239,7 @@ class _Worker:
         self._checked: TestOutcome | None = None  # a whole run since the last change to files
         self._failing_finishes = 0
         self._told_goal_files = False
-        self._blank_before = False  # whether the last reply said nothing (two in a row: restart)
+        self._stuck_before = False  # whether the last reply was empty or an echo (see _restart)
         self._from_text = False  # whether the call running now was read from prose
         self._text_changes: set[tuple[str, str]] = set()  # (tool, arguments) run from prose
         self._repeat_turns: set[int] = set()  # turns that only repeated changes already run
@@ -343,7 +344,10 @@ class _Worker:
 
     def text_turn(self, response: ModelResponse) -> str | Ending | list[ToolCall]:
         reply = response.text.strip()
-        blank_before, self._blank_before = self._blank_before, is_blank(reply)
+        # (a reply cut where it began to write a tool's answer is blank too: its own nudge)
+        blank = is_blank(reply) and not response.text_call_problem
+        stuck = blank or echoes_data_label(reply)
+        stuck_before, self._stuck_before = self._stuck_before, stuck
         writes = self._whole_files(reply)
         if writes:
             return writes
@@ -360,11 +364,13 @@ class _Worker:
                 f"a file you may write ({scope}), so nothing was written. {WHOLE_FILE_HINT}"
                 f"{self._progress()}"
             )
+        if stuck and stuck_before:
+            return self._restart()
         if response.text_call_problem:
             nudge = text_call_nudge(response.text_call_problem, self.loop.specs)
             return f"{nudge} {WHOLE_FILE_HINT}{self._progress()}"
         if is_blank(reply):
-            return self._restart() if blank_before else EMPTY_REPLY_PROMPT + self._progress()
+            return EMPTY_REPLY_PROMPT + self._progress()
         return f"{CONTINUE_PROMPT} {WHOLE_FILE_HINT}{self._progress()}"
 
     def _restart(self) -> str:
@@ -374,7 +380,7 @@ class _Worker:
         fw = self.ctx.firewall
         changed = sorted(set(self.ctx.changed_files())) if self.ctx.changed_files else []
         texts = {p: fw.current_text(p) for p in changed if fw.write_scope.matches(p)}
-        removed = "Your earlier turns in this attempt were removed: the last ones said nothing."
+        removed = "Your earlier turns in this attempt were removed: the last ones called no tool."
         if not changed:
             standing = f"{removed} You have changed no file yet."
         elif all(t is not None for t in texts.values()) and (
@@ -389,7 +395,8 @@ class _Worker:
                 f"{removed} They changed {', '.join(changed)}, which are changed on disk "
                 "(read_file shows them)."
             )
-        state = f"{RESTART_HEADER}\n{standing}{self._checked_now()}".rstrip("\n")
+        checked = self._checked_now() if changed else ""  # the old files' verdict says nothing
+        state = f"{RESTART_HEADER}\n{standing}{checked}".rstrip("\n")
         text = f"{state}\n\n{RESTART_LAST_LINE}"
         self.loop.log({"event": "restart", "message": text})
         return text
@@ -482,14 +489,14 @@ class _Worker:
         It is a reply without a tool call, counted as one (make real-model 2026-12-05 run y:
         ``obj['test_calc.py']`` over and over, stopped as repeating six times running)."""
         self.truncated += 1
-        self._blank_before = False
+        self._stuck_before = False
         self.compactor.text_turn()
         stalled = self._stalled(text.strip())
         return stalled if stalled is not None else cut_message(max_output_tokens, text)
 
     def before_tool(self, call: ToolCall) -> Ending | None:
         self._replies.clear()  # a tool call breaks a run of replies
-        self._blank_before = False
+        self._stuck_before = False
         self._from_text = call.from_text
         if self.tool_calls >= self.ctx.limits.max_tool_calls:
             return Ending(

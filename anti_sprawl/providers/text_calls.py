@@ -31,6 +31,7 @@ from .base import ToolCall, ToolSpec
 from .loose_json import NOT_LITERAL, line_breaks_unescaped, load_loose, python_literal
 
 __all__ = [
+    "echoes_data_label",
     "fenced_objects",
     "is_blank",
     "recover_text_calls",
@@ -97,9 +98,13 @@ def _objects(text: str) -> list[str] | None:
 
 def _function_tags(body: str) -> list[str] | None:
     """The calls of text that is only ``<function name=... arguments='...'/>`` tags (inside
-    ``<tools>`` or not), each as the JSON text of a call; None when it holds anything else."""
+    ``<tools>`` or not), each as the JSON text of a call, or only JSON calls inside
+    ``<tools>`` (the same experiments: ``<tools>\n{"name": "write_file", ...}\n{...}``);
+    None when it holds anything else."""
     wrapped = _TOOLS_WRAPPER.match(body)
     inner = wrapped.group(1) if wrapped else body
+    if wrapped and inner.strip().startswith("{"):
+        return _objects(inner)
     found = _FUNCTION_TAG.findall(inner)
     if not found or _FUNCTION_TAG.sub("", inner).strip():
         return None
@@ -350,6 +355,20 @@ def fenced_objects(text: str) -> list[dict[str, Any]]:
     written as a ```json block after a page of explanation (planner/planner.py)."""
     found = [load_loose(block.body.strip()) for block in _blocks(_info_joined(text))]
     return [data for data in found if isinstance(data, dict)]
+
+
+_DATA_LABEL = frozenset({"kind", "source", "trust"})
+
+
+def echoes_data_label(text: str) -> bool:
+    """Whether ``text`` is only the attributes of our data tag written back as JSON
+    (``{"kind": "file", "source": "calc.py", "trust": "untrusted"}``: make real-model
+    2026-12-05 run z, four times running, and 8 of 10 times again in experiments)."""
+    blocks = _objects(_info_joined(text.strip())) if "source" in text else None
+    data = [load_loose(block) for block in blocks or []]
+    return bool(data) and all(
+        isinstance(d, dict) and {"kind", "source"} <= d.keys() <= _DATA_LABEL for d in data
+    )
 
 
 def is_blank(text: str) -> bool:
