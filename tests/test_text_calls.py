@@ -267,6 +267,10 @@ def test_a_call_written_as_a_function_tag_is_that_call() -> None:
     assert (call.name, call.arguments, call.from_text) == ("run_tests", {"args": []}, True)
     two = RECORDED_FUNCTION_TAG.replace("</tools>", RECORDED_FUNCTION_TAG[8:-8] + "</tools>")
     assert [c.name for c in recover_text_calls(two, WORKER_TOOLS)] == ["run_tests"] * 2
+    # the same experiments: JSON calls one per line inside <tools>
+    listed = "<tools>\n" + json.dumps({"name": "write_file", "arguments": WRITE})
+    listed += '\n{"name": "run_tests", "arguments": {"args": []}}\n</tools>'
+    assert [c.name for c in recover_text_calls(listed, WORKER_TOOLS)] == ["write_file", "run_tests"]
     prose = RECORDED_FUNCTION_TAG + "\nThis runs the tests."
     assert recover_text_calls(prose, WORKER_TOOLS) == []
     assert text_call_problem(prose, WORKER_TOOLS) == "it held a tool call mixed with other text"
