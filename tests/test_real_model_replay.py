@@ -621,6 +621,32 @@ def test_recorded_echoes_of_our_data_tag_restart_the_conversation(
     )
 
 
+def test_a_recorded_finish_over_a_copy_of_the_code_under_test_is_refused_once(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """subtract_run_ac (make real-model 2026-12-05 run ac), the test node: it appended a copy
+    of ``subtract()``, which its dependency had written to calc.py (in its read scope), to
+    test_calc.py, ran the tests and finished; the node landed, and the run "succeeded" with no
+    test of subtract. The finish is now refused once, naming the copy; a model that then
+    writes the test lands it."""
+    test = "from calc import add, subtract\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+    test += "\n\ndef test_subtract():\n    assert subtract(5, 2) == 3\n"
+    write = {"path": "test_calc.py", "content": test}
+    finish = {"summary": "Added a test for subtract", "files": ["test_calc.py"]}
+    then = [
+        openai_completion(tool_calls=[openai_tool_call("w", "write_file", json.dumps(write))]),
+        openai_completion(tool_calls=[openai_tool_call("f", "finish", json.dumps(finish))]),
+    ]
+    repo, state = replay(
+        tmp_path, server, "subtract_run_ac.json", slice(0, 3), then, 0, stream=True
+    )
+    node = state["tasks"]["1"]
+    assert node["status"] == "succeeded", node["message"]
+    told = server.requests[3].body["messages"][-1]["content"]
+    assert "finish refused (this once): test_calc.py defines `subtract`, as calc.py does" in told
+    assert "def test_subtract" in landed_file(repo, "test_calc.py")
+
+
 def test_a_recorded_call_whose_fence_info_came_on_the_next_line_is_run(
     tmp_path: Path, server: FakeLLMServer
 ) -> None:

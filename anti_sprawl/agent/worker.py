@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import collections
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -239,6 +239,7 @@ class _Worker:
         self._checked: TestOutcome | None = None  # a whole run since the last change to files
         self._failing_finishes = 0
         self._told_goal_files = False
+        self._told_copied = False
         self._stuck_before = False  # whether the last reply was empty or an echo (see _restart)
         self._from_text = False  # whether the call running now was read from prose
         self._text_changes: set[tuple[str, str]] = set()  # (tool, arguments) run from prose
@@ -320,6 +321,21 @@ class _Worker:
             unclaimed=unclaimed,
         )
 
+    def _changed_texts(self, changed: Iterable[str]) -> dict[str, str]:
+        """The texts of the ``changed`` files in the write scope, as they are now."""
+        fw = self.ctx.firewall
+        return {p: fw.current_text(p) or "" for p in changed if fw.write_scope.matches(p)}
+
+    def _copied_code(self, changed: dict[str, str]) -> str:
+        """``copied_into_tests`` over the changed files and the Python files the read scope
+        names one by one: the code a test should import may be another node's (make
+        real-model 2026-12-05 run ac: the test node, reading the calc.py its dependency
+        wrote, appended a copy of ``subtract()`` to test_calc.py and finished)."""
+        fw = self.ctx.firewall
+        named = [e for e in fw.read_scope.entries if e.endswith(".py") and not is_glob(e)]
+        read = {p: fw.current_text(p) for p in named if p not in changed}
+        return copied_into_tests({**{p: t for p, t in read.items() if t is not None}, **changed})
+
     def _passing_change(self) -> bool:
         """Whether the worktree changes a file in the write scope, no changed module imports
         itself (a defect its write was told of, which a test need not reach: run k's attempt
@@ -328,13 +344,11 @@ class _Worker:
         (``copied_into_tests``: run o), and the whole test command passes on it."""
         if self.ctx.changed_files is None:
             return False
-        fw = self.ctx.firewall
-        changed = {p: fw.current_text(p) or "" for p in self.ctx.changed_files()}
-        changed = {p: text for p, text in changed.items() if fw.write_scope.matches(p)}
+        changed = self._changed_texts(self.ctx.changed_files())
         if (
             not changed
             or any(import_of_itself(p, text) for p, text in changed.items())
-            or copied_into_tests(changed)
+            or self._copied_code(changed)
         ):
             return False
         run = self._whole_run()
@@ -657,6 +671,18 @@ class _Worker:
                 "edit_file), then call finish."
             )
             return ToolOutcome(text, status="error", wrap=False)
+        # (off for a script, as the test check is: its next turn is fixed)
+        asks = changed and self.ctx.check_tests_at_finish and not self._told_copied
+        copied = self._copied_code(self._changed_texts(changed)) if asks else ""
+        if copied:
+            self._told_copied = True
+            return ToolOutcome(
+                f"finish refused (this once): {copied}, word for word: a copy of the code, not "
+                "a test of it. Import what the test needs from its module and assert what it "
+                "returns, then call finish.",
+                status="error",
+                wrap=False,
+            )
         # over an empty diff (or none known) the tests say nothing new: no_changes decides
         failing = self._failing_tests() if changed else None
         if failing is not None:
