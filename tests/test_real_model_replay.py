@@ -512,6 +512,19 @@ def test_the_recorded_alternating_echo_stalls(tmp_path: Path, server: FakeLLMSer
     assert len(server.requests) == 4 + TEXT_TURN_LIMIT
 
 
+def writes_the_test(files: list[str]) -> list[dict[str, Any]]:
+    """What a model told its finish was refused then does right: a test of subtract() written
+    to test_calc.py, and a finish naming ``files``."""
+    test = "from calc import add, subtract\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+    test += "\n\ndef test_subtract():\n    assert subtract(5, 2) == 3\n"
+    write = {"path": "test_calc.py", "content": test}
+    finish = {"summary": "Added the test of subtract()", "files": files}
+    return [
+        openai_completion(tool_calls=[openai_tool_call("w", "write_file", json.dumps(write))]),
+        openai_completion(tool_calls=[openai_tool_call("f", "finish", json.dumps(finish))]),
+    ]
+
+
 def test_a_recorded_finish_that_leaves_a_file_the_goal_names_is_refused_once(
     tmp_path: Path, server: FakeLLMServer
 ) -> None:
@@ -519,14 +532,7 @@ def test_a_recorded_finish_that_leaves_a_file_the_goal_names_is_refused_once(
     appended to calc.py and a finish naming calc.py alone; it landed without the test the goal
     asks for in test_calc.py. That finish is now refused once, naming test_calc.py; a model
     that then writes the test lands both files."""
-    test = "from calc import add, subtract\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
-    test += "\n\ndef test_subtract():\n    assert subtract(5, 2) == 3\n"
-    write = {"path": "test_calc.py", "content": test}
-    finish = {"summary": "Added subtract() and its test", "files": ["calc.py", "test_calc.py"]}
-    then = [
-        openai_completion(tool_calls=[openai_tool_call("w", "write_file", json.dumps(write))]),
-        openai_completion(tool_calls=[openai_tool_call("f", "finish", json.dumps(finish))]),
-    ]
+    then = writes_the_test(["calc.py", "test_calc.py"])
     repo, state = replay(tmp_path, server, "subtract_run_t.json", slice(0, 2), then, 0)
     node = landed_node(repo, state, server, [], 4)
     told = server.requests[2].body["messages"][-1]["content"]
@@ -543,14 +549,7 @@ def test_a_recorded_finish_over_no_change_is_refused_once_when_the_goal_names_a_
     finish was taken and the attempt failed no_changes. Now, over no change, a finish whose
     goal names a file in the write scope is refused once, naming it; a model that then writes
     the test lands it, and one that finishes again fails no_changes as before."""
-    test = "from calc import add, subtract\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
-    test += "\n\ndef test_subtract():\n    assert subtract(5, 2) == 3\n"
-    write = {"path": "test_calc.py", "content": test}
-    finish = {"summary": "Added a test for subtract", "files": ["test_calc.py"]}
-    then = [
-        openai_completion(tool_calls=[openai_tool_call("w", "write_file", json.dumps(write))]),
-        openai_completion(tool_calls=[openai_tool_call("f", "finish", json.dumps(finish))]),
-    ]
+    then = writes_the_test(["test_calc.py"])
     repo, state = replay(
         tmp_path, server, "subtract_run_aa.json", slice(0, 2), then, 0, stream=True
     )
@@ -629,14 +628,7 @@ def test_a_recorded_finish_over_a_copy_of_the_code_under_test_is_refused_once(
     test_calc.py, ran the tests and finished; the node landed, and the run "succeeded" with no
     test of subtract. The finish is now refused once, naming the copy; a model that then
     writes the test lands it."""
-    test = "from calc import add, subtract\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
-    test += "\n\ndef test_subtract():\n    assert subtract(5, 2) == 3\n"
-    write = {"path": "test_calc.py", "content": test}
-    finish = {"summary": "Added a test for subtract", "files": ["test_calc.py"]}
-    then = [
-        openai_completion(tool_calls=[openai_tool_call("w", "write_file", json.dumps(write))]),
-        openai_completion(tool_calls=[openai_tool_call("f", "finish", json.dumps(finish))]),
-    ]
+    then = writes_the_test(["test_calc.py"])
     repo, state = replay(
         tmp_path, server, "subtract_run_ac.json", slice(0, 3), then, 0, stream=True
     )
