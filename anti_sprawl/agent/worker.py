@@ -672,7 +672,7 @@ class _Worker:
             )
             return ToolOutcome(text, status="error", wrap=False)
         # (off for a script, as the test check is: its next turn is fixed)
-        asks = changed and self.ctx.check_tests_at_finish and not self._told_copied
+        asks = bool(changed) and self.ctx.check_tests_at_finish and not self._told_copied
         copied = self._copied_code(self._changed_texts(changed)) if asks else ""
         if copied:
             self._told_copied = True
