@@ -1345,6 +1345,25 @@ def test_a_planner_asking_more_attempts_keeps_them() -> None:
     ]
 
 
+def test_the_skeleton_after_a_repeated_error_names_the_requirements_files(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """make real-model 2026-12-05 run ad, planner calls 1-2: task '2' depending on a task '1'
+    it never wrote, twice; the skeleton that followed named ``src/module.py``, and the model
+    answered with ``src/calc.py`` and ``tests/test_calc.py``, which do not exist (planning
+    failed on them). The skeleton now names the files the requirement names."""
+    fixtures = ["planner_skeleton_paths_run_ad_1.txt", "planner_skeleton_paths_run_ad_2.txt"]
+    result = _planned_from(tmp_path, server, "planner_runaway_run_f.json", slice(0, 0), fixtures)
+    assert not result.ok
+    told = server.requests[2].body["messages"][-1]["content"]
+    assert "The same error came back twice" in told
+    skeleton = json.loads(told[told.index("{") :])["tasks"][0]
+    assert (skeleton["read_scope"], skeleton["write_scope"]) == (
+        ["calc.py"],
+        ["calc.py", "test_calc.py"],
+    )
+
+
 def test_a_users_plan_keeps_its_read_of_a_missing_file_an_error(tmp_path: Path) -> None:
     """Only a planner's submission is mended: in a plan the user wrote it is a typo to fix."""
     run = recorded("planner_runaway_run_f.json")

@@ -33,6 +33,7 @@ from ..fs.repofiles import list_repo_files
 from ..fs.scopes import FileSet
 from ..git.cmd import run_git
 from ..ids import PLANNER_TASK_ID, SUBMIT_PLAN_TOOL
+from ..plan.intent_checks import named_paths
 from ..plan.model import Plan
 from ..plan.validate import Problem, Report, validate
 from ..providers.base import (
@@ -410,7 +411,10 @@ class _Session:
             seen = {(p.code, p.message) for p in report.errors}
             repeated = bool(seen & self._last_errors)
             self._last_errors = seen
-            text = feedback(self.report, self.rounds, self.max_rounds, repeated=repeated)
+            named = [p for p in named_paths(self.requirement) if p in self.files]
+            text = feedback(
+                self.report, self.rounds, self.max_rounds, repeated=repeated, paths=named
+            )
             ending = None
             if self.rounds >= self.max_rounds:
                 message = f"the plan is still invalid after {self.rounds} submission(s)"

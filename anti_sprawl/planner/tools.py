@@ -28,6 +28,7 @@ __all__ = [
     "missing_budgets",
     "model_problems",
     "submission_data",
+    "task_skeleton",
     "unwritten_feedback",
 ]
 
@@ -107,9 +108,27 @@ TASK_SKELETON = {
 }
 
 
-def feedback(report: Report | None, rounds: int, max_rounds: int, *, repeated: bool = False) -> str:
+def task_skeleton(paths: Sequence[str] = ()) -> dict[str, Any]:
+    """``TASK_SKELETON`` over ``paths`` (files of the repository, the requirement's first)
+    when there are any: a small model copies the skeleton's paths as they are (make
+    real-model 2026-12-05 run ad: ``src/calc.py`` and ``tests/test_calc.py``, which do not
+    exist, after the skeleton's ``src/module.py``; planning failed on them)."""
+    if not paths:
+        return TASK_SKELETON
+    return {**TASK_SKELETON, "read_scope": list(paths[:1]), "write_scope": list(paths[:2])}
+
+
+def feedback(
+    report: Report | None,
+    rounds: int,
+    max_rounds: int,
+    *,
+    repeated: bool = False,
+    paths: Sequence[str] = (),
+) -> str:
     """The error text of an invalid ``submit_plan``: every validation error, one a line; when
-    an error repeats the previous submission's, the skeleton of one valid task too."""
+    an error repeats the previous submission's, the skeleton of one valid task too, over
+    ``paths`` when given (``task_skeleton``)."""
     errors = report.errors if report is not None else []
     lines = [
         f"The plan is invalid ({len(errors)} error(s)). Fix every one and call "
@@ -118,7 +137,7 @@ def feedback(report: Report | None, rounds: int, max_rounds: int, *, repeated: b
         *(f"- [{p.code}] {p.message}" for p in errors),
     ]
     if repeated:
-        skeleton = json.dumps({"tasks": [TASK_SKELETON]}, indent=1)
+        skeleton = json.dumps({"tasks": [task_skeleton(paths)]}, indent=1)
         lines += [
             "The same error came back twice. Here is one valid task with every required key; "
             f"submit your tasks in this shape:\n{skeleton}",
