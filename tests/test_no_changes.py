@@ -17,7 +17,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from anti_sprawl.agent.worker import TEXT_TURN_LIMIT
+from anti_sprawl.agent.nudges import TEXT_TURN_LIMIT
 from anti_sprawl.cli.app import app
 
 from . import e2e_fixture as fx

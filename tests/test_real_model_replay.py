@@ -22,7 +22,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from anti_sprawl.agent.worker import (
+from anti_sprawl.agent.nudges import (
     EMPTY_REPLY_PROMPT,
     FAILING_FINISH_REFUSALS,
     TEXT_TURN_LIMIT,

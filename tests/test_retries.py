@@ -21,7 +21,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from anti_sprawl.agent.worker import FAILING_FINISH_REFUSALS
+from anti_sprawl.agent.nudges import FAILING_FINISH_REFUSALS
 from anti_sprawl.cli.app import app
 from anti_sprawl.git.layout import RunPaths
 from anti_sprawl.run.failure_note import RETRY_START

@@ -16,10 +16,10 @@ import pytest
 from anti_sprawl.agent.artifacts import ArtifactStore
 from anti_sprawl.agent.budget import RunBudget
 from anti_sprawl.agent.digest import DIGEST_HEADER
+from anti_sprawl.agent.nudges import TEXT_TURN_LIMIT
 from anti_sprawl.agent.tools import WORKER_TOOLS
 from anti_sprawl.agent.worker import (
     CALL_SLACK,
-    TEXT_TURN_LIMIT,
     TestOutcome,
     WorkerContext,
     WorkerLimits,

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
 
-from ..agent.worker import WHOLE_FILE_HINT
+from ..agent.nudges import WHOLE_FILE_HINT
 from ..context.manifest import make_item
 from ..lifecycle import FailReason
 from ..providers.base import Usage
