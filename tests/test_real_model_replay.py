@@ -884,16 +884,20 @@ def test_a_recorded_plan_that_named_a_model_in_every_submission_is_planned(
 ) -> None:
     """make real-model 2026-12-04 run c: all three submissions name model 'python' (the
     default_model too), and the third had no other error, yet planning failed on it. Without
-    ``plan --models`` those models are now left out with a warning; the third submission is
-    the plan, two tasks, each for the run's model."""
+    ``plan --models`` those models are now left out with a warning; and the first
+    submission's other error, task1 depending on 'test_add' (a test's name, no task), is left
+    out too (run af), so the first submission is the plan: two tasks, each for the run's
+    model, the second after the first."""
     result = _planned_from(tmp_path, server, "planner_models_run_c.json", slice(0, 3))
     assert result.ok, result.message
-    assert result.rounds == 3
+    assert result.rounds == 1
     assert result.plan is not None
-    assert [t.task_id for t in result.plan.tasks] == ["update_calc.py", "update_test_calc.py"]
+    deps = [(t.task_id, t.dependencies) for t in result.plan.tasks]
+    assert deps == [("task1", []), ("task2", ["task1"])]
     assert {t.model for t in result.plan.tasks} == {None}
     assert result.plan.default_model is None
-    assert sum("left out: the user allowed no models" in w for w in result.warnings) == 3
+    assert sum("left out: the user allowed no models" in w for w in result.warnings) == 2
+    assert "task 'task1' dependency 'test_add' names no task: left out" in result.warnings
 
 
 def test_run_tests_with_the_test_command_as_its_args_runs_it_whole(
@@ -1345,23 +1349,18 @@ def test_a_planner_asking_more_attempts_keeps_them() -> None:
     ]
 
 
-def test_the_skeleton_after_a_repeated_error_names_the_requirements_files(
+def test_a_recorded_dependency_on_a_task_left_out_is_left_out(
     tmp_path: Path, server: FakeLLMServer
 ) -> None:
-    """make real-model 2026-12-05 run ad, planner calls 1-2: task '2' depending on a task '1'
-    it never wrote, twice; the skeleton that followed named ``src/module.py``, and the model
-    answered with ``src/calc.py`` and ``tests/test_calc.py``, which do not exist (planning
-    failed on them). The skeleton now names the files the requirement names."""
-    fixtures = ["planner_skeleton_paths_run_ad_1.txt", "planner_skeleton_paths_run_ad_2.txt"]
-    result = _planned_from(tmp_path, server, "planner_runaway_run_f.json", slice(0, 0), fixtures)
-    assert not result.ok
-    told = server.requests[2].body["messages"][-1]["content"]
-    assert "The same error came back twice" in told
-    skeleton = json.loads(told[told.index("{") :])["tasks"][0]
-    assert (skeleton["read_scope"], skeleton["write_scope"]) == (
-        ["calc.py"],
-        ["calc.py", "test_calc.py"],
-    )
+    """make real-model 2026-12-05 run ad, planner submission 1: task '2' depending on a task
+    '1' it never wrote, twice; then the skeleton of a valid task, whose paths it copied as
+    ``src/calc.py`` and ``tests/test_calc.py``, which do not exist, and planning failed. The
+    dependency on no task is left out now, and the first submission is the plan (the
+    skeleton's paths: tests/test_planner_sdk.py)."""
+    result = _planned_reply(tmp_path, server, "planner_skeleton_paths_run_ad_1.txt")
+    assert result.ok, server.requests[-1].body["messages"][-1]["content"]
+    assert result.rounds == 1
+    assert "task '2' dependency '1' names no task: left out" in result.warnings
 
 
 def test_a_users_plan_keeps_its_read_of_a_missing_file_an_error(tmp_path: Path) -> None:

@@ -68,6 +68,7 @@ from .submission_repairs import (
     with_earlier_tasks,
     without_fewer_attempts,
     without_missing_reads,
+    without_unknown_dependencies,
     without_unresolved_base,
 )
 from .tools import (
@@ -396,7 +397,8 @@ class _Session:
         report = validate(data, self.repo)
         data, unread = without_missing_reads(data, report)
         data, unbased = without_unresolved_base(data, report, self.base)
-        unread += unbased
+        data, undepended = without_unknown_dependencies(data, report)
+        unread += unbased + undepended
         if unread:
             report = validate(data, self.repo)
             left_out += unread

@@ -19,6 +19,7 @@ from ..fs.scopes import Scope, entry_problem
 from ..plan.intent_checks import named_paths
 from ..plan.model import DEFAULT_MAX_ATTEMPTS, Plan, TaskNode, command_argv
 from ..plan.validate import Problem, Report
+from ..plan.wording import closest
 
 __all__ = [
     "reshaped_submission",
@@ -27,6 +28,7 @@ __all__ = [
     "with_users_test_command",
     "without_fewer_attempts",
     "without_missing_reads",
+    "without_unknown_dependencies",
     "without_unresolved_base",
 ]
 
@@ -120,6 +122,47 @@ def without_missing_reads(
                 dropped.append(_reshaped(f"{where} names no file in the repository: left out"))
         kept.append(task)
     return {**data, "tasks": kept}, dropped
+
+
+def without_unknown_dependencies(
+    data: dict[str, Any], report: Report
+) -> tuple[dict[str, Any], list[Problem]]:
+    """The submission with each dependency ``report`` found naming no task read as the task
+    it most likely means (the spelling validation suggests), or left out when there is none
+    or it is the task itself, and a warning for each. Recorded, make real-model 2026-12-05
+    run af: dependencies on ``read_file`` (a tool, not a task), then on ``subtract_calc``
+    for ``add_subtract_calc`` (itself) and from ``add_subtract_test``; planning failed on
+    those alone, three submissions running. Validation runs again after: a cycle this makes
+    is still an error. A plan the user writes keeps the errors."""
+    codes = {"unknown_dependency", "self_dependency"}
+    tasks = data.get("tasks")
+    if not any(p.code in codes for p in report.errors) or not isinstance(tasks, list):
+        return data, []
+    ids = {t["task_id"] for t in tasks if isinstance(t, dict) and _is_text(t.get("task_id"))}
+    problems: list[Problem] = []
+    kept: list[Any] = []
+    for task in tasks:
+        own = task.get("task_id") if isinstance(task, dict) else None
+        deps = task.get("dependencies") if isinstance(task, dict) else None
+        if not _is_text(own) or not isinstance(deps, list):
+            kept.append(task)
+            continue
+        read: list[Any] = []
+        for dep in deps:
+            meant = dep
+            if _is_text(dep) and (dep == own or dep not in ids):
+                # the spelling of the task's own id means itself: no dependency at all
+                meant = None if dep == own else closest(dep, sorted(ids))
+                meant = None if meant == own else meant
+                what = (
+                    f"task '{own}' dependency {dep!r} names {'itself' if dep == own else 'no task'}"
+                )
+                shown = f"read as '{meant}'" if meant else "left out"
+                problems.append(_reshaped(f"{what}: {shown}"))
+            if meant is not None and meant not in read:
+                read.append(meant)
+        kept.append({**task, "dependencies": read})
+    return {**data, "tasks": kept}, problems
 
 
 def without_unresolved_base(
