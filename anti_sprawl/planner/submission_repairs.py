@@ -155,7 +155,7 @@ def without_unknown_dependencies(
                 meant = None if dep == own else closest(dep, sorted(ids))
                 meant = None if meant == own else meant
                 what = (
-                    f"task '{own}' dependency {dep!r} names {'itself' if dep == own else 'no task'}"
+                    f"task '{own}' dependency {dep[:80]!r} names {'itself' if dep == own else 'no task'}"
                 )
                 shown = f"read as '{meant}'" if meant else "left out"
                 problems.append(_reshaped(f"{what}: {shown}"))
