@@ -154,9 +154,8 @@ def without_unknown_dependencies(
                 # the spelling of the task's own id means itself: no dependency at all
                 meant = None if dep == own else closest(dep, sorted(ids))
                 meant = None if meant == own else meant
-                what = (
-                    f"task '{own}' dependency {dep[:80]!r} names {'itself' if dep == own else 'no task'}"
-                )
+                names = "itself" if dep == own else "no task"
+                what = f"task '{own}' dependency {dep[:80]!r} names {names}"
                 shown = f"read as '{meant}'" if meant else "left out"
                 problems.append(_reshaped(f"{what}: {shown}"))
             if meant is not None and meant not in read:
