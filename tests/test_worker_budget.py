@@ -276,3 +276,23 @@ def test_the_run_cap_holds_across_parallel_nodes(root: Path, firewall: Firewall)
     sent = sum(raw_request_tokens(r) for r in provider.requests)
     assert sent <= 20_000
     assert all(request_text(r) for r in provider.requests)
+
+
+def test_a_restart_says_which_files_the_attempt_deleted(root: Path, firewall: Firewall) -> None:
+    """Two empty replies in a row restart the conversation with where the attempt stands
+    (agent/worker.py); a file the attempt deleted is said to be gone, not "changed on disk"
+    (make real-model 2026-12-05 run ag: calc.py deleted, and the model's next edit of it
+    found no file)."""
+    gone = {"tool": "delete_file", "args": {"path": "src/app.py"}}
+    turns = [gone, {"text": ""}, {"text": "```\n```"}, FINISH]
+    provider = ScriptedProvider(Script.from_data({"workers": {"t1": turns}}))
+    ctx = make_ctx(root, firewall, provider, budget=20_000)
+    ctx.changed_files = lambda: [] if (root / "src" / "app.py").exists() else ["src/app.py"]
+    run_worker(ctx)
+    restart = provider.requests[3].messages
+    assert [m.role for m in restart] == ["user", "user"]
+    assert restart[1].content == (
+        "# Where you are\nYour earlier turns in this attempt were removed: the last ones called "
+        "no tool.\nThey deleted src/app.py: it is gone now (write_file creates a file again, "
+        "whole).\n\nNow reply with your next tool call."
+    )

@@ -350,20 +350,27 @@ class _Worker:
         fw = self.ctx.firewall
         changed = sorted(set(self.ctx.changed_files())) if self.ctx.changed_files else []
         texts = {p: fw.current_text(p) for p in changed if fw.write_scope.matches(p)}
+        kept = {p: t for p, t in texts.items() if t is not None}
+        # a file the attempt deleted (make real-model 2026-12-05 run ag: calc.py gone, and
+        # the restart said it was "changed on disk"; the model's next edit found no file)
+        gone = [p for p in texts if p not in kept]
         removed = "Your earlier turns in this attempt were removed: the last ones called no tool."
         if not changed:
             standing = f"{removed} You have changed no file yet."
-        elif all(t is not None for t in texts.values()) and (
-            sum(len(t or "") for t in texts.values()) <= RESTART_FILE_CHARS
-        ):
-            shown = "".join(
-                wrap_data("file", p, self.ctx.redact(t or "")) for p, t in texts.items()
-            )
-            standing = f"{removed} They changed {', '.join(changed)}, which are now:\n{shown}"
-        else:
+        elif kept and sum(len(t) for t in kept.values()) <= RESTART_FILE_CHARS:
+            shown = "".join(wrap_data("file", p, self.ctx.redact(t)) for p, t in kept.items())
+            standing = f"{removed} They changed {', '.join(kept)}, which are now:\n{shown}"
+        elif kept:
             standing = (
-                f"{removed} They changed {', '.join(changed)}, which are changed on disk "
+                f"{removed} They changed {', '.join(kept)}, which are changed on disk "
                 "(read_file shows them)."
+            )
+        else:
+            standing = removed
+        if gone:
+            standing += (
+                f"\nThey deleted {', '.join(gone)}: it is gone now (write_file creates a file "
+                "again, whole)."
             )
         checked = self._checked_now() if changed else ""  # the old files' verdict says nothing
         state = f"{RESTART_HEADER}\n{standing}{checked}".rstrip("\n")
