@@ -525,6 +525,20 @@ def writes_the_test(files: list[str]) -> list[dict[str, Any]]:
     ]
 
 
+def refused_then_written(
+    tmp_path: Path, server: FakeLLMServer, name: str, calls: int
+) -> tuple[Path, dict[str, Any], str]:
+    """The one node of the streamed replay of ``name``'s first ``calls`` recorded calls, whose
+    last finish is refused, then ``writes_the_test``: the repository, the node (landed) and
+    what the refused finish was answered."""
+    run = recorded(name)
+    then = writes_the_test(["test_calc.py"])
+    repo, state = replay(tmp_path, server, name, slice(0, calls), then, 0, stream=True)
+    (node,) = [state["tasks"][t["task_id"]] for t in run["plan"]["tasks"]]
+    assert node["status"] == "succeeded", node["message"]
+    return repo, node, server.requests[calls].body["messages"][-1]["content"]
+
+
 def test_a_recorded_finish_that_leaves_a_file_the_goal_names_is_refused_once(
     tmp_path: Path, server: FakeLLMServer
 ) -> None:
@@ -549,13 +563,7 @@ def test_a_recorded_finish_over_no_change_is_refused_once_when_the_goal_names_a_
     finish was taken and the attempt failed no_changes. Now, over no change, a finish whose
     goal names a file in the write scope is refused once, naming it; a model that then writes
     the test lands it, and one that finishes again fails no_changes as before."""
-    then = writes_the_test(["test_calc.py"])
-    repo, state = replay(
-        tmp_path, server, "subtract_run_aa.json", slice(0, 2), then, 0, stream=True
-    )
-    node = state["tasks"]["02-write-test-subtract"]
-    assert node["status"] == "succeeded", node["message"]
-    told = server.requests[2].body["messages"][-1]["content"]
+    repo, node, told = refused_then_written(tmp_path, server, "subtract_run_aa.json", 2)
     refused = "finish refused (this once): you changed no file, and your goal names test_calc.py"
     assert refused in told
     assert node["files_changed"] == ["test_calc.py"]
@@ -628,13 +636,7 @@ def test_a_recorded_finish_over_a_copy_of_the_code_under_test_is_refused_once(
     test_calc.py, ran the tests and finished; the node landed, and the run "succeeded" with no
     test of subtract. The finish is now refused once, naming the copy; a model that then
     writes the test lands it."""
-    then = writes_the_test(["test_calc.py"])
-    repo, state = replay(
-        tmp_path, server, "subtract_run_ac.json", slice(0, 3), then, 0, stream=True
-    )
-    node = state["tasks"]["1"]
-    assert node["status"] == "succeeded", node["message"]
-    told = server.requests[3].body["messages"][-1]["content"]
+    repo, _, told = refused_then_written(tmp_path, server, "subtract_run_ac.json", 3)
     assert "finish refused (this once): test_calc.py defines `subtract`, as calc.py does" in told
     assert "def test_subtract" in landed_file(repo, "test_calc.py")
 
