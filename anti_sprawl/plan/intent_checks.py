@@ -25,6 +25,7 @@ __all__ = [
     "named_paths",
     "network_setup_warning",
     "requirement_path_warnings",
+    "written_paths",
 ]
 
 # A path the requirement names: has a slash or a file extension, like calc.py or src/app/.
@@ -68,10 +69,14 @@ def goal_files(task: TaskNode) -> list[str]:
     """The files in ``task``'s write scope its goal names by path; none for a task that may
     change nothing. The worker's finish refuses once to leave one unchanged (agent/worker.py
     ``goal_files``), and the PR names those a landed node left unchanged (views/pr_body.py)."""
-    if not task.expect_changes:
-        return []
+    return written_paths(task.goal, task) if task.expect_changes else []
+
+
+def written_paths(text: str, task: TaskNode) -> list[str]:
+    """The files ``text`` names by path that ``task``'s write scope holds (its goal's, above;
+    an upstream summary's, run/result.py)."""
     scope = Scope(e for e in task.write_scope if entry_problem(e) is None)
-    return [p for p in named_paths(task.goal) if scope.matches(p)]
+    return [p for p in named_paths(text) if scope.matches(p)]
 
 
 def requirement_path_warnings(plan: Plan) -> Iterator[Problem]:

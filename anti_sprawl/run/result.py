@@ -18,10 +18,9 @@ from ..context.sections import UpstreamSummary
 from ..errors import InternalError
 from ..fs.firewall import Violation
 from ..fs.scope_grant import ScopeGrant
-from ..fs.scopes import Scope, entry_problem
 from ..git.workspace import ChangeFacts, DiffStat, Workspace, diff, diffstat
 from ..lifecycle import FailReason, NodeStatus
-from ..plan.intent_checks import named_paths
+from ..plan.intent_checks import written_paths
 from ..plan.model import TaskNode
 from ..providers.base import Usage
 from .failure_note import AttemptRecord
@@ -194,9 +193,8 @@ def upstream_summary(result: TaskResult, node: TaskNode) -> UpstreamSummary:
     """The slice of a dependency's result a downstream prompt gets: never its transcript; with
     the files of ``node``'s write scope its summary names and its change left alone."""
     finish = result.summary
-    scope = Scope(e for e in node.write_scope if entry_problem(e) is None)
-    named = named_paths(finish.summary) if finish else []
-    unchanged = [p for p in named if scope.matches(p) and p not in result.files_changed]
+    named = written_paths(finish.summary, node) if finish else []
+    unchanged = [p for p in named if p not in result.files_changed]
     return UpstreamSummary(
         task_id=result.task_id,
         name=result.name,
