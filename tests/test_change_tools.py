@@ -15,6 +15,7 @@ import pytest
 
 from anti_sprawl.agent import change_tools
 from anti_sprawl.agent.artifacts import ArtifactStore
+from anti_sprawl.agent.nudges import WRITTEN_PROMPT
 from anti_sprawl.agent.tools import WORKER_TOOLS, WriteFileArgs
 from anti_sprawl.agent.worker import WorkerContext, WorkerLimits, WorkerResult, run_worker
 from anti_sprawl.fs.firewall import Firewall
@@ -79,10 +80,14 @@ def test_tool_table_has_whole_change_tools() -> None:
 
 
 def test_delete_and_move_through_the_loop(root: Path, firewall: Firewall) -> None:
+    (root / "app/c.py").write_text("C = 3\n")
+    (root / "app/d.py").write_text("D = 4\n")
     turns = [
         {"tool": "delete_file", "args": {"path": "app/b.py"}},
         {"tool": "move_file", "args": {"source": "app/a.py", "destination": "app/new/a.py"}},
         {"tool": "move_file", "args": {"source": "app/old", "destination": "app/renamed"}},
+        {"tool": "delete_file", "args": {"path": "./app/c.py"}},  # run ag, call 15
+        {"tool": "move_file", "args": {"source": "./app/d.py", "destination": "app/e.py"}},
         FINISH,
     ]
     result, provider = run(root, firewall, turns)
@@ -95,6 +100,8 @@ def test_delete_and_move_through_the_loop(root: Path, firewall: Firewall) -> Non
     assert "deleted app/b.py" in seen
     assert "moved app/a.py -> app/new/a.py" in seen
     assert "moved directory app/old -> app/renamed (2 files)" in seen
+    assert "deleted app/c.py" in seen  # a file, not "deleted directory ./app/c.py"
+    assert "moved app/d.py -> app/e.py" in seen
     assert result.violations == []
     assert result.tool_errors == []
 
@@ -318,11 +325,40 @@ def test_a_whole_file_from_prose_that_only_adds_definitions_is_added_to_the_file
     added, replaced, rewritten = observations(provider)
     assert "appended to app/calc.py" in added
     assert "keeps none of the file's definitions (`add`)" in added
+    assert "the file now defines `add`, `sub`" in added
+    assert "delete" not in added  # run ag deleted calc.py when told how to replace it
     assert (root / "app/calc.py").read_text() == calc + sub
     assert "no longer defines `add`" in replaced
     assert (root / "app/tool.py").read_text() == sub
     assert "wrote app/kept.py" in rewritten
     assert (root / "app/kept.py").read_text() == f"{calc}\n\n{sub}"
+
+
+def test_a_write_from_prose_sent_again_after_its_file_changed_is_run_again(
+    root: Path, firewall: Firewall
+) -> None:
+    """make real-model 2026-12-05 run ag, calls 13-16: calc.py's new subtract() written from
+    prose (added after add()), calc.py deleted, and the same write sent again, which was
+    answered "already done", so the node went on without calc.py. A change of the same path
+    in between makes the write new: it runs. With nothing in between it is still a repeat."""
+    (root / "app/calc.py").write_text("def add(a, b):\n    return a + b\n")
+    sub = "app/calc.py\n```python\ndef sub(a, b):\n    return a - b\n```"
+    turns = [
+        {"text": sub},
+        {"tool": "delete_file", "args": {"path": "./app/calc.py"}},
+        {"text": sub},
+        {"text": sub},
+        FINISH,
+    ]
+    result, provider = run(root, firewall, turns)
+    assert result.status == "succeeded", result.message
+    assert [o.split("\n")[1] for o in observations(provider)] == [
+        "appended to app/calc.py (32 chars)",
+        "deleted app/calc.py",
+        "wrote app/calc.py (32 chars)",
+    ]
+    assert provider.requests[-1].messages[-1].content == WRITTEN_PROMPT  # the last one
+    assert (root / "app/calc.py").read_text() == "def sub(a, b):\n    return a - b\n"
 
 
 def test_a_first_line_only_valid_as_a_docstring_becomes_one_when_read_from_prose(

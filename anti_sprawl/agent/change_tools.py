@@ -9,6 +9,7 @@ error observations. Nothing here chooses a boundary: the firewall holds the node
 from __future__ import annotations
 
 import ast
+import posixpath
 import re
 import textwrap
 
@@ -66,11 +67,15 @@ def _write(fw: Firewall, args: WriteFileArgs, from_text: bool) -> str:
     if repaired is not None:
         done += f"\nnote: {repaired[1]}"
     if added:
+        # What the file holds now, and no way out: told "to replace the whole file, delete it
+        # first", run ag's model deleted calc.py, which held add() and its new subtract()
+        # (make real-model 2026-12-05, calls 14-15; a small model follows any instruction).
         kept_names = _names(top_level_names(before or ""))
+        now = _names(top_level_names(fw.current_text(args.path) or ""))
         return done + (
             f"\nnote: the text keeps none of the file's definitions ({kept_names}) and only "
-            "defines new ones, so it was added after them, not written over them; to replace "
-            "the whole file, delete it first"
+            f"defines new ones, so it was added after them, not written over them: the file "
+            f"now defines {now}"
         )
     if restated:
         done += (
@@ -378,7 +383,8 @@ def _names(names: list[str]) -> str:
 def delete_file(fw: Firewall, args: PathArgs) -> str:
     """Delete one file or symlink, or a directory with every file below it."""
     removed = fw.delete(args.path)
-    if removed == [args.path.strip("/")]:
+    # ("./calc.py" is the file calc.py, not a directory: run ag, call 15)
+    if removed == [posixpath.normpath(args.path.strip("/"))]:
         return f"deleted {removed[0]}"
     shown = "\n".join(f"  {p}" for p in removed[:_LISTED])
     more = f"\n  ... and {len(removed) - _LISTED} more" if len(removed) > _LISTED else ""
@@ -388,7 +394,7 @@ def delete_file(fw: Firewall, args: PathArgs) -> str:
 def move_file(fw: Firewall, args: MoveFileArgs) -> str:
     """Move (rename) one file or directory; the destination must not exist."""
     moved = fw.move(args.source, args.destination)
-    if len(moved) == 1 and moved[0][0] == args.source.strip("/"):
+    if len(moved) == 1 and moved[0][0] == posixpath.normpath(args.source.strip("/")):
         return f"moved {moved[0][0]} -> {moved[0][1]}"
     shown = "\n".join(f"  {old} -> {new}" for old, new in moved[:_LISTED])
     more = f"\n  ... and {len(moved) - _LISTED} more" if len(moved) > _LISTED else ""

@@ -17,6 +17,7 @@ sandboxed runner the orchestrator hands in. Caps:
 from __future__ import annotations
 
 import collections
+import posixpath
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -189,7 +190,8 @@ class _Worker:
         self.truncated = 0
         # each text reply since the last tool call, and how often it was sent
         self._replies: collections.Counter[str] = collections.Counter()
-        self._written_replies: set[str] = set()
+        # a prose reply whose files were written -> (their paths, the call it came in)
+        self._written_replies: dict[str, tuple[set[str], int]] = {}
         self.tool_errors: list[str] = []
         self.tests: TestOutcome | None = None
         self._checked: TestOutcome | None = None  # a whole run since the last change to files
@@ -198,7 +200,8 @@ class _Worker:
         self._told_copied = False
         self._stuck_before = False  # whether the last reply was empty or an echo (see _restart)
         self._from_text = False  # whether the call running now was read from prose
-        self._text_changes: set[tuple[str, str]] = set()  # (tool, arguments) run from prose
+        # (tool, arguments) run from prose -> (the paths it touched, the call it came in)
+        self._text_changes: dict[tuple[str, str], tuple[set[str], int]] = {}
         self._repeat_turns: set[int] = set()  # turns that only repeated changes already run
         changing = write_handlers(ctx.firewall, lambda: self._from_text)
         handlers = {
@@ -426,7 +429,7 @@ class _Worker:
         blocks = whole_file_blocks(reply, may_write, self._scope_files())
         if not blocks:
             return []
-        self._written_replies.add(reply)
+        self._written_replies[reply] = ({path for path, _ in blocks}, self.loop.calls)
         return [
             ToolCall(
                 id=f"call_file_{self.loop.calls}_{n}",  # ids any provider accepts
@@ -516,7 +519,10 @@ class _Worker:
         same recovered call again is a repeat (recorded: make real-model 2026-12-03 run 8,
         calls 1, 3, 4, 6 and 7, one reply holding two write_file calls, sent five times), and
         run again it would not be the same change (a definition added after the file's own,
-        then the file written whole as that definition alone)."""
+        then the file written whole as that definition alone). A change of the same path in
+        between makes it new again: run ag (make real-model 2026-12-05, calls 13-16) wrote
+        calc.py, deleted it, and sent the same write again, which was called done, so the node
+        went on without calc.py."""
 
         def run(args: Any) -> ToolOutcome:
             key = (name, args.model_dump_json())
@@ -526,11 +532,25 @@ class _Worker:
                 return ToolOutcome(f"{done} and was run then; nothing changed now", summary=done)
             outcome = handler(args)
             self._repeat_turns.clear()  # a change ran: the model is not repeating itself
-            if self._from_text:
-                self._text_changes.add(key)  # a refused change may be sent again
+            touched = _paths(args)
+            self._forget_changes_of(touched)
+            if self._from_text:  # a refused change may be sent again
+                self._text_changes[key] = (touched, self.loop.calls)
             return outcome
 
         return run
+
+    def _forget_changes_of(self, touched: set[str]) -> None:
+        """Earlier replies' changes of the ``touched`` paths are no longer what those files
+        hold: sent again, they are new changes (the same reply's other changes stay
+        remembered: run again, a definition added after a file's own would be added twice)."""
+        now = self.loop.calls
+        self._text_changes = {
+            k: v for k, v in self._text_changes.items() if v[1] == now or not v[0] & touched
+        }
+        self._written_replies = {
+            r: v for r, v in self._written_replies.items() if v[1] == now or not v[0] & touched
+        }
 
     # -- the worker's own tools ----------------------------------------------------------
 
@@ -683,3 +703,10 @@ class _Worker:
 def _target(args: Any) -> str:
     """The path a change tool's arguments name (``move_file``: its source)."""
     return str(getattr(args, "path", None) or getattr(args, "source", ""))
+
+
+def _paths(args: Any) -> set[str]:
+    """Every path a change tool's arguments name, as the worktree knows it ("./calc.py" is
+    calc.py)."""
+    named = (getattr(args, key, None) for key in ("path", "source", "destination"))
+    return {posixpath.normpath(str(p).strip("/")) for p in named if p}
