@@ -1430,3 +1430,52 @@ def test_a_recorded_file_written_with_code_fences_inside_is_written_as_python(
     assert defined == ["add", "subtract"]
     assert calc.startswith('"""A tiny calculator."""\n')
     assert "```" not in calc
+
+
+def finishes(files: list[str]) -> dict[str, Any]:
+    """A finish through the tools interface, naming ``files``."""
+    finish = {"summary": "Done", "files": files}
+    return openai_completion(tool_calls=[openai_tool_call("f", "finish", json.dumps(finish))])
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_recorded_file_written_in_our_data_tag_is_the_file(
+    tmp_path: Path, server: FakeLLMServer, stream: bool
+) -> None:
+    """subtract_run_ag (make real-model 2026-12-05 run ag), node 2's first reply: calc.py with
+    add() and a new subtract(), in our data tag (``<data kind="file" source="calc.py" ...>``)
+    inside a bare fence, the way its brief shows a file. It was cut away as the answer of a
+    tool, the same empty reply came three times, the attempt stalled, and the next deleted
+    calc.py. The tag now names the file: it is written, and the finish lands it."""
+    repo, state = replay(
+        tmp_path, server, "subtract_run_ag.json", slice(0, 1), [finishes(["calc.py"])], 0,
+        stream=stream,
+    )  # fmt: skip
+    node = landed_node(repo, state, server, [], 2)
+    assert node["files_changed"] == ["calc.py"]
+    calc = landed_file(repo, "calc.py")
+    assert "def add(a, b):\n    return a + b" in calc
+    assert 'def subtract(a, b):\n    """Subtract b from a."""\n    return a - b' in calc
+    assert "<data" not in calc
+    assert "```" not in calc
+
+
+def test_recorded_files_written_back_in_the_briefs_form_are_the_files(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """subtract_run_g, attempt 3, call 11 (make real-model 2026-12-04, second session, run g,
+    call 21): the brief's "# Write-scope files" written back with calc.py and test_calc.py
+    changed, each in our data tag, then the brief's failure note. Both files were right and
+    neither was written (the reply was cut at the first tag, and the attempt failed
+    no_changes). They are now both written, and land; the failure note's tag still ends the
+    reply there."""
+    repo, state = replay(
+        tmp_path, server, "subtract_run_g.json", slice(10, 11),
+        [finishes(["calc.py", "test_calc.py"])], 0,
+    )  # fmt: skip
+    node = landed_node(repo, state, server, [], 2)
+    assert node["files_changed"] == ["calc.py", "test_calc.py"]
+    assert "def subtract(a, b):\n    return a - b" in landed_file(repo, "calc.py")
+    assert "def test_subtract():\n    assert subtract(5, 3) == 2" in landed_file(
+        repo, "test_calc.py"
+    )

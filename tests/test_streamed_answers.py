@@ -249,3 +249,41 @@ def test_a_tag_after_a_long_answer_still_ends_the_turn(server: FakeLLMServer) ->
     response = local(server).complete(ask(local(server)))
     assert response.text == lines
     assert response.stop_reason == "end_turn"
+
+
+def test_a_whole_file_in_our_data_tag_is_read_to_its_end(server: FakeLLMServer) -> None:
+    """make real-model 2026-12-04 run g, call 21, and 2026-12-05 run ag, call 8: the model
+    wrote its changed files the way its brief shows them, in our data tag with a bare path as
+    the source. Streamed in small pieces (the tag itself split across looks), a file longer
+    than a look is read to its end and kept; the tag of anything else after it still ends the
+    turn there, and so does a file tag that another tag follows before it closes."""
+    body = "".join(f"def f{i}(a, b):\n    return a - b + {i}\n\n\n" for i in range(40))
+    files = f'# Write-scope files\n<data kind="file" source="calc.py" trust="untrusted">\n{body}</data>\n'
+    note = '<data kind="failure_note" source="attempt 2" trust="untrusted">\nno_changes\n</data>\n'
+    server.enqueue(openai_completion(content=files + note * 30), stream=True, piece=7)
+    response = local(server).complete(ask(local(server)))
+    assert response.text == files
+    assert server.streams_left() == 1  # stopped at the note, before the server's last event
+    unclosed = '<data kind="file" source="calc.py">\nX = 2\n' * 40
+    server.enqueue(openai_completion(content=unclosed), stream=True, piece=7)
+    assert local(server).complete(ask(local(server))).text == ""
+    assert server.streams_left() == 2  # this one too
+
+
+def test_what_ends_a_reply_as_a_tools_answer() -> None:
+    """``echoed_answer_at``: a tool's answer (its source names the tool, or another kind) ends
+    the reply; a whole file in our tag, closed, does not; one not closed yet is judged once
+    the text stops growing."""
+    from anti_sprawl.providers.limits import echoed_answer_at, unfinished_tag_at
+
+    file = '<data kind="file" source="calc.py" trust="untrusted">\nX = 1\n</data>\n'
+    read = '<data kind="file" source="read_file calc.py" trust="untrusted">\nX = 1\n</data>\n'
+    assert echoed_answer_at("ok\n" + file) is None
+    assert echoed_answer_at(read) == 0
+    assert echoed_answer_at(file + read) == len(file)
+    assert echoed_answer_at(file[:-8]) == 0  # never closed
+    assert echoed_answer_at(file[:-8], growing=True) is None  # not closed yet
+    assert unfinished_tag_at('text <data kind="fi') == 5
+    assert unfinished_tag_at("text <da") == 5
+    assert unfinished_tag_at("a < b and c") is None
+    assert unfinished_tag_at(file) is None

@@ -28,10 +28,17 @@ that, it is the file's when that one file alone shares an unindented line of cod
 and every file the write scope names exists (``current`` maps one still to create to ""); a
 write that only adds new definitions is then added after the file's own
 (agent/change_tools.py).
+
+A file may also come the way the brief shows one: in our data tag, ``<data kind="file"
+source="calc.py" ...>``, its content, and ``</data>``, the source exactly a path the node may
+write (recorded: make real-model 2026-12-04 run g, call 21, calc.py and test_calc.py, both
+right, under "# Write-scope files"; 2026-12-05 run ag, call 8, calc.py with add() and a new
+subtract(); providers/limits.py no longer cuts such a reply there as a tool's answer).
 """
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Callable, Iterator, Mapping
 
@@ -47,6 +54,11 @@ _DECORATION = re.compile(r"^[#>*\-+\s]*(?:\d+[.)]\s+)?(?:file(?:name)?\s*:\s*)?"
 _MAX_LABEL = 200
 # Our data wrapper's opening tag (trust.py), echoed as a block's first line.
 _ECHOED_OPENING = re.compile(r'^\s*<?data\s+kind="[^"]*"[^>]*>\s*$')
+# A whole file in our data tag (trust.py), as the brief shows one: the source, the content.
+_DATA_FILE = re.compile(
+    r'^[ \t]*<data kind="file" source="([^"\s]+)"[^>\n]*>[ \t]*\n(.*?)^[ \t]*</data>[ \t]*$',
+    re.S | re.M,
+)
 # Fenced blocks that hold a call or data, not a file.
 _NOT_CODE = ("json", "tool_call")
 # A sentence that introduces the block and names one file in a code span, ending with a colon:
@@ -84,6 +96,11 @@ def whole_file_blocks(
             path = _restated_file(body, current)
         if path is not None and body.strip() and _supersedes(found.get(path), body):
             found[path] = body + "\n"
+    for tagged in _DATA_FILE.finditer(text):
+        path = html.unescape(tagged.group(1)).removeprefix("./")
+        body = tagged.group(2)
+        if _safe(path) and may_write(path) and body.strip() and _supersedes(found.get(path), body):
+            found[path] = body
     return list(found.items())
 
 

@@ -423,7 +423,7 @@ class _Worker:
     def _whole_files(self, reply: str) -> list[ToolCall]:
         """``write_file`` calls for the whole files a prose reply shows (agent/file_blocks.py),
         once per reply: the same reply again is a repeat, not new work."""
-        if reply in self._written_replies or "```" not in reply:
+        if reply in self._written_replies or ("```" not in reply and "<data" not in reply):
             return []
         may_write = self.ctx.firewall.write_scope.matches
         blocks = whole_file_blocks(reply, may_write, self._scope_files())

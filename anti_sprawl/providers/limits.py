@@ -11,6 +11,7 @@ than what the node's token budget leaves.
 
 from __future__ import annotations
 
+import re
 import zlib
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "ran_on",
     "repeating",
     "response_timeout",
+    "unfinished_tag_at",
 ]
 
 # A model the table does not know, behind --base-url: most often a small local model on a
@@ -143,16 +145,53 @@ RAN_ON = (
 )
 # Our tags and the chat template's tool-result tag: a reply that holds one is writing the
 # answer it expects, not its own turn.
-_ECHOED_TAGS = ("<tool_response>", '<data kind="')
+_DATA_TAG = '<data kind="'
+_ECHOED_TAGS = ("<tool_response>", _DATA_TAG)
+# A whole file in our data tag, the way the brief shows one (context/lean.py): its source a
+# bare path, not a tool's ("read_file calc.py"). A small model writes its changed file back
+# that way (make real-model 2026-12-05 run ag, call 8: calc.py with add() and a new
+# subtract(); 2026-12-04 run g, call 21: calc.py and test_calc.py, both right), and
+# agent/file_blocks.py reads it as the file.
+# Its content holds no tag of ours: trust.escape_data escapes them in every block we show.
+_FILE_OPENING = re.compile(r'<data kind="file" source="[^"\s]+"[^>\n]*>')
+_FILE_BLOCK = re.compile(
+    r'<data kind="file" source="[^"\s]+"[^>\n]*>(?:(?!<data kind=").)*?</data>', re.S
+)
 
 
-def echoed_answer_at(text: str) -> int | None:
+def echoed_answer_at(text: str, *, growing: bool = False) -> int | None:
     """Where ``text`` starts writing what a tool would answer (our data tag, or the chat
     template's ``<tool_response>``), if it does: the model's turn is over there (recorded,
     make real-model 2026-12-04: run f's planner wrote its tools' refusals as ``<tool_response>``
-    blocks to the output cap three times, 4-9 minutes each)."""
-    found = [at for at in (text.find(tag) for tag in _ECHOED_TAGS) if at >= 0]
+    blocks to the output cap three times, 4-9 minutes each).
+
+    A whole file in our data tag, closed, is the model's file, not an answer (``_FILE_BLOCK``);
+    while the text still grows (``growing``: a streamed answer, providers/streamed.py) one not
+    closed yet is not judged, and the whole text is judged again when it ends."""
+    found = []
+    for tag in _ECHOED_TAGS:
+        at = text.find(tag)
+        while at >= 0 and tag == _DATA_TAG:
+            block = _FILE_BLOCK.match(text, at)
+            opening = _FILE_OPENING.match(text, at) if block is None and growing else None
+            if opening is not None and _DATA_TAG not in text[opening.end() :]:
+                at = -1  # its end is still to come
+            if block is None:
+                break
+            at = text.find(tag, block.end())
+        if at >= 0:
+            found.append(at)
     return min(found) if found else None
+
+
+def unfinished_tag_at(text: str) -> int | None:
+    """Where ``text`` ends in an opening data tag still being written: a file's or an
+    answer's, which the next part of a streamed answer decides."""
+    at = text.rfind("<")
+    if at < 0 or ">" in text[at:]:
+        return None
+    rest = text[at:]
+    return at if _DATA_TAG.startswith(rest) or rest.startswith(_DATA_TAG) else None
 
 
 def repeating(text: str) -> bool:

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from .errors import MalformedResponse, redact
-from .limits import echoed_answer_at, repeating
+from .limits import echoed_answer_at, repeating, unfinished_tag_at
 
 __all__ = ["RAN_ON_FINISH", "assemble_stream", "is_event_stream", "recorded_body"]
 
@@ -146,9 +146,12 @@ class _Answer:
         # only the text new since the last look can start a tag, and only the latest
         # stretch is judged for repeats: each look costs the same however long the answer
         # (a server streaming megabytes would otherwise make them quadratic)
-        new = self.content[max(0, self.judged - _LONGEST_TAG) :]
-        self.judged = len(self.content)
-        if echoed_answer_at(new) is not None:
+        start = max(0, self.judged - _LONGEST_TAG)
+        new = self.content[start:]
+        pending = unfinished_tag_at(new)
+        # a data tag not finished yet is looked at again, whole, next time
+        self.judged = len(self.content) if pending is None else start + pending + _LONGEST_TAG
+        if echoed_answer_at(new, growing=True) is not None:
             self.finish = "stop"
             return True
         if repeating(self.content[-_JUDGED:]):
