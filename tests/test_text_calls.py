@@ -403,6 +403,23 @@ def test_a_call_short_of_its_last_braces_is_closed() -> None:
     assert text_call_problem(cut, WORKER_TOOLS) == "its tool call was not valid JSON"
 
 
+def test_a_call_with_line_breaks_in_its_strings_and_a_note_for_its_last_member_runs() -> None:
+    """make real-model 2026-12-05 run ag, test node calls 44, 46 and 48: write_file with
+    test_calc.py's lines broken for real inside the JSON string, and then, where the next
+    member would be, a string with no key (the change described). Refused three times as
+    "not valid JSON"; now the call, without the note. A string inside another is never taken
+    for such a member, and one before other members is not left out."""
+    text = (FIXTURES / "write_file_keyless_note_run_ag.txt").read_text()
+    (call,) = recover_text_calls(text, WORKER_TOOLS)
+    assert (call.name, sorted(call.arguments)) == ("write_file", ["content", "path"])
+    assert call.arguments["content"].startswith("import pytest\n\ndef add(a, b):\n")
+    assert call.arguments["content"].endswith("assert subtract(3, 2) == 1")
+    inner = '{"name": "finish", "arguments": {"summary": "said \\", \\"x\\"}"}}'
+    assert recover_text_calls(inner, WORKER_TOOLS)[0].arguments == {"summary": 'said ", "x"}'}
+    between = '{"name": "finish", "arguments": {"summary": "a", "b", "notes": "c"}}'
+    assert recover_text_calls(between, WORKER_TOOLS) == []  # only a last member is left out
+
+
 def test_a_file_whose_triple_quotes_close_after_its_docstring_runs_to_the_fence() -> None:
     """make real-model 2026-12-04 (second session) run j, worker call 11: the value's triple
     quotes hold calc.py's docstring, then the rest of the file follows them, then the fence,
