@@ -211,6 +211,37 @@ def test_a_goal_that_asks_for_a_removal_may_only_remove(
     assert fx.git(repo, "show", "anti-sprawl/demo:pkg/util.py") + "\n" == kept
 
 
+@pytest.mark.parametrize(
+    ("goal", "refused"),
+    [("Add subtract(a, b) to pkg/util.py", True), ("Remove pkg/util.py", False)],
+)
+def test_a_finish_that_deleted_a_file_the_goal_names_is_refused_once(
+    tmp_path: Path, server: FakeLLMServer, goal: str, refused: bool
+) -> None:
+    """make real-model 2026-12-05 run ag, node 2: told how to replace calc.py by deleting it,
+    the model deleted the file its goal was to add subtract() to, and finished. Under a goal
+    that does not ask to remove it, the first such finish is refused, saying so; the file
+    written again whole, the next finish lands. A goal that asks for the removal finishes."""
+    added = UTIL + "\n\ndef subtract(a: int, b: int) -> int:\n    return a - b\n"
+    calls = [("delete_file", {"path": "pkg/util.py"}), ("finish", {"summary": CLAIM})]
+    if refused:
+        calls += [("write_file", {"path": "pkg/util.py", "content": added}), calls[1]]
+    serve(server, *calls)
+    repo = fx.make_repo(tmp_path, {**fx.FILES, "pkg/util.py": UTIL})
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(util_plan(goal)))
+    args = ["execute", str(path), "--repo", str(repo), "--json", "--provider", "openai"]
+    result = runner.invoke(app, [*args, "--base-url", server.url, "--model", "local-test"])
+    assert result.exit_code == 0, result.output
+    assert len(server.requests) == len(calls)  # the removal's finish was its last call
+    if refused:
+        told = answer(server, 2)
+        assert told.startswith("ERROR: finish refused (this once): you deleted pkg/util.py, ")
+        assert fx.git(repo, "show", "anti-sprawl/demo:pkg/util.py") + "\n" == added
+    else:
+        assert "pkg/util.py" not in fx.git(repo, "ls-tree", "-r", "--name-only", "anti-sprawl/demo")
+
+
 def test_a_reordering_is_a_change(tmp_path: Path, server: FakeLLMServer) -> None:
     swapped = "def other() -> int:\n    return 3\n\n\ndef helper() -> int:\n    return 2\n"
     _, a = execute_on_util(tmp_path, server, "Put other() first in util.py", [swapped])

@@ -173,6 +173,9 @@ class WorkerContext:
     # leaves one unchanged is refused, saying so (make real-model 2026-12-05 run t: a finish
     # over calc.py alone, "and a test for it in test_calc.py" never written). Empty for a script.
     goal_files: tuple[str, ...] = ()
+    # Whether the goal asks for something a deletion can do (git/substance.goal_allows_removal);
+    # if not, the first finish that deletes a file the goal names is refused too.
+    goal_allows_removal: bool = True
 
 
 def run_worker(ctx: WorkerContext) -> WorkerResult:
@@ -640,20 +643,9 @@ class _Worker:
                     status="error",
                     wrap=False,
                 )
-        untouched = [p for p in self.ctx.goal_files if p not in changed]
-        if untouched and not self._told_goal_files:
-            self._told_goal_files = True
-            named = ", ".join(untouched)
-            text = (
-                f"finish refused (this once): your goal names {named}, in your write scope, "
-                "and your changes leave it as it was. If the goal needs a change there, make "
-                "it now; if not, call finish again."
-                if changed
-                else f"finish refused (this once): you changed no file, and your goal names "
-                f"{named}, in your write scope. Make the change there now (write_file or "
-                "edit_file), then call finish."
-            )
-            return ToolOutcome(text, status="error", wrap=False)
+        refused = self._goal_files_refusal(changed)
+        if refused is not None:
+            return refused
         # (off for a script, as the test check is: its next turn is fixed)
         asks = bool(changed) and self.ctx.check_tests_at_finish and not self._told_copied
         copied = self._copied_code(self._changed_texts(changed)) if asks else ""
@@ -677,6 +669,43 @@ class _Worker:
                 summary=f"finish refused: {outcome.summary}",
             )
         return ToolOutcome("finished", wrap=False, ending=Ending("finished", value=args))
+
+    def _goal_files_refusal(self, changed: set[str]) -> ToolOutcome | None:
+        """The first finish that leaves a file the goal names as it was, or deletes one the
+        goal does not ask to remove, refused, saying so; None otherwise or after that once.
+        (Run ag, node 2: told how to replace calc.py by deleting it, the model deleted it and
+        landed tests that defined add() and subtract() themselves.)"""
+        if self._told_goal_files:
+            return None
+        untouched = [p for p in self.ctx.goal_files if p not in changed]
+        deleted = [] if self.ctx.goal_allows_removal else [
+            p for p in self.ctx.goal_files
+            if p in changed and self.ctx.firewall.current_text(p) is None
+        ]  # fmt: skip
+        if not untouched and not deleted:
+            return None
+        self._told_goal_files = True
+        named = ", ".join(untouched)
+        if deleted:
+            gone = ", ".join(deleted)
+            text = (
+                f"finish refused (this once): you deleted {gone}, which your goal names and "
+                "does not ask to remove. Write it again whole (write_file: what it held, with "
+                "your change), then call finish."
+            )
+        elif changed:
+            text = (
+                f"finish refused (this once): your goal names {named}, in your write scope, "
+                "and your changes leave it as it was. If the goal needs a change there, make "
+                "it now; if not, call finish again."
+            )
+        else:
+            text = (
+                f"finish refused (this once): you changed no file, and your goal names "
+                f"{named}, in your write scope. Make the change there now (write_file or "
+                "edit_file), then call finish."
+            )
+        return ToolOutcome(text, status="error", wrap=False)
 
     def _failing_tests(self) -> TestOutcome | None:
         """The node's whole test command on the worktree as it is, when no whole run since the

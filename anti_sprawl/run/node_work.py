@@ -219,6 +219,7 @@ class _Attempt:
             request_scope=self.scope,
             check_tests_at_finish=not scripted,
             goal_files=() if scripted else tuple(goal_files(node)),
+            goal_allows_removal=goal_allows_removal(node.goal),
         )
         result = self.worker = run_worker(ctx)
         return result
