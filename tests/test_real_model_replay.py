@@ -1460,6 +1460,23 @@ def test_a_recorded_file_written_in_our_data_tag_is_the_file(
     assert "```" not in calc
 
 
+def both_files_land(
+    tmp_path: Path, server: FakeLLMServer, name: str, calls: slice, *, stream: bool = False
+) -> Path:
+    """The replay of ``name``'s ``calls`` then a finish lands calc.py with subtract() and
+    test_calc.py with its test, as the recorded model wrote them (in our data tags); the
+    repository."""
+    then = [finishes(["calc.py", "test_calc.py"])]
+    repo, state = replay(tmp_path, server, name, calls, then, 0, stream=stream)
+    node = landed_node(repo, state, server, [], calls.stop - calls.start + 1)
+    assert node["files_changed"] == ["calc.py", "test_calc.py"]
+    assert "def subtract(a, b):\n    return a - b" in landed_file(repo, "calc.py")
+    test = landed_file(repo, "test_calc.py")
+    assert "def test_subtract():\n    assert subtract(5, 3) == 2" in test
+    assert "<data" not in test
+    return repo
+
+
 def test_recorded_files_written_back_in_the_briefs_form_are_the_files(
     tmp_path: Path, server: FakeLLMServer
 ) -> None:
@@ -1469,13 +1486,18 @@ def test_recorded_files_written_back_in_the_briefs_form_are_the_files(
     neither was written (the reply was cut at the first tag, and the attempt failed
     no_changes). They are now both written, and land; the failure note's tag still ends the
     reply there."""
-    repo, state = replay(
-        tmp_path, server, "subtract_run_g.json", slice(10, 11),
-        [finishes(["calc.py", "test_calc.py"])], 0,
-    )  # fmt: skip
-    node = landed_node(repo, state, server, [], 2)
-    assert node["files_changed"] == ["calc.py", "test_calc.py"]
-    assert "def subtract(a, b):\n    return a - b" in landed_file(repo, "calc.py")
-    assert "def test_subtract():\n    assert subtract(5, 3) == 2" in landed_file(
-        repo, "test_calc.py"
-    )
+    both_files_land(tmp_path, server, "subtract_run_g.json", slice(10, 11))
+
+
+def test_recorded_files_in_our_data_tag_under_headings_land(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """subtract_run_ah, calls 1-2 (make real-model 2026-12-05 run ah, at 0026a31): calc.py and
+    test_calc.py, both right, each in our data tag after ``### `` on its line; then the same
+    two again, and a third tag whose stream stopped half written. Neither was read as a file
+    (the heading before the tag; the half tag judged a tool's answer), and the node landed
+    calc.py alone, with no test. Both files are now written from the first reply; the second
+    is the same files again, cut where its third tag begins; the finish lands both."""
+    both_files_land(tmp_path, server, "subtract_run_ah.json", slice(0, 2), stream=True)
+    again = [m["content"] for m in server.requests[2].body["messages"][-2:]]
+    assert all("already done: this write_file of" in a for a in again)  # calc.py, test_calc.py

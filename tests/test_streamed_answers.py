@@ -283,6 +283,9 @@ def test_what_ends_a_reply_as_a_tools_answer() -> None:
     assert echoed_answer_at(file + read) == len(file)
     assert echoed_answer_at(file[:-8]) == 0  # never closed
     assert echoed_answer_at(file[:-8], growing=True) is None  # not closed yet
+    half = file + '### <data kind="file" source="calc.py" trust="un'  # run ah, call 5
+    assert echoed_answer_at(half, growing=True) is None  # the tag is not written yet
+    assert echoed_answer_at(half) == len(file) + 4  # and never was
     assert unfinished_tag_at('text <data kind="fi') == 5
     assert unfinished_tag_at("text <da") == 5
     assert unfinished_tag_at("a < b and c") is None

@@ -55,8 +55,9 @@ _MAX_LABEL = 200
 # Our data wrapper's opening tag (trust.py), echoed as a block's first line.
 _ECHOED_OPENING = re.compile(r'^\s*<?data\s+kind="[^"]*"[^>]*>\s*$')
 # A whole file in our data tag (trust.py), as the brief shows one: the source, the content.
+# Markdown may come before the tag on its line ("### <data ...>": run ah, calls 4-10).
 _DATA_FILE = re.compile(
-    r'^[ \t]*<data kind="file" source="([^"\s]+)"[^>\n]*>[ \t]*\n(.*?)^[ \t]*</data>[ \t]*$',
+    r'^[ \t#>*+-]*<data kind="file" source="([^"\s]+)"[^>\n]*>[ \t]*\n(.*?)^[ \t]*</data>[ \t]*$',
     re.S | re.M,
 )
 # Fenced blocks that hold a call or data, not a file.

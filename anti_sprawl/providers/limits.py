@@ -176,6 +176,8 @@ def echoed_answer_at(text: str, *, growing: bool = False) -> int | None:
             opening = _FILE_OPENING.match(text, at) if block is None and growing else None
             if opening is not None and _DATA_TAG not in text[opening.end() :]:
                 at = -1  # its end is still to come
+            elif block is None and growing and ">" not in text[at:]:
+                at = -1  # the tag itself is still to come (make real-model run ah, call 5)
             if block is None:
                 break
             at = text.find(tag, block.end())
