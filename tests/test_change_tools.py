@@ -235,11 +235,17 @@ def test_run_tests_arguments_are_validated(root: Path, firewall: Firewall) -> No
         {"args": ["x" * 1001]},
         {"args": [str(i) for i in range(33)]},
         {"args": "tests/a.py"},
+        {"args": ["-q"], "type": "object"},  # make real-model 2026-12-05 run ai, call 20
     ]
     turns = [[{"tool": "run_tests", "args": a} for a in bad], FINISH]
     result, _ = run(root, firewall, turns)
-    assert len(result.tool_errors) == 4
+    assert len(result.tool_errors) == 5
     assert all("invalid arguments for run_tests" in e for e in result.tool_errors)
+    assert "run_tests takes only" not in result.tool_errors[0]
+    assert result.tool_errors[4].endswith(
+        "type: Extra inputs are not permitted. run_tests takes only: args; call it again with "
+        "just those"
+    )
 
 
 def test_a_rewrite_that_drops_definitions_says_which(root: Path, firewall: Firewall) -> None:

@@ -84,7 +84,8 @@ def dispatch(
             problems = "; ".join(
                 f"{'.'.join(map(str, e['loc'])) or 'args'}: {e['msg']}" for e in exc.errors()
             )
-            return observer.error(call, f"invalid arguments for {call.name}: {problems}"), None
+            text = f"invalid arguments for {call.name}: {problems}{_takes(tool.spec, exc)}"
+            return observer.error(call, text), None
     try:
         outcome = tool.run(args)
     except FirewallError as exc:
@@ -95,3 +96,14 @@ def dispatch(
         return observer.error(call, str(exc)), None
     content = observer.render(call, outcome)
     return ToolResult(call_id=call.id, content=content, is_error=outcome.status == "error"), outcome
+
+
+def _takes(spec: ToolSpec, exc: ValidationError) -> str:
+    """The arguments the tool takes, when the call sent one it does not (recorded, make
+    real-model 2026-12-05 run ai, call 20: ``run_tests`` with ``"type": "object"`` beside its
+    args, copied from the schema; told only "Extra inputs are not permitted", the model gave
+    up on the attempt)."""
+    if not any(e["type"] == "extra_forbidden" for e in exc.errors()):
+        return ""
+    names = ", ".join(spec.parameters.get("properties", {})) or "none"
+    return f". {spec.name} takes only: {names}; call it again with just those"
