@@ -146,7 +146,6 @@ RAN_ON = (
 # Our tags and the chat template's tool-result tag: a reply that holds one is writing the
 # answer it expects, not its own turn.
 _DATA_TAG = '<data kind="'
-_ECHOED_TAGS = ("<tool_response>", _DATA_TAG)
 # A whole file in our data tag, the way the brief shows one (context/lean.py): its source a
 # bare path, not a tool's ("read_file calc.py"). A small model writes its changed file back
 # that way (make real-model 2026-12-05 run ag, call 8: calc.py with add() and a new
@@ -168,22 +167,27 @@ def echoed_answer_at(text: str, *, growing: bool = False) -> int | None:
     A whole file in our data tag, closed, is the model's file, not an answer (``_FILE_BLOCK``);
     while the text still grows (``growing``: a streamed answer, providers/streamed.py) one not
     closed yet is not judged, and the whole text is judged again when it ends."""
-    found = []
-    for tag in _ECHOED_TAGS:
-        at = text.find(tag)
-        while at >= 0 and tag == _DATA_TAG:
-            block = _FILE_BLOCK.match(text, at)
-            opening = _FILE_OPENING.match(text, at) if block is None and growing else None
-            if opening is not None and _DATA_TAG not in text[opening.end() :]:
-                at = -1  # its end is still to come
-            elif block is None and growing and ">" not in text[at:]:
-                at = -1  # the tag itself is still to come (make real-model run ah, call 5)
-            if block is None:
-                break
-            at = text.find(tag, block.end())
-        if at >= 0:
-            found.append(at)
-    return min(found) if found else None
+    found = [text.find("<tool_response>"), _data_answer_at(text, growing)]
+    return min((at for at in found if at is not None and at >= 0), default=None)
+
+
+def _data_answer_at(text: str, growing: bool) -> int | None:
+    """Where the first of our data tags that is not a whole file begins, if one does."""
+    at = text.find(_DATA_TAG)
+    while at >= 0:
+        block = _FILE_BLOCK.match(text, at)
+        if block is None:
+            return None if growing and _undecided(text, at) else at
+        at = text.find(_DATA_TAG, block.end())
+    return None
+
+
+def _undecided(text: str, at: int) -> bool:
+    """Whether the tag at ``at`` of a text still growing may yet be a whole file's: the tag
+    itself not written to its ``>`` yet (make real-model 2026-12-05 run ah, call 5), or a
+    file's opening with no other tag of ours after it, its end still to come."""
+    opening = _FILE_OPENING.match(text, at)
+    return ">" not in text[at:] or (opening is not None and _DATA_TAG not in text[opening.end() :])
 
 
 def unfinished_tag_at(text: str) -> int | None:
