@@ -241,3 +241,19 @@ def test_an_empty_block_is_no_unlabelled_code() -> None:
     assert not has_unlabelled_code("```\n```")
     assert not has_unlabelled_code("```python\n\n```")
     assert has_unlabelled_code("```python\nx = 1\n```")
+
+
+def test_a_block_labelled_like_a_command_line_is_a_write_only_for_write_file() -> None:
+    """make real-model 2026-12-05 run ai, calls 23 and 24: ``write_file calc.py`` and triple
+    quotes as a block's first line, the whole file, then the closing quotes: the file, without
+    the label and the quotes. ``edit_file test_calc.py`` over one test function was written as
+    the whole test file and lost its imports: a block under any other tool's name is not a
+    file, even when its definitions would restate one."""
+    calc = "import math\n\n\ndef add(a, b):\n    return a + b\n\n\ndef subtract(a, b):\n"
+    calc += "    return a - b\n"
+    written = f'```\nwrite_file calc.py """\n{calc}"""\n```'
+    assert whole_file_blocks(written, WRITABLE) == [("calc.py", calc)]
+    test = "def test_add():\n    assert add(2, 3) == 5\n    assert subtract(5, 2) == 3\n"
+    edited = f'```\nedit_file tests/test_calc.py """\n{test}"""\n```\n```'
+    current = {"calc.py": calc, "tests/test_calc.py": "def test_add():\n    pass\n"}
+    assert whole_file_blocks(edited, WRITABLE, current) == []

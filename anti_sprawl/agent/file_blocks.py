@@ -60,6 +60,11 @@ _DATA_FILE = re.compile(
     r'^[ \t#>*+-]*<data kind="file" source="([^"\s]+)"[^>\n]*>[ \t]*\n(.*?)^[ \t]*</data>[ \t]*$',
     re.S | re.M,
 )
+# A tool's name and a path as a block's first line, as on a command line, the content
+# after it in triple quotes (make real-model 2026-12-05 run ai, calls 23-31:
+# ``write_file calc.py """`` then the whole file then ``"""``; ``edit_file test_calc.py """``
+# then one function, which was written as the whole test file and lost its imports).
+_COMMAND_LABEL = re.compile(r"^\s*(\w+_file)\s+(\S+)\s*(?:\"{3}|'{3})?\s*$")
 # Fenced blocks that hold a call or data, not a file.
 _NOT_CODE = ("json", "tool_call")
 # A sentence that introduces the block and names one file in a code span, ending with a colon:
@@ -89,7 +94,15 @@ def whole_file_blocks(
     for start, end, info in _blocks(lines):
         path = _path_of(lines, start, info, may_write)
         first = start + 1
-        if path is None and first < end:
+        command = _COMMAND_LABEL.match(lines[first]) if path is None and first < end else None
+        if command is not None:
+            if command.group(1) != "write_file":
+                continue  # "edit_file calc.py" over a part of the file: not the whole file
+            path = _writable(command.group(2), may_write)
+            first += 1
+            if end - 1 > first and lines[end - 1].strip() in ('"""', "'''"):
+                end -= 1  # the quotes that close what the label opened
+        elif path is None and first < end:
             path = _commented_path(lines[first], may_write)
             first += path is not None  # the comment names the file; it is not its content
         body = "\n".join(_unwrapped(lines[first:end]))
@@ -184,6 +197,11 @@ def _path_of(
         if candidate and " " not in candidate and _safe(candidate) and may_write(candidate):
             return candidate
     return None
+
+
+def _writable(path: str, may_write: Callable[[str], bool]) -> str | None:
+    path = path.removeprefix("./")
+    return path if _safe(path) and may_write(path) else None
 
 
 def _commented_path(line: str, may_write: Callable[[str], bool]) -> str | None:
