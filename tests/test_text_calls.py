@@ -521,3 +521,22 @@ def test_a_value_opened_with_triple_quotes_may_close_with_one() -> None:
     )
     (call,) = recover_text_calls(text, WORKER_TOOLS)
     assert call.arguments == {"path": "a.py", "content": 'print("a", b)\n', "append": True}
+
+
+def test_a_command_line_of_a_tool_that_takes_a_list_of_strings_is_its_call() -> None:
+    """make real-model 2026-12-05 run ai, calls 25 and 28: ``run_tests -q`` alone in a fence
+    (then a stray fence line), answered that the block named no file. A reply that is one
+    such line is the call, its words split as a shell would; a tool taking anything else
+    (a path, a file's text), a line in prose, or a line beside another call is not."""
+    recorded = "```\nrun_tests -q\n```\n```\n"
+    ((name, arguments),) = [
+        (c.name, c.arguments) for c in recover_text_calls(recorded, WORKER_TOOLS)
+    ]
+    assert (name, arguments) == ("run_tests", {"args": ["-q"]})
+    quoted = recover_text_calls("run_tests tests/a.py -k 'x and y'", WORKER_TOOLS)
+    assert quoted[0].arguments == {"args": ["tests/a.py", "-k", "x and y"]}
+    assert recover_text_calls("read_file calc.py", WORKER_TOOLS) == []
+    assert recover_text_calls("Now run_tests -q", WORKER_TOOLS) == []
+    assert recover_text_calls("run_tests -k 'unclosed", WORKER_TOOLS) == []
+    finish = '{"name": "finish", "arguments": {"summary": "x"}}'
+    assert recover_text_calls(f"{recorded}```\n{finish}", WORKER_TOOLS) == []

@@ -23,6 +23,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import shlex
 import uuid
 from collections.abc import Sequence
 from typing import Any, NamedTuple
@@ -269,7 +270,35 @@ def recover_text_calls(text: str, tools: Sequence[ToolSpec]) -> list[ToolCall]:
     assigned = _assigned_call(text, tools)
     if assigned is not None:
         return [assigned]
+    command = _command_line_call(text, tools)
+    if command is not None:
+        return [command]
     return _steps_in_prose(text, tools)
+
+
+def _command_line_call(text: str, tools: Sequence[ToolSpec]) -> ToolCall | None:
+    """A reply that is one line, fences aside, written as a command line: the name of a
+    known tool whose one argument is a list of strings, then those strings (recorded, make
+    real-model 2026-12-05 run ai, calls 25, 28 and 30: ``run_tests -q`` in a fence, answered
+    three times that the block named no file). Only such a tool: a path and a file's text on
+    a command line are not told apart from prose (agent/file_blocks.py reads
+    ``write_file PATH`` as a file's label)."""
+    lines = [line.strip() for line in text.splitlines() if line.strip().strip("`")]
+    if len(lines) != 1:
+        return None
+    name, _, rest = lines[0].partition(" ")
+    tool = next((t for t in tools if t.name == name), None)
+    properties = tool.parameters.get("properties", {}) if tool else {}
+    if tool is None or len(properties) != 1:
+        return None
+    ((key, schema),) = properties.items()
+    if schema.get("type") != "array" or schema.get("items", {}).get("type") != "string":
+        return None
+    try:
+        words = shlex.split(rest)
+    except ValueError:  # an unclosed quote
+        return None
+    return ToolCall(id=_new_id(), name=name, arguments={key: words}, from_text=True)
 
 
 # ``obj['summary'] = "..."``: one key of one dictionary set to a literal, on one line.
