@@ -370,3 +370,91 @@ def test_the_start_view_shows_the_files_a_listing_shows() -> None:
     assert shown == [p for p in paths if listed(p)]
     assert {"a/b.py", ".env.example"} <= set(shown)
     assert "a/.ssh/b.py" not in shown
+
+
+SAMPLE_DIR = Path(__file__).resolve().parent.parent / "tasks"
+
+
+def _benchmark_shaped(root: Path, n: int) -> tuple[Path, Plan]:
+    """A repository and plan shaped as benchmarks/cli_scale.py's: node ``i`` writes its module
+    and test and reads ``shared/`` and its dependencies' modules, which use a shared helper."""
+    helpers = "".join(
+        f"def helper_{k}(x):\n    '''Add {k}.'''\n    return x + {k}\n\n" for k in range(40)
+    )
+    files = {"shared/base.py": helpers}
+    for i in range(n):
+        body = "".join(
+            f"class C{k}:\n    def m(self, a):\n        return helper_1(a) + {k} * {i}\n\n"
+            for k in range(3 + i % 4)
+        )
+        files[f"pkg{i % 5}/mod_{i}.py"] = f"from shared.base import helper_1\n\n{body}"
+    tasks = []
+    for i in range(n):
+        deps = [f"t{d}" for d in sorted({i // 2, i // 3}) if d < i]
+        tasks.append(
+            {
+                "task_id": f"t{i}",
+                "name": f"node {i}",
+                "goal": "generated",
+                "dependencies": deps,
+                "read_scope": ["shared/", *(f"pkg{int(d[1:]) % 5}/mod_{d[1:]}.py" for d in deps)],
+                "write_scope": [f"pkg{i % 5}/mod_{i}.py", f"tests/pkg{i % 5}/test_mod_{i}.py"],
+                "token_budget": 40_000,
+            }
+        )
+    plan = {"plan_id": "bench", "requirement": "benchmark", "tasks": tasks}
+    return fx.make_repo(root, files), Plan.model_validate(plan)
+
+
+@pytest.mark.parametrize("shape", ["sample", "benchmark"])
+def test_each_first_call_counted_by_pieces_is_its_whole_requests_count(
+    tmp_path: Path, shape: str
+) -> None:
+    """What ``validate --repo`` reports against each budget is exact on real assembled
+    prompts: the sample plan over the sample repository (tasks/sample, tasks/eval), and a
+    plan shaped as the benchmark's. Every node's first call, counted by pieces
+    (``essentials._first_call``, ``tokens.count_joined``: a piece's count kept by content),
+    and every item of its prompt are what encoding the whole text afresh gives."""
+    import shutil
+
+    from anti_sprawl.context.assemble import assemble_worker_prompt
+    from anti_sprawl.context.commit_files import read_commit_files
+    from anti_sprawl.context.essentials import UPSTREAM_ALLOWANCE
+    from anti_sprawl.context.start_view import StartView
+    from anti_sprawl.providers.base import ModelRequest, UserMessage, request_text
+    from anti_sprawl.tokens import _encoding
+
+    if shape == "sample":
+        repo = tmp_path / "repo"
+        shutil.copytree(SAMPLE_DIR / "eval" / "sample-event-bus" / "repo", repo)
+        subprocess.run(["git", "init", "-q", "-b", "main"], cwd=repo, check=True)
+        commit_all(repo, "the sample repository")
+        plan = Plan.model_validate(
+            yaml.safe_load((SAMPLE_DIR / "sample" / "plan.yaml").read_text())
+        )
+    else:
+        repo, plan = _benchmark_shaped(tmp_path, 30)
+    commit = start_commit(repo, None)
+    assert commit is not None
+    rows = {f.task_id: f for f in first_prompts(plan, repo, commit)}
+    scopes = [Scope([*t.read_scope, *t.write_scope]) for t in plan.tasks]
+    encode = _encoding().encode_ordinary
+    shown = 0
+    with StartView(read_commit_files(repo, commit, scopes)) as view:
+        for node in plan.tasks:
+            allowance = UPSTREAM_ALLOWANCE * len(node.dependencies)
+            prompt = assemble_worker_prompt(
+                plan=plan,
+                node=node,
+                upstream=(),
+                view=view,
+                upstream_allowance=allowance,
+                check_fit=False,
+            )
+            message = UserMessage(content=prompt.first_user_message)
+            request = ModelRequest(system=prompt.system, tools=prompt.tools, messages=[message])
+            assert rows[node.task_id].first_call == len(encode(request_text(request))) + allowance
+            for text, item in zip(prompt.item_texts, prompt.manifest_items, strict=True):
+                assert item.tokens == len(encode(text)), (node.task_id, item.item_id)
+            shown += sum(c.form != "dropped" for c in prompt.choices)
+    assert shown >= len(plan.tasks), "the prompts hold the repository's files"
