@@ -271,6 +271,19 @@ def test_what_a_pause_kept_is_old_and_its_cycles_still_collected() -> None:
     assert gone() is None
 
 
+def test_a_pause_leaves_what_others_froze_frozen() -> None:
+    """A process that froze its objects (before forking) keeps them frozen across a pause."""
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        assert frozen
+        with collector_paused():
+            pass
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+
+
 @pytest.mark.parametrize("command", ["{{}}", ["{{}}"], "'{}' -q", "--"])
 def test_a_command_that_names_no_program_is_an_error(command: Any) -> None:
     """A small model filled every command of its plan with "{{}}" (make real-model

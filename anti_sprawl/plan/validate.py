@@ -71,11 +71,13 @@ def collector_paused() -> Iterator[None]:
     the collector, 0.79-0.81 s without (the 1k-node plan: the same either way). Reference
     counting still frees everything; the collector is back on (if it was on) on return.
 
-    What the pause made and kept goes to the oldest generation unscanned (``gc.freeze`` then
-    ``gc.unfreeze``: two list splices): back on, the collector's first pass otherwise walked
-    all of it at once, 0.022 s of ``validate --repo`` of the 1,000-node benchmark plan (75,000
-    objects: every node's first prompt; 0.002 s of plain ``validate``; issue 29, item 3).
-    They are collected, cycles and all, by the next full collection, at exit at the latest.
+    At the end, what is young (mostly what the pause made and kept) goes to the oldest
+    generation unscanned (``gc.freeze`` then ``gc.unfreeze``: two list splices): back on, the
+    collector's first pass otherwise walked all of it at once, 0.02-0.03 s of ``validate
+    --repo`` of the 1,000-node benchmark plan (75,000 objects) and 0.002 s of plain
+    ``validate`` (issue 29, item 3). A cycle among them is collected by the next full
+    collection, at exit at the latest. Not done when something else has frozen objects
+    (a process that embeds us and forks): ``unfreeze`` would release those too.
     """
     enabled = gc.isenabled()
     gc.disable()
@@ -83,8 +85,9 @@ def collector_paused() -> Iterator[None]:
         yield
     finally:
         if enabled:
-            gc.freeze()
-            gc.unfreeze()
+            if not gc.get_freeze_count():
+                gc.freeze()
+                gc.unfreeze()
             gc.enable()
 
 
