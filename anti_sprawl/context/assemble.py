@@ -18,7 +18,6 @@ import hashlib
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict
 
@@ -51,6 +50,8 @@ from .manifest import (
     conversation_items,
     tool_json,
 )
+from .memory import MEMORY_TRUST, MemoryFact, screen_memory
+from .packing import ContextCandidate, pack_context
 from .read_scoped import (
     SECTIONS,
     Part,
@@ -72,11 +73,6 @@ from .sections import (
 )
 from .start_view import StartView
 from .used import imported_by, uses_by_file
-
-if TYPE_CHECKING:
-    # Loaded by ``_pack_memory`` for a prompt with memory: a plan's pre-flight has none, and
-    # validate --repo paid 5-8 ms to import them (issue 29, item 3).
-    from .memory import MemoryFact
 
 __all__ = [
     "SECTIONS",
@@ -286,9 +282,6 @@ def _pack_memory(
     """Screened memory packed by utility into ``budget``: its parts and the tokens used."""
     if not memory:  # nothing to screen (every node of a plan's pre-flight)
         return [], 0
-    from .memory import MEMORY_TRUST, screen_memory
-    from .packing import ContextCandidate, pack_context
-
     screen = screen_memory(
         memory, node_scope=[*node.read_scope, *node.write_scope], now=now or datetime.now(UTC)
     )

@@ -11,17 +11,15 @@ import hashlib
 from collections import deque
 from collections.abc import Sequence
 from functools import lru_cache
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from typing import Literal, NamedTuple
 
 from ..fs.firewall import Firewall, FirewallError
 from ..fs.scopes import Scope
 from ..plan.model import TaskNode
 from ..trust import data_block
 from .manifest import ContextItem, DroppedItem, FileChoice, ItemKind, Trust, make_item
+from .memory import MemoryFact
 from .sections import SECTION_HEADERS
-
-if TYPE_CHECKING:  # see context/sections.py
-    from .memory import MemoryFact
 
 __all__ = [
     "MAX_SCOPED_FILES",

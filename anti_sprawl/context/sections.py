@@ -8,15 +8,12 @@ model or the repository is rendered as a data block (``trust.wrap_data``).
 from __future__ import annotations
 
 import shlex
-from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..plan.model import Plan, TaskNode
 from ..trust import wrap_data
-
-if TYPE_CHECKING:  # memory loads only for a prompt that has some (context/assemble.py)
-    from .memory import MemoryFact
+from .memory import MEMORY_TRUST, MemoryFact
 
 __all__ = [
     "DATA_POLICY",
@@ -170,7 +167,5 @@ def _unchanged_named(up: UpstreamSummary) -> str:
 def render_memory(fact: MemoryFact) -> str:
     """One screened memory as a data block; model-inferred ones are labelled hypotheses."""
     label = "hypothesis (model-inferred, unverified)" if fact.source == "model_inferred" else "fact"
-    from .memory import MEMORY_TRUST
-
     body = f"{label}; about: {', '.join(fact.scope)}\n{fact.text}"
     return wrap_data("memory", fact.source, body, trust=MEMORY_TRUST)
