@@ -59,8 +59,6 @@ def _receive(repo: Path, bundle: bytes, base: str, scope: list[str] | None = Non
     return receive_checked(
         repo,
         bundle,
-        run_id=RUN,
-        task_id=TASK,
         base=base,
         write_scope=scope or ["pkg/a.py"],
         redactor=Redactor(["central-only-value-0123456789"]),
@@ -181,6 +179,18 @@ def test_bundles_that_are_not_one_ref_or_not_bundles_are_refused(repos: tuple) -
         _receive(repo, b"PK\x03\x04 not a bundle", base)
     corrupt = data[: len(data) - 30] + b"\0" * 30
     _refused(repo, corrupt, base, "unpack")
+
+
+def test_a_malformed_object_is_refused(repos: tuple) -> None:
+    """git's object checks run on what comes back: a commit with a malformed date, on the base
+    and changing nothing, which a ``git fetch`` of the bundle accepted (git 2.39 runs its
+    ``index-pack`` without ``--strict`` whatever ``fetch.fsckObjects`` says)."""
+    repo, worker, base = repos
+    tree = _git(worker, "rev-parse", f"{base}^{{tree}}")
+    text = f"tree {tree}\nparent {base}\nauthor a <a@b> notadate\ncommitter c <c@d> 1 +0000\n\nx\n"
+    hashed = ["hash-object", "-t", "commit", "-w", "--literally", "--stdin"]
+    sha = _git(worker, *hashed, stdin=text.encode())
+    _refused(repo, make_bundle(worker, sha, [base])[0], base, "unpack")
 
 
 def test_bundle_chain_sends_each_tip_once_and_a_cache_clone_fetches_only_what_it_lacks(

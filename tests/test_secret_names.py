@@ -131,8 +131,6 @@ def test_the_central_re_audit_knows_the_central_variables(repos: tuple) -> None:
         receive_checked(
             repo,
             bundle,
-            run_id="r",
-            task_id="a",
             base=base,
             write_scope=["pkg/"],
             redactor=redactor,

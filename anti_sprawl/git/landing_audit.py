@@ -2,9 +2,13 @@
 
 A worker runs the same firewall, audit and secret scan as a local node, but its machine is
 not the run's: what it returns is checked again here, assuming it was tampered with, before
-anything can land (docs/security.md, "Remote nodes"). The bundle is fetched with git's object
-checks into a quarantine ref of the user's repository (``refs/anti-sprawl/quarantine/...``),
-never onto a branch. It is refused unless:
+anything can land (docs/security.md, "Remote nodes"). The bundle's pack is indexed into the
+user's repository by ``git index-pack --strict``: git's object checks (fsck) and a check that
+every object it names is there, under no ref and never onto a branch. (A ``git fetch`` of the
+bundle into a ref did the same in three git processes, fetch, ``index-pack`` and a
+connectivity ``rev-list``, plus a temporary file, and git 2.39 runs its ``index-pack`` without
+``--strict`` whatever ``fetch.fsckObjects`` says: a commit with a malformed date was accepted.)
+It is refused unless:
 
 - the bundle holds one ref and needs nothing but the node's base;
 - the commit is exactly one commit whose only parent is that base;
@@ -16,12 +20,14 @@ never onto a branch. It is refused unless:
 An accepted commit is then rebuilt here with a message the central process writes (node name,
 redacted summary, trailers): of the worker's commit only its audited tree is kept, so no text
 of the worker's choosing reaches the branch, and no trailer can claim another node is done.
+The rebuilt commit is held by a quarantine ref (``refs/anti-sprawl/quarantine/...``) until it
+lands.
 """
 
 from __future__ import annotations
 
 import posixpath
-import tempfile
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -32,7 +38,7 @@ from ..fs.scopes import Scope
 from ..redact import Redactor
 from .cmd import GitError, run_git
 from .secret_scan import commit_secrets
-from .transport import BUNDLE_REF, parse_header, write_bundle
+from .transport import BUNDLE_REF, parse_header
 from .workspace import (
     FACT_ARGS,
     ChangeFacts,
@@ -52,6 +58,7 @@ __all__ = [
 ]
 
 QUARANTINE_PREFIX = "refs/anti-sprawl/quarantine"
+_OBJECT_ID = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")  # SHA-1 or SHA-256
 _SYMLINK = "120000"
 _GITLINK = "160000"
 
@@ -80,61 +87,47 @@ def receive_checked(
     repo: Path,
     bundle: bytes,
     *,
-    run_id: str,
-    task_id: str,
     base: str,
     write_scope: Sequence[str],
     redactor: Redactor,
 ) -> Received:
-    """Fetch ``bundle`` into the node's quarantine ref and check it (refused, or what came),
-    in three git processes: the fetch, one ``git log`` of the commit and its diff, one blob
-    batch for the secret scan."""
+    """Index ``bundle``'s pack and check its commit (refused, or what came), in three git
+    processes: ``index-pack --strict``, one ``git log`` of the commit and its diff, one blob
+    batch for the secret scan. No ref names it before the rebuild (``rebuild``)."""
     header = parse_header(bundle)
     if list(header.refs) != [BUNDLE_REF]:
         raise ResultRefused(f"the result bundle must hold one ref, not {sorted(header.refs)}")
     if set(header.prerequisites) - {base}:
         raise ResultRefused("the result bundle builds on commits other than the node's base")
-    ref = _quarantine(run_id, task_id)
-    # A private (0700) scratch directory: git reads bundles from files.
-    with tempfile.TemporaryDirectory(prefix="anti-sprawl-result-") as tmp:
-        path = write_bundle(Path(tmp), bundle)
-        fetch = [
-            "-c",
-            "fetch.fsckObjects=true",
-            "-c",
-            "transfer.fsckObjects=true",
-            "fetch",
-            "--quiet",
-            "--no-tags",
-            "--no-write-fetch-head",
-            "--no-recurse-submodules",
-            str(path),
-            f"+{BUNDLE_REF}:{ref}",
-        ]
-        try:
-            run_git(fetch, repo)
-        except GitError as exc:
-            raise ResultRefused(f"the result bundle does not unpack cleanly: {exc}") from exc
-    # One read of the fetched commit: its id, its parents, its tree and (a one-parent
+    sha = header.refs[BUNDLE_REF]
+    if not _OBJECT_ID.match(sha):
+        raise ResultRefused(f"the result bundle's ref names {sha[:80]!r}, not an object id")
+    # The pack is what follows the bundle's header; --fix-thin completes its deltas against the
+    # base's objects, --strict checks every object and that every object it names exists.
+    index = ["index-pack", "--stdin", "--fix-thin", "--strict"]
+    try:
+        run_git(index, repo, input_bytes=bundle[header.header_size :])
+    except GitError as exc:
+        raise ResultRefused(f"the result bundle does not unpack cleanly: {exc}") from exc
+    # One read of the received commit: its id, its parents, its tree and (a one-parent
     # commit's diff being against that parent) what it changes over the base.
     fmt = ["log", "-1", "--no-walk", "--no-show-signature", "--format=%H%x00%P%x00%T"]
-    out = _out(repo, [*fmt, *FACT_ARGS, f"{ref}^{{commit}}", "--"])
+    try:
+        out = _out(repo, [*fmt, *FACT_ARGS, f"{sha}^{{commit}}", "--"])
+    except GitError as exc:
+        raise ResultRefused(f"the result bundle does not hold its commit: {exc}") from exc
     commit, parents, tree, rest = [*out.split(b"\0", 3), b"", b"", b""][:4]
     parent_ids = parents.decode().split()
     read = parse_facts(rest) if parent_ids == [base] else None
-    try:
-        change = check(
-            repo,
-            commit.decode(),
-            base=base,
-            write_scope=write_scope,
-            redactor=redactor,
-            parents=parent_ids,
-            change=read,
-        )
-    except ResultRefused:
-        clear_quarantine(repo, run_id, task_id)
-        raise
+    change = check(
+        repo,
+        commit.decode(),
+        base=base,
+        write_scope=write_scope,
+        redactor=redactor,
+        parents=parent_ids,
+        change=read,
+    )
     return Received(commit.decode(), tree.decode(), change)
 
 

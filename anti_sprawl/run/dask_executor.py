@@ -334,8 +334,6 @@ class DaskExecutor:
             received = receive_checked(
                 job.paths.repo,
                 result.bundle,
-                run_id=job.run_id,
-                task_id=job.task_id,
                 base=job.base,
                 write_scope=[
                     *job.settings.ablations.audit_scope(job.node),
