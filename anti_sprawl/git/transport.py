@@ -93,11 +93,16 @@ def repo_identity(repo: Path, commit: str) -> str:
     return hashlib.sha256(" ".join(roots).encode()).hexdigest()[:20]
 
 
-def make_bundle(repo: Path, tip: str, exclude: Sequence[str] = ()) -> tuple[bytes, tuple[str, ...]]:
-    """A v2 bundle of ``tip`` without what ``exclude`` reaches: (bytes, prerequisites)."""
+def make_bundle(
+    repo: Path, tip: str, exclude: Sequence[str] = (), *, boundary: Sequence[str] | None = None
+) -> tuple[bytes, tuple[str, ...]]:
+    """A v2 bundle of ``tip`` without what ``exclude`` reaches: (bytes, prerequisites).
+    ``boundary``: the prerequisites when the caller knows them (else ``rev-list`` finds them)."""
     revs = "".join(f"{r}\n" for r in [tip, *(f"^{e}" for e in exclude)]).encode()
-    listing = _git_out(repo, ["rev-list", "--boundary", "--stdin"], stdin=revs).decode()
-    prerequisites = tuple(sorted({ln[1:] for ln in listing.split() if ln.startswith("-")}))
+    if boundary is None:
+        listing = _git_out(repo, ["rev-list", "--boundary", "--stdin"], stdin=revs).decode()
+        boundary = [ln[1:] for ln in listing.split() if ln.startswith("-")]
+    prerequisites = tuple(sorted(set(boundary)))
     pack = _git_out(
         repo,
         ["pack-objects", "--stdout", "--revs", "--thin", "--delta-base-offset", "-q"],
@@ -297,6 +302,9 @@ class CacheRepo:
         return fetched
 
     def bundle_commit(self, commit: str, base: str) -> bytes:
-        """The node's commit as a bundle whose only prerequisite is ``base``."""
-        data, _ = make_bundle(self.path, commit, [base])
+        """The node's commit as a bundle whose only prerequisite is ``base``: its parent (a
+        node makes one commit on its base), so one git process, no ``rev-list`` for the
+        boundary. A commit on anything else is refused centrally all the same (its parents,
+        or objects the pack lacks: landing_audit.py)."""
+        data, _ = make_bundle(self.path, commit, [base], boundary=[base])
         return data
