@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import array
+import fcntl
 import hashlib
 import os
 import subprocess
@@ -10,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from anti_sprawl.errors import RunError
+from anti_sprawl.fs.placement import spread_subdirectories
 from anti_sprawl.git.audit import audit, changes
 from anti_sprawl.git.locks import clean_stale_locks
 from anti_sprawl.git.workspace import (
@@ -102,6 +105,26 @@ def test_worktree_never_touches_the_users_checkout(repo: Path) -> None:
     assert not ws.path.exists()
     assert "anti-sprawl/wt" not in git(repo, "branch", "--list")
     assert git(repo, "worktree", "list", "--porcelain").count("worktree ") == 1
+
+
+def test_worktrees_are_spread_over_the_disk_where_the_file_system_can(
+    repo: Path, tmp_path: Path
+) -> None:
+    """ext4's top-directory hint on the worktrees folder (fs/placement.py); a file system
+    without it, or a path that is no directory, is left alone without an error."""
+    assert not spread_subdirectories(tmp_path / "missing")
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    if not spread_subdirectories(probe):
+        pytest.skip("this file system has no top-directory hint")
+    with make_ws(repo) as ws:
+        flags = array.array("i", [0])
+        fd = os.open(ws.path.parent, os.O_RDONLY)
+        try:
+            fcntl.ioctl(fd, 0x80086601, flags, True)  # FS_IOC_GETFLAGS
+        finally:
+            os.close(fd)
+        assert flags[0] & 0x00020000  # FS_TOPDIR_FL
 
 
 def _half_done_then(ws: Workspace, exc: BaseException) -> None:

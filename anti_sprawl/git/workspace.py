@@ -33,6 +33,7 @@ from pydantic import BaseModel
 
 from ..errors import RunError
 from ..fs.files import atomic_write_text
+from ..fs.placement import spread_subdirectories
 from ..ids import STATE_DIR_NAME
 from .admin import RETRY_DELAYS, admin_lock
 from .cmd import DEFAULT_IDENTITY, GitError, common_dir_once, git_dir, run_git
@@ -109,6 +110,7 @@ class Workspace:
         _check_name(name)
         repo = repo.resolve()
         worktrees_dir.mkdir(parents=True, exist_ok=True)
+        spread_subdirectories(worktrees_dir)  # each worktree in a block group of its own
         worktrees_dir = worktrees_dir.resolve()
         if worktrees_dir.is_relative_to(repo):
             ensure_excluded(repo)
