@@ -23,6 +23,7 @@ import contextlib
 import fcntl
 import hashlib
 import os
+import re
 import tempfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -48,6 +49,8 @@ __all__ = [
 ]
 
 BUNDLE_REF = "refs/anti-sprawl/tip"
+_HAVE = "refs/anti-sprawl/have"  # a cache clone's ref per tip it holds (CacheRepo)
+_OBJECT_ID = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 _SIGNATURE = b"# v2 git bundle\n"
 _MAX_HEADER = 1 << 20
 
@@ -276,8 +279,15 @@ class CacheRepo:
         out = _git_out(self.path, ["cat-file", "--batch-check"], stdin=query)
         return b"missing" not in out
 
+    def kept(self, tip: str) -> bool:
+        """``tip``'s ``have`` ref is there as a file: an earlier ``materialize`` brought it, its
+        objects first (no git process; a packed ref or another ref backend is asked of git)."""
+        return bool(_OBJECT_ID.match(tip)) and (self.path / _HAVE / tip).is_file()
+
     def materialize(self, chain: Sequence[BundleRef], fetch: Callable[[str], bytes]) -> int:
         """Bring the clone up to ``chain[-1].tip``; returns the bundle bytes fetched."""
+        if self.kept(chain[-1].tip):  # most nodes: no lock to wait for, no git process
+            return 0
         fetched = 0
         with self.locked():
             self.ensure()
@@ -298,7 +308,7 @@ class CacheRepo:
                 finally:
                     path.unlink(missing_ok=True)
                 # A ref keeps each tip (and so its history) for later nodes and runs.
-                run_git(["update-ref", f"refs/anti-sprawl/have/{ref.tip}", ref.tip], self.path)
+                run_git(["update-ref", f"{_HAVE}/{ref.tip}", ref.tip], self.path)
         return fetched
 
     def bundle_commit(self, commit: str, base: str) -> bytes:
