@@ -17,7 +17,7 @@ from rich.console import Console
 from anti_sprawl.cli.plan import run_plan_command
 from anti_sprawl.errors import UsageError
 from anti_sprawl.ids import PLANNER_TASK_ID
-from anti_sprawl.plan.model import load_plan_data
+from anti_sprawl.plan.model import Plan, load_plan_data
 from anti_sprawl.planner.planner import NUDGE, plan_requirement
 from anti_sprawl.providers import (
     Script,
@@ -27,6 +27,7 @@ from anti_sprawl.providers import (
     request_text,
 )
 
+from . import e2e_fixture as fx
 from .conftest import node, plan_data
 
 CANARY = "CANARY-ENV-7f3a9c"
@@ -405,13 +406,18 @@ def test_missing_tests_are_warned_about(tmp_path: Path, repo: Path) -> None:
         "task 'api' changes app/api.py but no task writes a test for it "
         "(expected tests/test_api.py or app/api_test.py)",
         # validation traces what the code uses (plan/reference_checks.py): api calls core's
-        # run(), core calls util's helper(), and no dependency orders those tasks
-        "task 'api' uses names defined in app/core.py, which task 'core' writes, but neither "
-        "depends on the other: it may see either version; add a dependency",
-        "task 'core' uses names defined in app/util.py, which task 'util' writes, but neither "
-        "depends on the other: it may see either version; add a dependency",
-        # the planner applies validation's read_coverage warnings (planner/assist.py
-        # with_used_definitions): a worker cannot read a file its scopes miss
+        # run(), core calls util's helper(), and no dependency ordered those tasks; the
+        # planner orders them (planner/assist.py with_writer_dependencies)
+        "task 'api' dependencies: added 'core': its files use names defined in app/core.py, "
+        "which 'core' writes",
+        # then applies validation's read_coverage warnings (with_used_definitions): a worker
+        # cannot read a file its scopes miss
+        "task 'api' read_scope: added app/core.py: its files use names defined there, which "
+        "its worker could not read",
+        "task 'core' dependencies: added 'util': its files use names defined in app/util.py, "
+        "which 'util' writes",
+        "task 'core' read_scope: added app/util.py: its files use names defined there, which "
+        "its worker could not read",
         "task 'core_tests' read_scope: added app/core.py: its files use names defined there, "
         "which its worker could not read",
         "task 'util' changes app/util.py but its tests (tests/test_util.py) are in no "
@@ -422,8 +428,8 @@ def test_missing_tests_are_warned_about(tmp_path: Path, repo: Path) -> None:
     tasks = {t.task_id: t for t in result.plan.tasks}
     assert tasks["core_tests"].read_scope == ["app/core.py"]
     assert tasks["util"].read_scope == ["app/deep.py"]
-    # api's use of app/core.py is the stale_reference above, not read: it would be a stale read
-    assert tasks["api"].read_scope == []
+    assert (tasks["api"].dependencies, tasks["api"].read_scope) == (["core"], ["app/core.py"])
+    assert (tasks["core"].dependencies, tasks["core"].read_scope) == (["util"], ["app/util.py"])
     assert plan_with(repo, tmp_path, GOOD).warnings == []
 
 
@@ -449,13 +455,19 @@ def test_expansion_never_creates_a_stale_read(tmp_path: Path, repo: Path) -> Non
         node("core", write_scope=["app/core.py", "tests/test_core.py"]),
         node("util", write_scope=["app/util.py", "tests/test_util.py"]),
     )
-    result = plan_with(repo, tmp_path, plan, expand_read_scope=True)
-    core, util = result.plan.tasks
+    from anti_sprawl.planner.assist import expand_read_scopes
+
+    files = fx.git(repo, "ls-files").splitlines()
+    expanded, warnings = expand_read_scopes(
+        Plan.model_validate(plan), files, lambda p: (repo / p).read_text()
+    )
+    core, util = expanded.tasks
     assert "app/util.py" not in core.read_scope
     assert util.read_scope == ["app/deep.py"]
-    assert any(
-        "not adding import app/util.py" in w and "'util' writes it" in w for w in result.warnings
-    )
+    assert any("not adding import app/util.py" in w and "'util' writes it" in w for w in warnings)
+    # the planner orders them first (with_writer_dependencies): core waits for util, reads it
+    core, util = plan_with(repo, tmp_path, plan, expand_read_scope=True).plan.tasks
+    assert (core.dependencies, "app/util.py" in core.read_scope) == (["util"], True)
 
 
 def test_default_budgets_when_the_model_leaves_them_out(tmp_path: Path, repo: Path) -> None:

@@ -1202,6 +1202,28 @@ def test_a_recorded_test_node_may_read_the_module_its_test_imports(
     )
 
 
+def test_a_recorded_test_node_beside_the_code_it_tests_waits_for_it(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """make real-model 2026-12-05 run ak, planner call 7: task-1 adds subtract() to calc.py,
+    task-2 (given test_calc.py, which its goal names) tests it, and neither depends on the
+    other (its dependencies were "read_file ./calc.py"-like strings, left out). They ran side
+    by side; task-2 never saw subtract(), defined its own in test_calc.py and tested that,
+    and the run "succeeded". The test task now depends on the task writing the module its
+    file imports, and may read that module."""
+    result = _planned_reply(tmp_path, server, "planner_parallel_test_run_ak.txt")
+    assert result.ok, result.message
+    code, test = result.plan.tasks
+    assert (code.task_id, code.dependencies) == ("task-1", [])
+    assert (test.task_id, test.dependencies) == ("task-2", ["task-1"])
+    assert "calc.py" in test.read_scope
+    told = "\n".join(result.warnings)
+    assert (
+        "task 'task-2' dependencies: added 'task-1': its files use names defined in calc.py" in told
+    )
+    assert "neither depends on the other" not in told
+
+
 def test_a_recorded_repair_of_one_task_keeps_the_tasks_it_left_out(
     tmp_path: Path, server: FakeLLMServer
 ) -> None:

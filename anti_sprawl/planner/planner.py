@@ -53,6 +53,7 @@ from .assist import (
     fit_context_window,
     missing_test_warnings,
     with_used_definitions,
+    with_writer_dependencies,
 )
 from .prompt import (
     PromptPart,
@@ -438,9 +439,12 @@ class _Session:
 
     def _accept(self, plan: Plan, raw: dict[str, Any], report: Report) -> PlannerResult:
         """A valid submission, with scope assistance applied where it keeps the plan valid."""
-        plan, covered = with_used_definitions(plan, report.warnings)
+        plan, ordered = with_writer_dependencies(plan, report.warnings)
+        # ordered now, the files it uses from its new dependencies may be added to its reads
+        used = validate(plan, self.repo).warnings if ordered else report.warnings
+        plan, covered = with_used_definitions(plan, used)
         plan, warnings = self._assist(plan, missing_budgets(raw))
-        warnings = covered + warnings
+        warnings = ordered + covered + warnings
         final = validate(plan, self.repo)
         if not final.valid or final.plan is None:  # assistance must never break a valid plan
             warnings.append("scope assistance was not applied: it made the plan invalid")
