@@ -257,3 +257,24 @@ def test_a_block_labelled_like_a_command_line_is_a_write_only_for_write_file() -
     edited = f'```\nedit_file tests/test_calc.py """\n{test}"""\n```\n```'
     current = {"calc.py": calc, "tests/test_calc.py": "def test_add():\n    pass\n"}
     assert whole_file_blocks(edited, WRITABLE, current) == []
+
+
+def test_an_unlabelled_piece_of_a_file_is_not_the_file() -> None:
+    """make real-model 2026-12-05 run al, call 7 (calc.py already holding add() and the
+    subtract() the model had appended): "Let's make the changes to `calc.py` first." over a
+    block of ``def add`` alone, then one of ``def subtract`` alone. The first shares a line
+    with calc.py and was written as the whole file: subtract() was lost. A block that keeps
+    some of a file's definitions and drops others is a piece quoted, not the file; one that
+    keeps none still only adds to it."""
+    add = "def add(a, b):\n    return a + b\n"
+    sub = "def subtract(a, b):\n    return a - b\n"
+    reply = (
+        "Let's make the changes to `calc.py` first.\n\n"
+        f"```python\n{add}```\n\nThis change does not affect the test file.\n\n"
+        f"```python\n{sub}```\n\nNow, the `subtract` function is added to `calc.py`."
+    )
+    current = {"calc.py": f'"""A tiny calculator."""\n\n\n{add}\n\n{sub}'}
+    assert whole_file_blocks(reply, WRITABLE, current) == []
+    shared = '"""A tiny calculator."""\n\n\ndef mul(a, b):\n    return a * b\n'
+    only_new = {"calc.py": f'"""A tiny calculator."""\n\n\n{add}'}
+    assert whole_file_blocks(f"```python\n{shared}```", WRITABLE, only_new) == [("calc.py", shared)]

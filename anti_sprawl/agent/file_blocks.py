@@ -153,8 +153,22 @@ def _restated_file(body: str, current: Mapping[str, str]) -> str | None:
     ]
     if not matches and all(current.values()):  # a file still to create may be the one
         lines = _top_level_lines(body)
-        matches = [path for path, text in current.items() if lines & _top_level_lines(text)]
+        matches = [
+            path
+            for path, text in current.items()
+            if lines & _top_level_lines(text) and not _drops_some(text, defined)
+        ]
     return matches[0] if len(matches) == 1 else None
+
+
+def _drops_some(text: str, defined: set[str]) -> bool:
+    """Whether a block defining ``defined`` keeps some of ``text``'s definitions and drops
+    others: a piece of the file quoted, not the file (make real-model 2026-12-05 run al, call
+    7: "Let's make the changes to `calc.py` first." over ``def add`` alone, written as the
+    whole calc.py, and the subtract() appended before was lost). One that keeps none only
+    adds (agent/change_tools.py adds it after them)."""
+    names = set(top_level_names(text))
+    return bool(names & defined) and not names <= defined
 
 
 def _top_level_lines(text: str) -> set[str]:
