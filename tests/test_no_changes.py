@@ -242,6 +242,44 @@ def test_a_finish_that_deleted_a_file_the_goal_names_is_refused_once(
         assert "pkg/util.py" not in fx.git(repo, "ls-tree", "-r", "--name-only", "anti-sprawl/demo")
 
 
+def test_a_finish_that_only_respaced_a_file_the_goal_names_is_refused_once(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """make real-model 2026-12-05 run al, attempt 2: calc.py right, test_calc.py written again
+    as it was with one more blank line, and a finish; the node landed with no test of
+    subtract(). A goal-named file whose change only removes text or changes whitespace is
+    left as it was, for the first finish; the test then written, the next finish lands."""
+    test = "from pkg.util import helper\n\n\ndef test_helper():\n    assert helper() == 2\n"
+    added = UTIL + "\n\ndef subtract(a: int, b: int) -> int:\n    return a - b\n"
+    tested = test + "\n\ndef test_subtract():\n    assert subtract(3, 1) == 2\n"
+    serve(
+        server,
+        ("write_file", {"path": "pkg/util.py", "content": added}),
+        (
+            "write_file",
+            {"path": "tests/test_util.py", "content": test.replace("\n\n", "\n\n\n", 1)},
+        ),
+        ("finish", {"summary": CLAIM}),
+        ("write_file", {"path": "tests/test_util.py", "content": tested}),
+        ("finish", {"summary": CLAIM}),
+    )
+    repo = fx.make_repo(tmp_path, {**fx.FILES, "pkg/util.py": UTIL, "tests/test_util.py": test})
+    goal = "Add subtract(a, b) to pkg/util.py and a test for it in tests/test_util.py"
+    node = fx.node("a", [], "pkg/util.py", "", goal=goal)
+    node["write_scope"] = ["pkg/util.py", "tests/test_util.py"]
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump({**plan(), "tasks": [node]}))
+    args = ["execute", str(path), "--repo", str(repo), "--json", "--provider", "openai"]
+    result = runner.invoke(app, [*args, "--base-url", server.url, "--model", "local-test"])
+    assert result.exit_code == 0, result.output
+    assert answer(server, 3).startswith(
+        "ERROR: finish refused (this once): your goal names tests/test_util.py, in your write "
+        "scope, and your changes leave it as it was (or only remove text or change its "
+        "whitespace)."
+    )
+    assert fx.git(repo, "show", "anti-sprawl/demo:tests/test_util.py") + "\n" == tested
+
+
 def test_a_reordering_is_a_change(tmp_path: Path, server: FakeLLMServer) -> None:
     swapped = "def other() -> int:\n    return 3\n\n\ndef helper() -> int:\n    return 2\n"
     _, a = execute_on_util(tmp_path, server, "Put other() first in util.py", [swapped])

@@ -467,9 +467,14 @@ def test_the_recorded_change_that_adds_nothing_does_not_succeed(
     """subtract_run10, attempt 3: calc.py rewritten as add() alone (its docstring, blank lines
     and final newline gone), test_calc.py as its old test reflowed, and a finish claiming
     "Added the subtract function and test". The old tests pass and the diff is not empty, so
-    the node succeeded in the real run. Now it fails ``no_changes`` with a note that says the
-    change only took text away, and nothing lands (git/substance.py)."""
-    repo, state = replay(tmp_path, server, "subtract_run10.json", slice(7, 9))
+    the node succeeded in the real run. Its first finish is now refused once: both files the
+    goal names only lost text or changed whitespace (run al); sent again, it is taken, and the
+    node fails ``no_changes`` with a note that says the change only took text away, and
+    nothing lands (git/substance.py)."""
+    finish = recorded("subtract_run10.json")["calls"][8]["response"]
+    repo, state = replay(tmp_path, server, "subtract_run10.json", slice(7, 9), [finish])
+    told = server.requests[2].body["messages"][-1]["content"]
+    assert "your goal names calc.py, test_calc.py, in your write scope, and your" in told
     node = state["tasks"]["subtract"]
     assert (node["status"], node["reason"]) == ("failed", "no_changes")
     assert "only deleted text or changed whitespace" in node["message"]
@@ -500,16 +505,17 @@ def test_the_recorded_name_error_names_the_missing_import(
 
 
 def test_the_recorded_alternating_echo_stalls(tmp_path: Path, server: FakeLLMServer) -> None:
-    """subtract_run11, attempt 1, calls 5-10: after one prose answer (call 4, whose unlabelled
-    block shares the test file's import and test line with it alone, so it is now written
-    there: agent/file_blocks.py) the model echoed the source tag of calc.py, then of
-    test_calc.py, by turns, until its call cap. The fourth reply in a row without a tool call
-    ends the attempt as stalled (call 8), before the same reply came a third time (call 9)."""
+    """subtract_run11, attempt 1, calls 4-10: a prose answer (call 4), then the model echoed
+    the source tag of calc.py, then of test_calc.py, by turns, until its call cap. Call 4's
+    unlabelled block shares the test file's import and keeps one of its tests but drops the
+    other: a piece quoted, not the file (agent/file_blocks.py, run al), so it is one more reply
+    without a tool call. The fourth in a row ends the attempt as stalled (call 7), before the
+    same reply came a third time (call 9)."""
     _, state = replay(tmp_path, server, "subtract_run11.json", slice(0, 10))
     node = state["tasks"]["subtract"]
     assert (node["status"], node["reason"]) == ("failed", "stalled")
     assert f"sent {TEXT_TURN_LIMIT} replies in a row without calling a tool" in node["message"]
-    assert len(server.requests) == 4 + TEXT_TURN_LIMIT
+    assert len(server.requests) == 3 + TEXT_TURN_LIMIT
 
 
 def writes_the_test(files: list[str]) -> list[dict[str, Any]]:
@@ -735,13 +741,14 @@ def test_a_recorded_reply_sent_again_does_not_run_its_changes_again(
     a write read from prose that keeps none of the file's definitions) and of test_calc.py.
     The model sent it five times; run again, the calc.py write would replace the whole file
     with subtract() alone, since the file now defines it too. The same change read from prose
-    runs once per attempt: the second time both are answered "already done"."""
+    runs once per attempt: the second time both are answered "already done". (Its test_calc.py
+    is the old test with a blank line less: the first finish is refused once for it, run al.)"""
     repo, state = replay(
         tmp_path,
         server,
         "subtract_run12.json",
         slice(0, 0),
-        then=[RECORDED_SECTIONS_WITH_CALLS, RECORDED_SECTIONS_WITH_CALLS, FINISH_CALC],
+        then=[RECORDED_SECTIONS_WITH_CALLS, RECORDED_SECTIONS_WITH_CALLS, *[FINISH_CALC] * 2],
         exit_code=0,
     )
     node = state["tasks"]["subtract"]

@@ -174,8 +174,11 @@ class WorkerContext:
     # over calc.py alone, "and a test for it in test_calc.py" never written). Empty for a script.
     goal_files: tuple[str, ...] = ()
     # Whether the goal asks for something a deletion can do (git/substance.goal_allows_removal);
-    # if not, the first finish that deletes a file the goal names is refused too.
+    # if not, the first finish that deletes a file the goal names, or only removes text or
+    # changes whitespace in it (``hollow_changes``: those of the given changed paths), is
+    # refused too.
     goal_allows_removal: bool = True
+    hollow_changes: Callable[[Sequence[str]], list[str]] | None = None
 
 
 def run_worker(ctx: WorkerContext) -> WorkerResult:
@@ -678,10 +681,13 @@ class _Worker:
         if self._told_goal_files:
             return None
         untouched = [p for p in self.ctx.goal_files if p not in changed]
-        deleted = [] if self.ctx.goal_allows_removal else [
-            p for p in self.ctx.goal_files
-            if p in changed and self.ctx.firewall.current_text(p) is None
-        ]  # fmt: skip
+        deleted: list[str] = []
+        if not self.ctx.goal_allows_removal:
+            touched = [p for p in self.ctx.goal_files if p in changed]
+            deleted = [p for p in touched if self.ctx.firewall.current_text(p) is None]
+            hollow = self.ctx.hollow_changes
+            # run al: test_calc.py written again with one more blank line, as its test
+            untouched += hollow([p for p in touched if p not in deleted]) if hollow else []
         if not untouched and not deleted:
             return None
         self._told_goal_files = True
@@ -696,8 +702,9 @@ class _Worker:
         elif changed:
             text = (
                 f"finish refused (this once): your goal names {named}, in your write scope, "
-                "and your changes leave it as it was. If the goal needs a change there, make "
-                "it now; if not, call finish again."
+                "and your changes leave it as it was (or only remove text or change its "
+                "whitespace). If the goal needs a change there, make it now; if not, call "
+                "finish again."
             )
         else:
             text = (

@@ -216,6 +216,9 @@ class _Attempt:
             price=job.price,
             attempt=job.attempt,
             changed_files=lambda: [change.path for change in changes(ws)],
+            hollow_changes=lambda paths: [
+                c.path for c in changes(ws) if c.path in paths and only_removes(ws, [c])
+            ],
             request_scope=self.scope,
             check_tests_at_finish=not scripted,
             goal_files=() if scripted else tuple(goal_files(node)),
