@@ -279,9 +279,9 @@ def recover_text_calls(text: str, tools: Sequence[ToolSpec]) -> list[ToolCall]:
 def _command_line_call(text: str, tools: Sequence[ToolSpec]) -> ToolCall | None:
     """A reply that is one line, fences aside, written as a command line: the name of a
     known tool whose one argument is a list of strings, then those strings (recorded, make
-    real-model 2026-12-05 run ai, calls 25, 28 and 30: ``run_tests -q`` in a fence, answered
-    three times that the block named no file). Only such a tool: a path and a file's text on
-    a command line are not told apart from prose (agent/file_blocks.py reads
+    real-model 2026-12-05 run ai, calls 25 and 28: ``run_tests -q`` in a fence, answered that
+    the block named no file; call 30 held a finish after it). Only such a tool: a path and a
+    file's text on a command line are not told apart from prose (agent/file_blocks.py reads
     ``write_file PATH`` as a file's label)."""
     lines = [line.strip() for line in text.splitlines() if line.strip().strip("`")]
     if len(lines) != 1:
