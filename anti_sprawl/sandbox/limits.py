@@ -16,8 +16,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Literal
 
-from .process import Ended
 from .policy import ResourceLimits
+from .process import Ended
 
 __all__ = ["LimitHit", "handed_over", "limit_hit"]
 
@@ -84,9 +84,9 @@ def _chown_tree(root: Path, uid: int, gid: int) -> None:
     """``lchown`` everything below ``root`` (links never followed), dropping set-id bits."""
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         for name in [*dirnames, *filenames]:
-            path = os.path.join(dirpath, name)
+            path = Path(dirpath, name)
             os.lchown(path, uid, gid)
-            st = os.lstat(path)
-            if not os.path.islink(path) and st.st_mode & 0o6000:
-                os.chmod(path, st.st_mode & 0o1777)
+            st = path.lstat()
+            if not path.is_symlink() and st.st_mode & 0o6000:
+                path.chmod(st.st_mode & 0o1777)
     os.lchown(root, uid, gid)

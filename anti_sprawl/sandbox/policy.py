@@ -126,7 +126,6 @@ class ResourceLimits(BaseModel):
         default=64 * _MIB, ge=64 * 1024, description="Output kept in the log; more ends the run."
     )
 
-
     @property
     def tmp_inodes(self) -> int:
         """The private /tmp's inode cap: empty files cost no bytes but pin kernel memory."""

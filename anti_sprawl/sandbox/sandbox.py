@@ -29,12 +29,11 @@ from typing import IO, Literal
 
 from pydantic import BaseModel, Field
 
-from . import landlock
-from .bwrap import bwrap_argv, rlimits
 from ..errors import RunError
-from .process import OutputCapture, execute
 from ..fs.files import atomic_write_text
 from ..host_tools import host_tool
+from . import landlock
+from .bwrap import bwrap_argv, rlimits
 from .limits import LimitHit, handed_over, limit_hit
 from .policy import (
     SandboxLayer,
@@ -43,6 +42,7 @@ from .policy import (
     build_view,
     describe_policy,
 )
+from .process import OutputCapture, execute
 from .toolchain import named_paths
 from .user_env import cache_env
 
@@ -278,14 +278,14 @@ def umask_problem(info: SandboxInfo) -> str | None:
 def _readable_by_sandbox(view: SandboxView, layer: Layer, uid: int) -> None:
     if layer != "bwrap" or os.geteuid() != 0:
         return
-    mode = os.stat(view.workdir).st_mode
+    mode = view.workdir.stat().st_mode
     if mode & 0o005 != 0o005:
         raise RunError(
             f"{view.workdir} is not readable by the sandbox user (uid {uid}); anti-sprawl "
             "must create worktrees under umask 022 (run it with 'umask 022')"
         )
     for tree in view.content:
-        if tree != view.workdir and os.stat(tree).st_mode & 0o005 != 0o005:
+        if tree != view.workdir and tree.stat().st_mode & 0o005 != 0o005:
             raise RunError(
                 f"{tree} is not readable by the sandbox user (uid {uid}): a command naming it "
                 f"(e.g. {{checkout}}) needs it world-readable ('chmod o+rx {tree}')"

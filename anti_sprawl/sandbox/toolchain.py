@@ -118,7 +118,7 @@ def toolchain_trees(
     if env.get("VIRTUAL_ENV"):
         candidates.append(Path(env["VIRTUAL_ENV"]))
     found = shutil.which(argv0, path=env.get("PATH")) if "/" not in argv0 else argv0
-    if found and os.path.isabs(found):
+    if found and Path(found).is_absolute():
         candidates += _prefix_of(Path(os.path.normpath(found)))
     for exe in executables:
         if exe.is_absolute() and exe.is_file() and os.access(exe, os.X_OK):
