@@ -685,9 +685,10 @@ class _Worker:
         if not self.ctx.goal_allows_removal:
             touched = [p for p in self.ctx.goal_files if p in changed]
             deleted = [p for p in touched if self.ctx.firewall.current_text(p) is None]
-            hollow = self.ctx.hollow_changes
-            # run al: test_calc.py written again with one more blank line, as its test
-            untouched += hollow([p for p in touched if p not in deleted]) if hollow else []
+            kept = [p for p in touched if p not in deleted]
+            if kept and self.ctx.hollow_changes is not None:  # git asked only then
+                # run al: test_calc.py written again with one more blank line, as its test
+                untouched += self.ctx.hollow_changes(kept)
         if not untouched and not deleted:
             return None
         self._told_goal_files = True
