@@ -417,9 +417,8 @@ def test_each_first_call_counted_by_pieces_is_its_whole_requests_count(
     and every item of its prompt are what encoding the whole text afresh gives."""
     import shutil
 
-    from anti_sprawl.context.assemble import assemble_worker_prompt
     from anti_sprawl.context.commit_files import read_commit_files
-    from anti_sprawl.context.essentials import UPSTREAM_ALLOWANCE
+    from anti_sprawl.context.essentials import UPSTREAM_ALLOWANCE, first_prompt
     from anti_sprawl.context.start_view import StartView
     from anti_sprawl.providers.base import ModelRequest, UserMessage, request_text
     from anti_sprawl.tokens import _encoding
@@ -443,14 +442,7 @@ def test_each_first_call_counted_by_pieces_is_its_whole_requests_count(
     with StartView(read_commit_files(repo, commit, scopes)) as view:
         for node in plan.tasks:
             allowance = UPSTREAM_ALLOWANCE * len(node.dependencies)
-            prompt = assemble_worker_prompt(
-                plan=plan,
-                node=node,
-                upstream=(),
-                view=view,
-                upstream_allowance=allowance,
-                check_fit=False,
-            )
+            prompt = first_prompt(plan, node, repo, view)
             message = UserMessage(content=prompt.first_user_message)
             request = ModelRequest(system=prompt.system, tools=prompt.tools, messages=[message])
             assert rows[node.task_id].first_call == len(encode(request_text(request))) + allowance

@@ -42,6 +42,7 @@ __all__ = [
     "NodeFirstPrompt",
     "add_problems",
     "check_first_prompts",
+    "first_prompt",
     "first_prompt_rows",
     "first_prompts",
     "render_first_prompts",
@@ -182,6 +183,33 @@ def _last_safe_cut(text: str, tries: int = 8) -> int | None:
     return None
 
 
+def first_prompt(
+    plan: Plan, node: TaskNode, root: Path, view: StartView | None = None
+) -> AssembledPrompt:
+    """``node``'s first prompt as its run would start it, from ``view`` (the start commit's
+    files) or else from the files under ``root``; its upstream is an allowance per dependency
+    (``UPSTREAM_ALLOWANCE``), not text."""
+    allowance = UPSTREAM_ALLOWANCE * len(node.dependencies)
+    if view is not None:
+        return assemble_worker_prompt(
+            plan=plan,
+            node=node,
+            upstream=(),
+            view=view,
+            upstream_allowance=allowance,
+            check_fit=False,
+        )
+    with Firewall(root, node.read_scope, node.write_scope, durable=False) as fw:
+        return assemble_worker_prompt(
+            plan=plan,
+            node=node,
+            upstream=(),
+            firewall=fw,
+            upstream_allowance=allowance,
+            check_fit=False,
+        )
+
+
 def _one(
     plan: Plan,
     node: TaskNode,
@@ -190,25 +218,7 @@ def _one(
     heads: dict[str, tuple[str, int]] | None = None,
 ) -> NodeFirstPrompt:
     allowance = UPSTREAM_ALLOWANCE * len(node.dependencies)
-    if view is not None:
-        prompt = assemble_worker_prompt(
-            plan=plan,
-            node=node,
-            upstream=(),
-            view=view,
-            upstream_allowance=allowance,
-            check_fit=False,
-        )
-    else:
-        with Firewall(root, node.read_scope, node.write_scope, durable=False) as fw:
-            prompt = assemble_worker_prompt(
-                plan=plan,
-                node=node,
-                upstream=(),
-                firewall=fw,
-                upstream_allowance=allowance,
-                check_fit=False,
-            )
+    prompt = first_prompt(plan, node, root, view)
     e = prompt.essentials
     return NodeFirstPrompt(
         task_id=node.task_id,
