@@ -15,6 +15,7 @@ import html
 import re
 
 __all__ = [
+    "FILE_TAG",
     "RESERVED_TAGS",
     "count_hidden_chars",
     "data_block",
@@ -67,6 +68,13 @@ def count_hidden_chars(text: str) -> int:
     (none in ASCII text, which ``str.isascii`` knows without a scan: every scoped file of a
     plan's pre-flight is counted, issue 29)."""
     return 0 if text.isascii() else len(_HIDDEN.findall(text))
+
+
+# The opening tag of a whole file as a prompt shows one (``wrap_data("file", path, text)``:
+# context/lean.py), its source a bare path, captured; a tool's answer names the tool
+# ("read_file calc.py"). A small model writes its changed files back this way
+# (providers/limits.py, agent/file_blocks.py).
+FILE_TAG = r'<data kind="file" source="([^"\s]+)"[^>\n]*>'
 
 
 def wrap_data(kind: str, source: str, text: str, *, trust: str = "untrusted") -> str:

@@ -9,11 +9,11 @@ error observations. Nothing here chooses a boundary: the firewall holds the node
 from __future__ import annotations
 
 import ast
-import posixpath
 import re
 import textwrap
 
 from ..fs.firewall import EditError, Firewall
+from ..fs.scopes import normalize_entry
 from ..outline.pyfacts import is_test_module
 from ..redact import PLACEHOLDER
 from .tools import MoveFileArgs, PathArgs, WriteFileArgs
@@ -384,7 +384,7 @@ def delete_file(fw: Firewall, args: PathArgs) -> str:
     """Delete one file or symlink, or a directory with every file below it."""
     removed = fw.delete(args.path)
     # ("./calc.py" is the file calc.py, not a directory: run ag, call 15)
-    if removed == [posixpath.normpath(args.path.strip("/"))]:
+    if removed == [normalize_entry(args.path)]:
         return f"deleted {removed[0]}"
     shown = "\n".join(f"  {p}" for p in removed[:_LISTED])
     more = f"\n  ... and {len(removed) - _LISTED} more" if len(removed) > _LISTED else ""
@@ -394,7 +394,7 @@ def delete_file(fw: Firewall, args: PathArgs) -> str:
 def move_file(fw: Firewall, args: MoveFileArgs) -> str:
     """Move (rename) one file or directory; the destination must not exist."""
     moved = fw.move(args.source, args.destination)
-    if len(moved) == 1 and moved[0][0] == posixpath.normpath(args.source.strip("/")):
+    if len(moved) == 1 and moved[0][0] == normalize_entry(args.source):
         return f"moved {moved[0][0]} -> {moved[0][1]}"
     shown = "\n".join(f"  {old} -> {new}" for old, new in moved[:_LISTED])
     more = f"\n  ... and {len(moved) - _LISTED} more" if len(moved) > _LISTED else ""

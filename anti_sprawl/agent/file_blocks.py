@@ -42,6 +42,7 @@ import html
 import re
 from collections.abc import Callable, Iterator, Mapping
 
+from ..trust import FILE_TAG
 from .change_tools import top_level_names
 
 __all__ = ["has_unlabelled_code", "whole_file_blocks"]
@@ -56,10 +57,7 @@ _MAX_LABEL = 200
 _ECHOED_OPENING = re.compile(r'^\s*<?data\s+kind="[^"]*"[^>]*>\s*$')
 # A whole file in our data tag (trust.py), as the brief shows one: the source, the content.
 # Markdown may come before the tag on its line ("### <data ...>": run ah, calls 4-10).
-_DATA_FILE = re.compile(
-    r'^[ \t#>*+-]*<data kind="file" source="([^"\s]+)"[^>\n]*>[ \t]*\n(.*?)^[ \t]*</data>[ \t]*$',
-    re.S | re.M,
-)
+_DATA_FILE = re.compile(rf"^[ \t#>*+-]*{FILE_TAG}[ \t]*\n(.*?)^[ \t]*</data>[ \t]*$", re.S | re.M)
 # A tool's name and a path as a block's first line, as on a command line, the content
 # after it in triple quotes (make real-model 2026-12-05 run ai, calls 23-31:
 # ``write_file calc.py """`` then the whole file then ``"""``; ``edit_file test_calc.py """``
@@ -111,9 +109,8 @@ def whole_file_blocks(
         if path is not None and body.strip() and _supersedes(found.get(path), body):
             found[path] = body + "\n"
     for tagged in _DATA_FILE.finditer(text):
-        path = html.unescape(tagged.group(1)).removeprefix("./")
-        body = tagged.group(2)
-        if _safe(path) and may_write(path) and body.strip() and _supersedes(found.get(path), body):
+        path, body = _writable(html.unescape(tagged.group(1)), may_write), tagged.group(2)
+        if path is not None and body.strip() and _supersedes(found.get(path), body):
             found[path] = body
     return list(found.items())
 
@@ -214,6 +211,7 @@ def _path_of(
 
 
 def _writable(path: str, may_write: Callable[[str], bool]) -> str | None:
+    """``path`` (less a leading ``./``) when it is plain and the node may write it."""
     path = path.removeprefix("./")
     return path if _safe(path) and may_write(path) else None
 
@@ -222,10 +220,7 @@ def _commented_path(line: str, may_write: Callable[[str], bool]) -> str | None:
     """The writable path a block's first line names as a comment and nothing else (recorded:
     ```` ``` ```` then ``# calc.py`` then the file, make real-model 2026-12-03 calls 13-16)."""
     named = _COMMENT_LABEL.match(line)
-    if named is None:
-        return None
-    path = named.group(1).removeprefix("./")
-    return path if _safe(path) and may_write(path) else None
+    return None if named is None else _writable(named.group(1), may_write)
 
 
 def _safe(path: str) -> bool:

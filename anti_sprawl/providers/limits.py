@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 import zlib
 
+from ..trust import FILE_TAG
+
 __all__ = [
     "DEFAULT_LOCAL_LIMIT",
     "HOSTED_REQUEST_TIMEOUT",
@@ -152,10 +154,8 @@ _DATA_TAG = '<data kind="'
 # subtract(); 2026-12-04 run g, call 21: calc.py and test_calc.py, both right), and
 # agent/file_blocks.py reads it as the file.
 # Its content holds no tag of ours: trust.escape_data escapes them in every block we show.
-_FILE_OPENING = re.compile(r'<data kind="file" source="[^"\s]+"[^>\n]*>')
-_FILE_BLOCK = re.compile(
-    r'<data kind="file" source="[^"\s]+"[^>\n]*>(?:(?!<data kind=").)*?</data>', re.S
-)
+_FILE_OPENING = re.compile(FILE_TAG)
+_FILE_BLOCK = re.compile(FILE_TAG + r'(?:(?!<data kind=").)*?</data>', re.S)
 
 
 def echoed_answer_at(text: str, *, growing: bool = False) -> int | None:
