@@ -17,7 +17,6 @@ sandboxed runner the orchestrator hands in. Caps:
 from __future__ import annotations
 
 import collections
-import posixpath
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -27,7 +26,7 @@ from pydantic import BaseModel, Field
 
 from ..fs.firewall import Firewall, Violation
 from ..fs.scope_grant import ScopeGrant
-from ..fs.scopes import is_glob
+from ..fs.scopes import is_glob, normalize_entry
 from ..ids import FINISH_TOOL
 from ..lifecycle import WorkerFailure
 from ..providers.base import (
@@ -176,7 +175,7 @@ class WorkerContext:
     # Whether the goal asks for something a deletion can do (git/substance.goal_allows_removal);
     # if not, the first finish that deletes a file the goal names, or only removes text or
     # changes whitespace in it (``hollow_changes``: those of the given changed paths), is
-    # refused too.
+    # refused too. ``hollow_changes`` judges the changes the last ``changed_files`` call read.
     goal_allows_removal: bool = True
     hollow_changes: Callable[[Sequence[str]], list[str]] | None = None
 
@@ -746,4 +745,4 @@ def _paths(args: Any) -> set[str]:
     """Every path a change tool's arguments name, as the worktree knows it ("./calc.py" is
     calc.py)."""
     named = (getattr(args, key, None) for key in ("path", "source", "destination"))
-    return {posixpath.normpath(str(p).strip("/")) for p in named if p}
+    return {normalize_entry(str(p)) for p in named if p}

@@ -31,7 +31,7 @@ from ..context.requests import save_request
 from ..errors import RunError, StorageError, at_boundary
 from ..fs.firewall import DEFAULT_DENY, Firewall
 from ..fs.path_rules import Violation
-from ..git.audit import audit, changes
+from ..git.audit import Change, audit, changes
 from ..git.cmd import run_git
 from ..git.secret_scan import message_secret, staged_secrets
 from ..git.substance import goal_allows_removal, only_removes
@@ -192,6 +192,12 @@ class _Attempt:
         job, env, node = self.job, self.env, self.job.node
         max_output = job.settings.output_limit(env.provider.name, job.model)
         scripted = env.provider.name == ScriptedProvider.name  # also when wrapped
+        seen: list[Change] = []  # the worktree's changes as changed_files last read them
+
+        def read(found: list[Change]) -> list[Change]:
+            seen[:] = found
+            return found
+
         ctx = WorkerContext(
             task_id=node.task_id,
             provider=env.provider,
@@ -215,9 +221,10 @@ class _Attempt:
             model=job.model,
             price=job.price,
             attempt=job.attempt,
-            changed_files=lambda: [change.path for change in changes(ws)],
+            changed_files=lambda: [change.path for change in read(changes(ws))],
+            # judged on what the finish just read (agent/worker.py asks changed_files first)
             hollow_changes=lambda paths: [
-                c.path for c in changes(ws) if c.path in paths and only_removes(ws, [c])
+                c.path for c in seen if c.path in paths and only_removes(ws, [c])
             ],
             request_scope=self.scope,
             check_tests_at_finish=not scripted,
