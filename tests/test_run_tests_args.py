@@ -43,6 +43,32 @@ def repo(tmp_path: Path) -> Path:
     return repo
 
 
+def verify_only_plan(
+    test_command: str | list[str], *, goal: str = "Run the tests", write: str = "tests/test_one.py"
+) -> dict[str, Any]:
+    """A one-task plan whose node t runs tests and may change nothing (``expect_changes``)."""
+    task = {
+        "task_id": "t",
+        "name": goal,
+        "goal": goal,
+        "read_scope": ["tests/"],
+        "write_scope": [write],
+        "expect_changes": False,  # a verify-only node: it runs tests, changes nothing
+    }
+    plan = {"plan_id": "p", "requirement": "Check the tests", "test_command": test_command}
+    return {**plan, "tasks": [task]}
+
+
+def run_tests_observations(repo: Path, state: Any) -> list[str]:
+    """What each run_tests call of node t answered, from its transcript."""
+    artifacts = repo / ".anti-sprawl/runs" / state["run_id"] / "artifacts/t"
+    events = [
+        json.loads(line) for line in (artifacts / "transcript.jsonl").read_text().splitlines()
+    ]
+    return [e["result"]["content"] for e in events if e["event"] == "tool"
+            and e["call"]["name"] == "run_tests"]  # fmt: skip
+
+
 def executed(tmp_path: Path, repo: Path, plan: dict[str, Any], turns: list[Any]) -> Any:
     """The run state of ``execute --json`` of ``plan`` on ``repo``, node t scripted ``turns``."""
     plan_path, script_path = tmp_path / "plan.yaml", tmp_path / "script.yaml"
@@ -57,21 +83,8 @@ def executed(tmp_path: Path, repo: Path, plan: dict[str, Any], turns: list[Any])
 
 
 def test_arguments_narrow_the_run_and_the_final_check_runs_all(tmp_path: Path, repo: Path) -> None:
-    plan = {
-        "plan_id": "targeted",
-        "requirement": "Check one test",
-        "test_command": [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider"],
-        "tasks": [
-            {
-                "task_id": "t",
-                "name": "Run one test",
-                "goal": "Run test_alpha only",
-                "read_scope": ["tests/"],
-                "write_scope": ["tests/test_one.py"],
-                "expect_changes": False,  # a verify-only node: it runs tests, changes nothing
-            }
-        ],
-    }
+    pytest = [sys.executable, "-m", "pytest", "-v", "-p", "no:cacheprovider"]
+    plan = verify_only_plan(pytest, goal="Run test_alpha only")
     turns = [
         {"tool": "run_tests", "args": {"args": ["tests/test_one.py::test_alpha"]}},
         {"tool": "run_tests", "args": {"args": ["tests/test_one.py", "-k", "beta or gamma"]}},
@@ -110,21 +123,7 @@ def test_arguments_that_restate_the_test_command_run_it_once(
     """make real-model 2026-12-04 run c, call 9: run_tests with the test command as its args,
     which ran ``python -m pytest -q python -m pytest -q`` ("file or directory not found"). Args
     that spell the command itself are dropped: it runs once, whole, and the model is told."""
-    plan = {
-        "plan_id": "restated",
-        "requirement": "Check the tests",
-        "test_command": "python -m pytest -v -p no:cacheprovider",
-        "tasks": [
-            {
-                "task_id": "t",
-                "name": "Run the tests",
-                "goal": "Run the tests",
-                "read_scope": ["tests/"],
-                "write_scope": ["tests/test_one.py"],
-                "expect_changes": False,
-            }
-        ],
-    }
+    plan = verify_only_plan("python -m pytest -v -p no:cacheprovider")
     turns = [
         {"tool": "run_tests", "args": {"args": args}},
         {"tool": "finish", "args": {"summary": "ran the tests"}},
@@ -134,9 +133,29 @@ def test_arguments_that_restate_the_test_command_run_it_once(
     first = (artifacts / "tests-1-1.log").read_text()
     assert "4 passed" in first
     assert "not found" not in first
-    events = [
-        json.loads(line) for line in (artifacts / "transcript.jsonl").read_text().splitlines()
-    ]
-    (observed,) = [e["result"]["content"] for e in events if e["event"] == "tool"
-                   and e["call"]["name"] == "run_tests"]  # fmt: skip
+    (observed,) = run_tests_observations(repo, state)
     assert "note: your args were the test command itself, so it ran once, whole" in observed
+
+
+def test_args_that_select_no_test_are_told_as_no_test_not_as_failing(
+    tmp_path: Path, repo: Path
+) -> None:
+    """make real-model 2026-12-05 run an, call 7: the test node's first call was run_tests
+    ``-k subtract`` before any test of subtract existed; pytest exits 5 ("1 deselected"), which
+    the node was told as "tests failed", and it answered that it could not fix the failures.
+    Exit code 5 of pytest is told as no test run; a failing selection stays "failed"."""
+    pytest = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    plan = verify_only_plan(pytest, write="tests/test_three.py")
+    failing = "def test_delta():\n    assert False\n"
+    turns = [
+        {"tool": "run_tests", "args": {"args": ["tests/test_one.py", "-k", "delta"]}},
+        {"tool": "write_file", "args": {"path": "tests/test_three.py", "content": failing}},
+        {"tool": "run_tests", "args": {"args": ["tests/test_three.py", "-k", "delta"]}},
+        {"tool": "delete_file", "args": {"path": "tests/test_three.py"}},
+        {"tool": "finish", "args": {"summary": "ran the tests"}},
+    ]
+    none_ran, failed = run_tests_observations(repo, executed(tmp_path, repo, plan, turns))
+    assert "\ntests ran none (exit code 5): " in none_ran
+    assert "note: pytest found no test to run: no test matches your args" in none_ran
+    assert "\ntests failed (exit code 1): " in failed
+    assert "no test" not in failed

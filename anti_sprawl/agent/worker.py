@@ -570,6 +570,8 @@ class _Worker:
 
     def _tests_outcome(self, run: TestOutcome) -> ToolOutcome:
         verdict = "passed" if run.passed else ("timed out" if run.timed_out else "failed")
+        if _ran_no_test(run):
+            verdict = "ran none"
         if run.known_failures:
             count = len(run.known_failures)
             verdict += f" apart from {count} failure(s) that fail before this task too"
@@ -579,6 +581,8 @@ class _Worker:
         text = f"{head}\n{run.tail}"
         if run.restated:
             text += "\nnote: your args were the test command itself, so it ran once, whole"
+        if _ran_no_test(run):
+            text += f"\nnote: {NO_TEST_RAN}"
         if not run.passed:
             text += self._hints(run.tail)
         return ToolOutcome(text, status=status, summary=head)
@@ -734,6 +738,21 @@ class _Worker:
         if self._checked is None:
             self._checked = self.tests = self.ctx.run_tests(())
         return self._checked
+
+
+# pytest's exit code 5: nothing was collected, or the args deselected every test. Told as
+# "tests failed", the test node of make real-model 2026-12-05 run an (`-k subtract` before any
+# test of subtract existed) read it as its code failing and gave up ("I cannot provide a
+# solution for the test failures").
+NO_TEST_RAN = (
+    "pytest found no test to run: no test matches your args (it may not exist yet), "
+    "or none was collected"
+)
+
+
+def _ran_no_test(run: TestOutcome) -> bool:
+    """Whether ``run`` was pytest's and ran no test (exit code 5), rather than a failure."""
+    return run.exit_code == 5 and not run.timed_out and any("pytest" in p for p in run.command)
 
 
 def _target(args: Any) -> str:
