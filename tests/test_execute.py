@@ -239,3 +239,32 @@ def test_a_summary_naming_a_file_its_node_left_alone_is_set_against_the_diff(
         if p.is_file() and line in p.read_text(errors="replace")
     }
     assert seen == {"c"}  # the one node that depends on a; README.md is no file of a's scope
+
+
+def test_a_downstream_prompt_names_what_its_dependency_s_diff_defines(tmp_path: Path) -> None:
+    """make real-model 2026-12-05 runs ak, am and an: the test node had calc.py with its new
+    subtract() in view and still wrote its own copy into test_calc.py. The definitions a
+    dependency's diff adds are now listed in its block, read from the diff, whatever its
+    summary says; a node that depends on nothing sees no such list."""
+    plan = fx.plan()
+    code = (
+        "import os\n\n\ndef area(width, height):\n    return width * height\n\n\n"
+        "class Shape:\n    def side(self):\n        return 1\n\n\n"
+        "async def fetch(\n    url,\n):\n    return url\n"
+    )
+    turns = fx.worker_turns("pkg/a.py", code)
+    turns[-1]["args"]["summary"] = "did what was asked"
+    repo, result = execute(tmp_path, plan, fx.script(a=turns), "--json")
+    assert result.exit_code == 0, result.output
+    runs = repo / ".anti-sprawl" / "runs"
+    block = (
+        "definitions its diff adds or changes:\n"
+        "- pkg/a.py: area(width, height)\n- pkg/a.py: class Shape\n- pkg/a.py: fetch(...)\n"
+    )
+    written = json.dumps(block)[1:-1]  # as a JSON string holds it (manifests, requests)
+    seen = {
+        p.relative_to(runs).parts[2]
+        for p in runs.rglob("*")
+        if p.is_file() and written in p.read_text(errors="replace")
+    }
+    assert seen == {"c"}

@@ -100,6 +100,10 @@ class UpstreamSummary(BaseModel):
         default_factory=list,
         description="Files of the node's write scope its summary names that it did not change.",
     )
+    defines: list[str] = Field(
+        default_factory=list,
+        description="Top-level definitions its diff adds or changes (git/patch_definitions.py).",
+    )
 
     @field_validator("interfaces", mode="before")
     @classmethod
@@ -149,10 +153,18 @@ def render_upstream(up: UpstreamSummary) -> str:
         f"interfaces:\n{up.interfaces or '(none given)'}\n"
         + (f"notes:\n{up.notes}\n" if up.notes else "")
         + f"files changed:\n{files}\n"
+        + _defines(up)
         + _unchanged_named(up)
         + f"tests: {tests}\n"
     )
     return wrap_data("upstream_summary", up.task_id, body)
+
+
+def _defines(up: UpstreamSummary) -> str:
+    """What the node's diff defines, each on its own line: facts, where the summary is a claim."""
+    if not up.defines:
+        return ""
+    return "definitions its diff adds or changes:\n" + "".join(f"- {d}\n" for d in up.defines)
 
 
 def _unchanged_named(up: UpstreamSummary) -> str:

@@ -18,6 +18,7 @@ from ..context.sections import UpstreamSummary
 from ..errors import InternalError
 from ..fs.firewall import Violation
 from ..fs.scope_grant import ScopeGrant
+from ..git.patch_definitions import patch_definitions
 from ..git.workspace import ChangeFacts, DiffStat, Workspace, diff, diffstat
 from ..lifecycle import FailReason, NodeStatus
 from ..plan.intent_checks import written_paths
@@ -204,6 +205,7 @@ def upstream_summary(result: TaskResult, node: TaskNode) -> UpstreamSummary:
         files_changed=result.files_changed,
         tests_passed=result.tests.passed if result.tests else None,
         unchanged_named=unchanged,
+        defines=patch_definitions(result.diff),
     )
 
 
