@@ -468,3 +468,55 @@ def test_a_passing_change_lands_when_the_model_runs_out_of_tool_calls(
     a = json.loads(result.stdout)["tasks"]["a"]
     assert a["unclaimed"] == "tool-call cap of 2 reached"
     assert fx.task_trailers(repo) == ["a"]
+
+
+CALC = "def add(a, b):\n    return a + b\n\n\ndef subtract(a, b):\n    return a - b\n"
+TEST_CALC = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+
+
+def test_a_change_that_only_copies_code_into_a_test_module_fails_no_changes(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """make real-model 2026-12-05: run an's test node run again against the served model
+    (calc.py already has subtract()), its calls as recovered from its text: calc.py's
+    subtract() appended to test_calc.py word for word, a finish (refused once for the copy),
+    run_tests with args pytest does not take, a finish again. It landed with no test of
+    subtract(). Now that attempt fails ``no_changes``, told why; the retry's test lands."""
+    copy = "\ndef subtract(a, b):\n    return a - b\n    "
+    claim = "Added a test for the `subtract` function in `test_calc.py`."
+    real_test = TEST_CALC + "\n\ndef test_subtract():\n    from calc import subtract\n\n"
+    real_test += "    assert subtract(5, 3) == 2\n"
+    serve(
+        server,
+        ("write_file", {"path": "./test_calc.py", "content": copy, "append": True}),
+        ("finish", {"summary": claim, "files": ["./test_calc.py"]}),
+        ("run_tests", {"args": ["--testfile", "./test_calc.py", "--testid", "test_subtract"]}),
+        ("finish", {"summary": claim, "files": ["./test_calc.py"]}),
+        ("write_file", {"path": "test_calc.py", "content": real_test}),
+        ("finish", {"summary": claim, "files": ["test_calc.py"]}),
+    )
+    node = fx.node("a", [], "test_calc.py", "", read_scope=["calc.py"])
+    node["goal"] = "Add a test for the `subtract` function in `test_calc.py`."
+    data = {**plan(), "tasks": [node]}
+    data["test_command"] = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+    repo = fx.make_repo(tmp_path, {"calc.py": CALC, "test_calc.py": TEST_CALC})
+    path = tmp_path / "plan.yaml"
+    path.write_text(yaml.safe_dump(data))
+    args = ["execute", str(path), "--repo", str(repo), "--json", "--provider", "openai"]
+    result = runner.invoke(app, [*args, "--base-url", server.url, "--model", "local-test"])
+    assert result.exit_code == 0, result.output
+    a = json.loads(result.stdout)["tasks"]["a"]
+    first, second = a["attempt_log"]
+    assert (first["outcome"], first["reason"]) == ("failed", "no_changes")
+    assert first["note"]["message"].startswith(
+        "your change adds no test: test_calc.py defines `subtract`, as calc.py does"
+    )
+    assert answer(server, 2).startswith("ERROR: finish refused (this once): test_calc.py")
+    retry = server.requests[4].body["messages"]
+    told = next(m["content"] for m in retry if m["role"] == "user")
+    assert "why it failed: no_changes" in told
+    assert "your change adds no test" in told
+    assert second["outcome"] == "succeeded"
+    landed = fx.git(repo, "show", "anti-sprawl/demo:test_calc.py")
+    assert "def test_subtract" in landed
+    assert "def subtract" not in landed

@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import re
 import textwrap
+from collections.abc import Mapping
 
 from ..fs.firewall import EditError, Firewall
 from ..fs.scopes import normalize_entry
@@ -20,6 +21,7 @@ from .tools import MoveFileArgs, PathArgs, WriteFileArgs
 
 __all__ = [
     "copied_into_tests",
+    "copies_in_place_of_tests",
     "delete_file",
     "import_of_itself",
     "move_file",
@@ -263,12 +265,20 @@ def _refuse_changed_redefinition(path: str, before: str, appended: str) -> None:
 def _top_level_definitions(source: str) -> dict[str, str]:
     """Each top-level function and class of a Python module, as its AST dump (layout and
     comments aside); {} when the text does not parse on its own."""
+    return {node.name: ast.dump(node) for node in _definition_nodes(source)}
+
+
+_Definition = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
+
+
+def _definition_nodes(source: str) -> list[_Definition]:
+    """The top-level functions and classes of the Python ``source``; none when it does not
+    parse on its own."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return {}
-    kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-    return {node.name: ast.dump(node) for node in tree.body if isinstance(node, kinds)}
+        return []
+    return [node for node in tree.body if isinstance(node, _Definition)]
 
 
 def _self_import_note(path: str, text: str) -> str:
@@ -334,18 +344,41 @@ def copied_into_tests(texts: dict[str, str]) -> str:
     return ""
 
 
+def copies_in_place_of_tests(
+    changes: Mapping[str, tuple[str, str]], modules: Mapping[str, str]
+) -> str:
+    """Where a whole change (path -> (old text, new text)) holds copies of code instead of
+    tests: every changed file a Python test module, none adding or changing a top-level test
+    (``test_*`` or ``Test*``), and one of them defining word for word what a module of
+    ``modules`` (path -> text) defines (``copied_into_tests``). One line saying so, or ""; a
+    change with anything more is judged by its tests. Recorded, the test node of make
+    real-model 2026-12-05 (a run of run an's, exp17): test_calc.py got calc.py's subtract()
+    appended, the finish was refused once for it, and the second finish landed it with no test.
+    """
+    if not changes or not all(p.endswith(".py") and is_test_module(p) for p in changes):
+        return ""
+    if any(_tests_in(new) - _tests_in(old) for old, new in changes.values()):
+        return ""
+    return copied_into_tests({**modules, **{p: new for p, (_, new) in changes.items()}})
+
+
+def _tests_in(text: str) -> set[str]:
+    """The sources of the top-level tests (``test_*`` functions, ``Test*`` classes) of the
+    Python ``text``; none when it does not parse."""
+    return {
+        ast.get_source_segment(text, node) or node.name
+        for node in _definition_nodes(text)
+        if node.name.lower().startswith("test")
+    }
+
+
 def _definitions(text: str) -> list[tuple[str, str]]:
     """(name, source) of each top-level function and class of the Python ``text``, but tests;
     none when it does not parse."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return []
-    kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
     return [
         (node.name, ast.get_source_segment(text, node) or "")
-        for node in tree.body
-        if isinstance(node, kinds) and not node.name.startswith("test")
+        for node in _definition_nodes(text)
+        if not node.name.startswith("test")
     ]
 
 

@@ -28,7 +28,7 @@ from .secret_scan import parse_batch
 if TYPE_CHECKING:
     from .workspace import Workspace
 
-__all__ = ["goal_allows_removal", "only_removes", "text_only_removes"]
+__all__ = ["edited_texts", "goal_allows_removal", "only_removes", "text_only_removes"]
 
 # Goals whose honest result may be a diff that only deletes text or changes whitespace.
 _REMOVAL_WORDS = re.compile(
@@ -64,29 +64,38 @@ def text_only_removes(old: str, new: str) -> bool:
 
 def only_removes(ws: Workspace, kept: Sequence[Change]) -> bool:
     """True when every kept change is an in-place edit of a text file that only removes text
-    or changes whitespace (one ``git cat-file --batch`` reads the ``HEAD`` side; not run when
-    any change is of another kind)."""
-    if not kept or any(c.kind != "modified" or c.mode_changed for c in kept):
+    or changes whitespace (not judged, so False, when any change is of another kind)."""
+    if not kept or any(c.kind != "modified" for c in kept):
         return False
+    texts = edited_texts(ws, kept)
+    return texts is not None and all(text_only_removes(*pair) for pair in texts.values())
+
+
+def edited_texts(ws: Workspace, kept: Sequence[Change]) -> dict[str, tuple[str, str]] | None:
+    """``path -> (old text, new text)`` of each kept change, when every one edits a text file
+    in place or adds one (old text ""): one ``git cat-file --batch`` reads the ``HEAD`` side of
+    the edits. None when any change is of another kind (deleted, renamed, a mode change), a
+    symlink, binary, too large or unreadable: such a change is not judged here."""
+    if not kept or any(c.kind not in ("modified", "added") or c.mode_changed for c in kept):
+        return None
     new: dict[str, bytes] = {}
     for change in kept:
         path = ws.path / change.path
         try:
             if path.is_symlink() or path.stat().st_size > _MAX_BYTES:
-                return False
+                return None
             new[change.path] = path.read_bytes()
         except OSError:
-            return False
-    query = "".join(f"HEAD:{p}\n" for p in new).encode("utf-8", "surrogateescape")
-    blobs = [
-        blob for _, blob in parse_batch(ws.git(["cat-file", "--batch"], input_bytes=query).stdout)
-    ]
-    if len(blobs) != len(new):
-        return False  # a path git could not read: judge nothing
-    for old, current in zip(blobs, new.values(), strict=True):
-        if b"\0" in old or b"\0" in current:
-            return False  # binary: not ours to judge
-        text_old = old.decode("utf-8", "replace")
-        if not text_only_removes(text_old, current.decode("utf-8", "replace")):
-            return False
-    return True
+            return None
+    edited = [c.path for c in kept if c.kind == "modified"]
+    old: dict[str, bytes] = dict.fromkeys(new, b"")
+    if edited:
+        query = "".join(f"HEAD:{p}\n" for p in edited).encode("utf-8", "surrogateescape")
+        out = ws.git(["cat-file", "--batch"], input_bytes=query).stdout
+        blobs = [blob for _, blob in parse_batch(out)]
+        if len(blobs) != len(edited):
+            return None  # a path git could not read: judge nothing
+        old.update(zip(edited, blobs, strict=True))
+    if any(b"\0" in old[p] or b"\0" in new[p] for p in new):
+        return None  # binary: not ours to judge
+    return {p: (old[p].decode("utf-8", "replace"), new[p].decode("utf-8", "replace")) for p in new}

@@ -22,6 +22,7 @@ from typing import Any
 
 from .. import tracing
 from ..agent.artifacts import ArtifactStore
+from ..agent.change_tools import copies_in_place_of_tests
 from ..agent.worker import TestOutcome, WorkerContext, WorkerLimits, WorkerResult, run_worker
 from ..context.assemble import AssembledPrompt, assemble_worker_prompt, manifest_for_request
 from ..context.guidance import guidance_budget, guidance_paths, read_guidance, with_guidance
@@ -31,12 +32,14 @@ from ..context.requests import save_request
 from ..errors import RunError, StorageError, at_boundary
 from ..fs.firewall import DEFAULT_DENY, Firewall
 from ..fs.path_rules import Violation
+from ..fs.scopes import is_glob, normalize_entry
 from ..git.audit import Change, audit, changes
 from ..git.cmd import run_git
 from ..git.secret_scan import message_secret, staged_secrets
-from ..git.substance import goal_allows_removal, only_removes
+from ..git.substance import edited_texts, goal_allows_removal, only_removes
 from ..git.workspace import ChangeFacts, Workspace, commit, stage
 from ..lifecycle import NodeVerdict
+from ..outline.pyfacts import is_test_module
 from ..plan.intent_checks import goal_files
 from ..providers.base import ModelRequest, Usage
 from ..providers.scripted import ScriptedProvider
@@ -133,7 +136,7 @@ class _Attempt:
             )
             result = self._work(ws, firewall, prompt, tests)
             self.record.scope_grants = list(self.scope.log)
-            verified = self._verify(ws, result, setup_violations, tests)
+            verified = self._verify(ws, firewall, result, setup_violations, tests)
             if verified is None:
                 return "failed"
             return self._commit(ws, result, *verified)
@@ -278,6 +281,7 @@ class _Attempt:
     def _verify(
         self,
         ws: Workspace,
+        firewall: Firewall,
         result: WorkerResult,
         setup_violations: list[Violation],
         tests: Callable[..., TestOutcome] | None,
@@ -306,6 +310,12 @@ class _Attempt:
             # real-model false success (git/substance.py).
             reduce(record, result, ws, job.base, None, violations, None)
             record.fail("no_changes", removal_only_message(job.node.goal))
+            return None
+        copied = self._copies_only(ws, firewall, checked.kept, result)
+        if copied:
+            # Code copied into a test module, and no test: a recorded real-model false success.
+            reduce(record, result, ws, job.base, None, violations, None)
+            record.fail("no_changes", copies_only_message(copied, job.node.goal))
             return None
         final = tests() if tests and result.status == "succeeded" else None
         if result.status != "succeeded" or (final is not None and not final.passed):
@@ -367,6 +377,27 @@ class _Attempt:
         self.commit = sha
         return "succeeded"
 
+    def _copies_only(
+        self, ws: Workspace, firewall: Firewall, kept: list[Change], result: WorkerResult
+    ) -> str:
+        """``copies_in_place_of_tests`` of a finished node's whole change, against the Python
+        files its scopes name one by one; "" when the change holds more, or is not judged."""
+        node = self.job.node
+        if result.status != "succeeded" or not node.expect_changes:
+            return ""
+        if not kept or not all(c.path.endswith(".py") and is_test_module(c.path) for c in kept):
+            return ""  # the common case decided without reading a file
+        texts = edited_texts(ws, kept)
+        if texts is None:
+            return ""
+        named = {normalize_entry(e) for e in [*node.read_scope, *node.write_scope]}
+        modules = {
+            p: text
+            for p in sorted(named)
+            if p.endswith(".py") and not is_glob(p) and (text := firewall.current_text(p))
+        }
+        return copies_in_place_of_tests(texts, modules)
+
 
 def no_changes_message(goal: str) -> str:
     """What a node that changed nothing is told (its retry starts with it)."""
@@ -374,6 +405,15 @@ def no_changes_message(goal: str) -> str:
         "you changed no file, so nothing was committed; the goal asks for: "
         f"{goal.strip()[:500]}. Make the change with write_file or edit_file inside your "
         "write scope, then call finish (a plan marks a verify-only node expect_changes: false)"
+    )
+
+
+def copies_only_message(copied: str, goal: str) -> str:
+    """What a node whose change only copied code into a test module is told."""
+    return (
+        f"your change adds no test: {copied}, word for word, a copy of the code and not a test "
+        f"of it; the goal asks for: {goal.strip()[:500]}. Import what the test needs from its "
+        "module, write a test_ function that asserts what it returns, then call finish"
     )
 
 
