@@ -278,3 +278,37 @@ def test_an_unlabelled_piece_of_a_file_is_not_the_file() -> None:
     shared = '"""A tiny calculator."""\n\n\ndef mul(a, b):\n    return a * b\n'
     only_new = {"calc.py": f'"""A tiny calculator."""\n\n\n{add}'}
     assert whole_file_blocks(f"```python\n{shared}```", WRITABLE, only_new) == [("calc.py", shared)]
+
+
+# make real-model 2026-12-05 run an, calls 14 and 16 verbatim: read_file's header and numbered
+# lines, as read_file had shown test_calc.py, sent as the file (told each time that the block
+# named no file, four times, until the attempt stalled).
+RUN_AN_14 = (
+    "To change the file, I will write the whole new content in a fenced code block.\n\n"
+    "```python\n# test_calc.py lines 1-5 of 5\n1\tfrom calc import add\n2\t\n3\tdef test_add():\n"
+    "4\t    assert add(2, 3) == 5\n```"
+)
+RUN_AN_16 = (
+    "To change the file, I will write the whole new content in a fenced code block.\n\n"
+    "```python\n# test_calc.py lines 1-7 of 7\n1\tfrom calc import add\n2\t\n3\t\n4\tdef "
+    "test_add():\n5\t    assert add(2, 3) == 5\n6\tdef subtract(a, b):\n7\t    return a - b\n8\tdef "
+    "subtract(a, b):\n9\t    return a - b\n```"
+)
+
+
+def test_read_file_s_header_and_numbered_lines_echoed_are_the_file_without_the_numbers() -> None:
+    may_write = Scope(["test_calc.py"]).matches
+    assert whole_file_blocks(RUN_AN_14, may_write) == [
+        ("test_calc.py", "from calc import add\n\ndef test_add():\n    assert add(2, 3) == 5\n")
+    ]
+    ((path, text),) = whole_file_blocks(RUN_AN_16, may_write)
+    assert path == "test_calc.py"
+    assert text.startswith("from calc import add\n\n\ndef test_add():\n")
+    assert text.endswith("def subtract(a, b):\n    return a - b\n")
+    # the header of a file the node may not write labels nothing (run an, call 15: calc.py)
+    assert whole_file_blocks(RUN_AN_14.replace("test_calc.py", "calc.py"), may_write) == []
+    # numbers are taken off only under the header: a data file's own first column stays
+    tsv = "1\tone\n2\ttwo\n"
+    assert whole_file_blocks(f"tests/ranks.tsv\n```\n{tsv}```", WRITABLE) == [
+        ("tests/ranks.tsv", tsv)
+    ]

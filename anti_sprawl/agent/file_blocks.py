@@ -12,7 +12,8 @@ providers/text_calls.py recovers, and they go through the same firewall and the 
 Only what is unambiguous counts: a fence that starts a line, whose label (the line just before
 it, less Markdown decoration, or the one code span of that line when it ends with a colon, or
 the fence's own info string, or else a comment that is the block's first line, which is then
-not part of the file) is exactly a path the node may write.
+not part of the file, or read_file's own header there, over lines still numbered as read_file
+numbers them) is exactly a path the node may write.
 The first such block per path wins (models restate the file further down, indented, as
 "Updated calc.py"), unless a later one defines all it does and more (the model's correction:
 "`subtract` should be defined in `calc.py` as well:"); a label that names anything else, or an
@@ -63,6 +64,12 @@ _DATA_FILE = re.compile(rf"^[ \t#>*+-]*{FILE_TAG}[ \t]*\n(.*?)^[ \t]*</data>[ \t
 # ``write_file calc.py """`` then the whole file then ``"""``; ``edit_file test_calc.py """``
 # then one function, which was written as the whole test file and lost its imports).
 _COMMAND_LABEL = re.compile(r"^\s*(\w+_file)\s+(\S+)\s*(?:\"{3}|'{3})?\s*$")
+# read_file's header (outline/views.py: "calc.py lines 1-5 of 5"), maybe as a comment, as a
+# block's first line, over the file's lines still numbered the way read_file numbers them
+# (make real-model 2026-12-05 run an, calls 14-17: "# test_calc.py lines 1-5 of 5", then
+# "1<tab>from calc import add" and so on, told four times that the block named no file).
+_READ_HEADER = re.compile(r"^\s*(?:#|//)?\s*(\S+)\s+lines\s+\d+-\d+\s+of\s+\d+\b[^\n]*$")
+_LINE_NUMBER = re.compile(r"^\d+\t")
 # Fenced blocks that hold a call or data, not a file.
 _NOT_CODE = ("json", "tool_call")
 # A sentence that introduces the block and names one file in a code span, ending with a colon:
@@ -93,6 +100,7 @@ def whole_file_blocks(
         path = _path_of(lines, start, info, may_write)
         first = start + 1
         command = _COMMAND_LABEL.match(lines[first]) if path is None and first < end else None
+        numbered = False
         if command is not None:
             if command.group(1) != "write_file":
                 continue  # "edit_file calc.py" over a part of the file: not the whole file
@@ -101,9 +109,14 @@ def whole_file_blocks(
             if end - 1 > first and lines[end - 1].strip() in ('"""', "'''"):
                 end -= 1  # the quotes that close what the label opened
         elif path is None and first < end:
-            path = _commented_path(lines[first], may_write)
-            first += path is not None  # the comment names the file; it is not its content
-        body = "\n".join(_unwrapped(lines[first:end]))
+            path, numbered = _first_line_label(lines[first], may_write)
+            first += path is not None  # the line names the file; it is not its content
+        kept = _unwrapped(lines[first:end])
+        body = (
+            "\n".join(_LINE_NUMBER.sub("", line, count=1) for line in kept)
+            if numbered
+            else "\n".join(kept)
+        )
         if path is None and current and info.lower() not in _NOT_CODE:
             path = _restated_file(body, current)
         if path is not None and body.strip() and _supersedes(found.get(path), body):
@@ -214,6 +227,16 @@ def _writable(path: str, may_write: Callable[[str], bool]) -> str | None:
     """``path`` (less a leading ``./``) when it is plain and the node may write it."""
     path = path.removeprefix("./")
     return path if _safe(path) and may_write(path) else None
+
+
+def _first_line_label(line: str, may_write: Callable[[str], bool]) -> tuple[str | None, bool]:
+    """The writable path a block's first line names (read_file's header, or a comment that is
+    only the path), and whether the lines after it are numbered as read_file numbers them."""
+    header = _READ_HEADER.match(line)
+    if header is None:
+        return _commented_path(line, may_write), False
+    path = _writable(header.group(1), may_write)
+    return path, path is not None
 
 
 def _commented_path(line: str, may_write: Callable[[str], bool]) -> str | None:
