@@ -312,3 +312,21 @@ def test_read_file_s_header_and_numbered_lines_echoed_are_the_file_without_the_n
     assert whole_file_blocks(f"tests/ranks.tsv\n```\n{tsv}```", WRITABLE) == [
         ("tests/ranks.tsv", tsv)
     ]
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        # make real-model 2026-12-05 run am, call 34, verbatim
+        "```\ntest_calc.py\ndef subtract(a, b):\n    return a - b\n\ndef test_subtract():\n"
+        "    assert subtract(2, 3) == 5\n```",
+        # run an's test node run again (exp17), three replies in a row, verbatim
+        "```\n./test_calc.py\ndef subtract(a, b):\n    return a - b\n```",
+    ],
+)
+def test_a_writable_path_alone_on_a_block_s_first_line_labels_it(reply: str) -> None:
+    ((path, text),) = whole_file_blocks(reply, Scope(["test_calc.py"]).matches)
+    assert path == "test_calc.py"
+    assert text.startswith("def subtract(a, b):\n")
+    # a word without a file's extension is code, not a label
+    assert whole_file_blocks("```\nMakefile\nall:\n\ttrue\n```", Scope(["Makefile"]).matches) == []

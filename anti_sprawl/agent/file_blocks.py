@@ -11,9 +11,9 @@ providers/text_calls.py recovers, and they go through the same firewall and the 
 
 Only what is unambiguous counts: a fence that starts a line, whose label (the line just before
 it, less Markdown decoration, or the one code span of that line when it ends with a colon, or
-the fence's own info string, or else a comment that is the block's first line, which is then
-not part of the file, or read_file's own header there, over lines still numbered as read_file
-numbers them) is exactly a path the node may write.
+the fence's own info string, or else the block's first line, which is then not part of the
+file: a comment naming the path, the path alone with its extension, or read_file's own header
+over lines still numbered as read_file numbers them) is exactly a path the node may write.
 The first such block per path wins (models restate the file further down, indented, as
 "Updated calc.py"), unless a later one defines all it does and more (the model's correction:
 "`subtract` should be defined in `calc.py` as well:"); a label that names anything else, or an
@@ -234,9 +234,17 @@ def _first_line_label(line: str, may_write: Callable[[str], bool]) -> tuple[str 
     only the path), and whether the lines after it are numbered as read_file numbers them."""
     header = _READ_HEADER.match(line)
     if header is None:
-        return _commented_path(line, may_write), False
+        return _commented_path(line, may_write) or _bare_path(line, may_write), False
     path = _writable(header.group(1), may_write)
     return path, path is not None
+
+
+def _bare_path(line: str, may_write: Callable[[str], bool]) -> str | None:
+    """A writable path alone on the line, with a file extension (make real-model 2026-12-05,
+    run an's test node run again: ```` ``` ```` then ``./test_calc.py`` then the content,
+    three times, each told that the block named no file, until the attempt stalled)."""
+    word = line.strip()
+    return _writable(word, may_write) if "." in word.removeprefix("./") else None
 
 
 def _commented_path(line: str, may_write: Callable[[str], bool]) -> str | None:
