@@ -7,6 +7,7 @@ import subprocess
 from pathlib import Path
 
 from anti_sprawl.git.patch_definitions import MAX_DEFINITIONS, patch_definitions
+from anti_sprawl.git.workspace import diff
 
 from .conftest import GIT_ENV
 
@@ -67,3 +68,15 @@ def test_a_patch_that_only_removes_or_changes_bodies_lists_nothing(tmp_path: Pat
     before = {"calc.py": "def add(a, b):\n    return a + b\n\n\ndef gone():\n    pass\n"}
     after = {"calc.py": "def add(a, b):\n    return b + a\n"}
     assert patch_definitions(diff_of(tmp_path, before, after)) == []
+
+
+def test_our_patches_keep_git_s_prefixes_whatever_the_user_configured(tmp_path: Path) -> None:
+    """diff.noprefix (or diff.mnemonicPrefix) in the user's config would drop the ``b/`` the
+    reader looks for; the reducer's patches name both prefixes themselves."""
+    diff_of(tmp_path, {"a.py": ""}, {"a.py": "def f(x):\n    return x\n"})
+    env = {**os.environ, **GIT_ENV}
+    for key in ("diff.noprefix", "diff.mnemonicPrefix"):
+        subprocess.run(["git", "config", key, "true"], cwd=tmp_path, env=env, check=True)
+    patch = diff(tmp_path, "HEAD~1", "HEAD")
+    assert "\n+++ b/a.py\n" in patch
+    assert patch_definitions(patch) == ["a.py: f(x)"]

@@ -465,9 +465,12 @@ class ChangeFacts:
 
 
 # The diff options ``parse_facts`` reads (``git log -1`` of a one-parent commit takes them too).
+# a/ and b/ whatever the user's diff.noprefix or diff.mnemonicPrefix: the patch is read for
+# the definitions it adds (git/patch_definitions.py)
+_PREFIXES = ("--src-prefix=a/", "--dst-prefix=b/")
 FACT_ARGS = (
     *("--raw", "-z", "--numstat", "--stat=72", "--patch", "--no-renames", "--no-abbrev"),
-    *("--no-ext-diff", "--no-textconv", "--no-color"),
+    *("--no-ext-diff", "--no-textconv", "--no-color", *_PREFIXES),
 )
 
 
@@ -525,7 +528,7 @@ def _totals(files: list[FileStat]) -> DiffStat:
 
 
 def _diff_args(base: str, head: str, paths: Sequence[str] | None) -> list[str]:
-    args = ["--no-ext-diff", "--no-textconv", "--no-color", base, head, "--"]
+    args = ["--no-ext-diff", "--no-textconv", "--no-color", *_PREFIXES, base, head, "--"]
     return args + list(paths or ())
 
 
