@@ -454,3 +454,21 @@ def test_bad_cases_are_usage_errors(tmp_path: Path) -> None:
     ]
     with pytest.raises(UsageError, match="live --provider"):
         run_eval_command(CASES, model="gpt-x", console=Console(file=StringIO()))
+
+
+@pytest.mark.parametrize("broken", ["case.yaml", "script.yaml"])
+def test_a_case_or_script_that_is_not_yaml_is_one_line_naming_where(
+    tmp_path: Path, broken: str
+) -> None:
+    """A summary with ": " in it, unquoted (this session's own first copy of
+    tasks/eval-real-model/copies-code), used to end ``eval`` as an internal error."""
+    case_file = _copy_case("failing-node", tmp_path)
+    target = case_file.parent / broken
+    target.write_text(target.read_text() + "\nextra: a: b\n")
+    out = StringIO()
+    with pytest.raises(UsageError) as raised:
+        run_eval_command(case_file.parent, console=Console(file=out, width=200))
+    message = str(raised.value)
+    assert f"{target}:" in message
+    assert "mapping values are not allowed" in message
+    assert "\n" not in message

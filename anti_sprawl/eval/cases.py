@@ -15,11 +15,11 @@ import re
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..errors import UsageError
 from ..fs.scopes import entry_problem
+from ..fs.userdata import parse_document
 from ..plan.model import Plan, TestCommand, load_plan_data
 from ..providers.scripted import Script
 from ..run.result import Status
@@ -146,6 +146,17 @@ class Case(BaseModel):
         text = self.script.read_text(encoding="utf-8")
         return text.replace("${EVAL_REPO}", str(repo)).replace("${EVAL_ROOT}", str(root))
 
+    def script_data(self, repo: Path, root: Path) -> Any:
+        """``script_text`` parsed as every user file is (fs/userdata.py: its limits, and a
+        syntax error as one line with the file, line and column, not an internal error)."""
+        assert self.script is not None  # script_text said so otherwise
+        return parse_document(
+            self.script_text(repo, root),
+            json_format=self.script.suffix.lower() == ".json",
+            source=f"script file {self.script}",
+            location=str(self.script),
+        )
+
 
 _CASE_KEYS = {
     "name",
@@ -192,12 +203,13 @@ def load_case(path: Path) -> Case:
         raise _fail(path, "is a symlink: a case's files stay inside its own directory")
     path = path.parent.resolve() / path.name
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise _fail(path, "not found") from None
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+    except (OSError, UnicodeDecodeError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise _fail(path, f"cannot read: {first}") from exc
+    data = parse_document(text, json_format=False, source=f"case file {path}", location=str(path))
     if not isinstance(data, dict):
         raise _fail(path, "expected a mapping")
     unknown = sorted(set(data) - _CASE_KEYS - {"checks"})
@@ -244,7 +256,7 @@ def _check_inputs(case: Case) -> None:
         raise _fail(case.path, "'requirement' is empty")
     if case.script is not None:
         script = Script.from_data(
-            yaml.safe_load(case.script_text(Path("/repo"), Path("/root"))), source=str(case.script)
+            case.script_data(Path("/repo"), Path("/root")), source=str(case.script)
         )
         if case.uses_planner and script.plan is None and script.planner is None:
             raise _fail(case.path, "'plan: planner' needs a script with 'plan' or 'planner'")

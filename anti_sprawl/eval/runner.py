@@ -23,8 +23,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from ..agent.budget import total_usage
 from ..errors import AntiSprawlError, UsageError
 from ..git.layout import StateLayout
@@ -96,8 +94,7 @@ def variants_for(ablate: Sequence[str]) -> list[Variant]:
 
 def scripted_provider(case: Case, repo: Path, root: Path) -> Provider:
     """The case's own script, with its ``${EVAL_*}`` placeholders filled in."""
-    data = yaml.safe_load(case.script_text(repo, root))
-    return ScriptedProvider(Script.from_data(data, source=str(case.script)))
+    return ScriptedProvider(Script.from_data(case.script_data(repo, root), source=str(case.script)))
 
 
 @dataclass
