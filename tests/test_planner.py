@@ -627,3 +627,65 @@ def test_models_flag_through_the_cli(tmp_path: Path, repo: Path) -> None:
     bad = CliRunner().invoke(app, [*args, "--models", " , "])
     assert bad.exit_code == 2
     assert "--models needs" in bad.output
+
+
+SUBTRACT = "Add a function subtract(a, b) to calc.py that returns a - b, and a test for it in test_calc.py."
+
+
+@pytest.mark.parametrize(
+    ("requirement", "tasks", "given"),
+    [
+        # make real-model 2026-12-05 run ao, the planner's last submission (verbatim scopes):
+        # one task, which could write calc.py alone
+        (
+            SUBTRACT,
+            [
+                (
+                    "01",
+                    "Implement the subtract function in calc.py and write a test for it.",
+                    ["./calc.py"],
+                )
+            ],
+            {"01": ["./calc.py", "test_calc.py"]},
+        ),
+        # the one task whose goal names it, among several
+        (
+            SUBTRACT,
+            [
+                ("code", "Add subtract() to calc.py.", ["calc.py"]),
+                ("docs", "Describe subtract() in README.md.", ["README.md"]),
+                ("test", "Test subtract() in test_calc.py.", ["tests/"]),
+            ],
+            {"code": ["calc.py"], "docs": ["README.md"], "test": ["tests/", "test_calc.py"]},
+        ),
+        # several tasks and none names it: whose part it is stays the user's call
+        (
+            SUBTRACT,
+            [("code", "Add subtract().", ["calc.py"]), ("docs", "Describe it.", ["README.md"])],
+            {"code": ["calc.py"], "docs": ["README.md"]},
+        ),
+        # the requirement asks to leave it alone
+        (
+            "Add subtract(a, b) to calc.py. Leave test_calc.py untouched.",
+            [("01", "Add subtract() to calc.py.", ["calc.py"])],
+            {"01": ["calc.py"]},
+        ),
+    ],
+)
+def test_a_file_the_requirement_names_goes_to_the_one_task_that_does_that_part(
+    requirement: str, tasks: list[tuple[str, str, list[str]]], given: dict[str, list[str]]
+) -> None:
+    from anti_sprawl.plan.validate import validate
+    from anti_sprawl.planner.assist import with_named_files
+
+    data = plan_data(*(node(i, goal=g, write_scope=w) for i, g, w in tasks))
+    plan = Plan.model_validate({**data, "requirement": requirement})
+    report = validate(plan)
+    unwritten = [p for p in report.warnings if p.code == "requirement_path_unwritten"]
+    assert [p.paths for p in unwritten] == [["test_calc.py"]]
+    planned, notes = with_named_files(plan, report.warnings)
+    assert {t.task_id: t.write_scope for t in planned.tasks} == given
+    changed = [i for i, _, w in tasks if given[i] != w]
+    assert [n.split("'")[1] for n in notes] == changed
+    if changed:
+        assert "requirement_path_unwritten" not in {p.code for p in validate(planned).warnings}

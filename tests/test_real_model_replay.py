@@ -216,17 +216,18 @@ def test_the_recorded_real_model_eval_cases_score_no_false_success() -> None:
     """tasks/eval-real-model: the recorded turns as scripted cases. On main before issue 23 the
     false claim scored green (1 of 2 nodes succeeded with an empty diff), and before
     git/substance.py the change that only took text away did too; now none does, and the
-    whole files the model wrote in prose land, labelled or (since 2026-12-04) not."""
+    whole files the model wrote in prose land, labelled or (since 2026-12-04) not. Since
+    2026-12-05 (copies-code) a change that only copies code into a test module scores red."""
     from anti_sprawl.eval import load_cases, run_case
     from anti_sprawl.eval.metrics import aggregate
 
     cases = load_cases(Path(__file__).resolve().parents[1] / "tasks" / "eval-real-model")
     results = [run_case(case) for case in cases]
-    assert [r.passed for r in results] == [True] * 5, [r.failed_checks for r in results]
+    assert [r.passed for r in results] == [True] * 6, [r.failed_checks for r in results]
     summary = aggregate("baseline", results)
     # whole-files and unlabelled-files land (their files written from the prose reply); no
     # empty success
-    assert (summary.tasks, summary.tasks_succeeded, summary.empty_successes) == (5, 2, 0)
+    assert (summary.tasks, summary.tasks_succeeded, summary.empty_successes) == (6, 2, 0)
 
 
 def test_the_recorded_planner_submission_written_as_text_is_planned(
@@ -1530,3 +1531,20 @@ def test_recorded_files_in_our_data_tag_under_headings_land(
     both_files_land(tmp_path, server, "subtract_run_ah.json", slice(0, 2), stream=True)
     again = [m["content"] for m in server.requests[2].body["messages"][-2:]]
     assert all("already done: this write_file of" in a for a in again)  # calc.py, test_calc.py
+
+
+def test_the_schema_s_required_list_copied_into_a_plan_is_left_out(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """make real-model 2026-12-05 run ao, planner calls 1 and 2: a good plan (calc.py, then
+    its test in test_calc.py) with the submit_plan schema's ``"required": ["plan_id",
+    "tasks"]`` beside it, refused twice as an unknown field; the third submission left the
+    test task out. That list is now left out, with a warning, and the plan is the answer."""
+    result = _planned_reply(tmp_path, server, "planner_schema_required_run_ao_1.txt")
+    assert result.ok, result.message
+    assert [(t.task_id, t.write_scope) for t in result.plan.tasks] == [
+        ("01", ["./calc.py"]),
+        ("02", ["./test_calc.py"]),
+    ]
+    assert result.rounds == 1
+    assert any("'required' (the tool schema's list of fields" in w for w in result.warnings)

@@ -27,6 +27,7 @@ matching and ordering helpers, and splitting them would export those helpers bet
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import PurePosixPath
 
@@ -38,6 +39,7 @@ from ..fs.scopes import Scope, is_glob, normalize_entry
 from ..outline.pyfacts import is_test_module, python_imports
 from ..outline.references import References
 from ..outline.views import MIN_REGION_TOKENS
+from ..plan.intent_checks import named_paths
 from ..plan.model import Plan, TaskNode
 from ..plan.report import Problem
 from .reference_scope import ranked_references
@@ -61,6 +63,7 @@ __all__ = [
     "missing_test_warnings",
     "prompt_sizes",
     "tool_calls_for",
+    "with_named_files",
     "with_used_definitions",
     "with_writer_dependencies",
 ]
@@ -256,6 +259,52 @@ def _direct_imports(source: str, path: str, index: Mapping[str, list[str]]) -> l
             continue
         out.update(dict.fromkeys(index[name]))
     return [f for f in out if f != path]
+
+
+# Words that, in the sentence naming a file, ask to leave it alone ("leave orders/util.py
+# untouched", "do not change conftest.py"): such a file is never given to a task.
+_LEAVE_ALONE = re.compile(
+    r"\b(leave|untouched|unchanged|don'?t|do not|never|not change|without|except|keep)\b", re.I
+)
+
+
+def with_named_files(plan: Plan, warnings: Sequence[Problem]) -> tuple[Plan, list[str]]:
+    """``plan`` with each file the requirement names and no task may write
+    (``requirement_path_unwritten``) added to the write scope of the one task that does that
+    part: the one task whose goal names it, else the plan's only task that changes files;
+    and a line for each. A file whose sentence in the requirement asks to leave it alone is
+    not given. Recorded, make real-model 2026-12-05 run ao: the planner's third and last
+    submission was one task, "Implement the subtract function in calc.py and write a test for
+    it", that could write calc.py alone; too late to be sent back, it ran and could not write
+    the test the requirement asks for in test_calc.py."""
+    unwritten = [p.paths[0] for p in warnings if p.code == "requirement_path_unwritten" and p.paths]
+    changing = [t for t in plan.tasks if t.expect_changes]
+    notes: list[str] = []
+    for path in unwritten:
+        if _asked_to_leave(plan.requirement, path):
+            continue
+        naming = [t for t in changing if path in named_paths(t.goal)]
+        owners = naming if naming else changing
+        if len(owners) != 1:
+            continue
+        owner = owners[0]
+        node = owner.model_copy(update={"write_scope": [*owner.write_scope, path]})
+        plan = plan.model_copy(
+            update={"tasks": [node if t.task_id == owner.task_id else t for t in plan.tasks]}
+        )
+        changing = [t for t in plan.tasks if t.expect_changes]
+        why = "its goal names it" if naming else "it is the plan's only task that changes files"
+        notes.append(
+            f"task '{owner.task_id}' write_scope: added {path}, which the requirement names and "
+            f"no task could write ({why})"
+        )
+    return plan, notes
+
+
+def _asked_to_leave(requirement: str, path: str) -> bool:
+    """Whether a sentence of ``requirement`` naming ``path`` asks to leave something alone."""
+    sentences = re.split(r"(?<=[.;!?])\s+|\n+", requirement)
+    return any(path in named_paths(s) and _LEAVE_ALONE.search(s) for s in sentences)
 
 
 def with_writer_dependencies(plan: Plan, warnings: Sequence[Problem]) -> tuple[Plan, list[str]]:

@@ -52,6 +52,7 @@ from .assist import (
     expand_read_scopes,
     fit_context_window,
     missing_test_warnings,
+    with_named_files,
     with_used_definitions,
     with_writer_dependencies,
 )
@@ -439,12 +440,14 @@ class _Session:
 
     def _accept(self, plan: Plan, raw: dict[str, Any], report: Report) -> PlannerResult:
         """A valid submission, with scope assistance applied where it keeps the plan valid."""
-        plan, ordered = with_writer_dependencies(plan, report.warnings)
+        plan, given = with_named_files(plan, report.warnings)
+        given_warnings = validate(plan, self.repo).warnings if given else report.warnings
+        plan, ordered = with_writer_dependencies(plan, given_warnings)
         # ordered now, the files it uses from its new dependencies may be added to its reads
-        used = validate(plan, self.repo).warnings if ordered else report.warnings
+        used = validate(plan, self.repo).warnings if ordered else given_warnings
         plan, covered = with_used_definitions(plan, used)
         plan, warnings = self._assist(plan, missing_budgets(raw))
-        warnings = ordered + covered + warnings
+        warnings = given + ordered + covered + warnings
         final = validate(plan, self.repo)
         if not final.valid or final.plan is None:  # assistance must never break a valid plan
             warnings.append("scope assistance was not applied: it made the plan invalid")

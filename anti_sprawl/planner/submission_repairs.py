@@ -227,6 +227,7 @@ def reshaped_submission(data: dict[str, Any]) -> tuple[dict[str, Any], list[Prob
       left out when ``tasks`` holds a task of the same ``task_id``;
     - an empty string in an optional text field leaves the field unset;
     - a field neither a plan nor a task has, holding nothing, is left out;
+    - the schema's ``required`` list copied into the plan is left out (run ao);
     - a task with no write scope gets the files its goal names by path that no other task
       writes (runs s and u: "Write a test for subtract(a, b) in test_calc.py" with
       test_calc.py in its read scope and an empty write scope; run u's repair got empty
@@ -258,8 +259,24 @@ def reshaped_submission(data: dict[str, Any]) -> tuple[dict[str, Any], list[Prob
         data["tasks"] = kept
     if emptied:
         problems.append(_reshaped(f"empty fields left unset: {', '.join(emptied)}"))
+    if _schema_required(data.get("required")):
+        del data["required"]
+        problems.append(
+            _reshaped("the plan's 'required' (the tool schema's list of fields, copied) left out")
+        )
     problems += _writes_from_goals(data)
     return data, problems
+
+
+def _schema_required(value: Any) -> bool:
+    """Whether ``value`` is the submit_plan schema's ``required`` list written into the plan:
+    field names of a plan, and nothing else (recorded, make real-model 2026-12-05 run ao,
+    planner calls 1 and 2: ``"required": ["plan_id", "tasks"]`` beside a good two-task plan,
+    refused twice as an unknown field; the third submission left out the test task)."""
+    known = Plan.model_fields
+    return (
+        isinstance(value, list) and bool(value) and all(_is_text(v) and v in known for v in value)
+    )
 
 
 def _writes_from_goals(data: dict[str, Any]) -> list[Problem]:
