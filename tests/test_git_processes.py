@@ -8,7 +8,10 @@ benchmarks/per_node.py). Two scripted runs of the same shape (3 and 9 nodes, no 
 run's fixed cost (its branch, the first prompt checks, the wind-up) cancelled out. Issue 29:
 at most 10 per node. (``git worktree add`` runs ``update-ref`` and ``reset --hard`` itself,
 which the wrapper does not see; a worktree is now added without its checkout, which then runs
-as its own ``reset --hard``: one more counted, none more run. git/workspace.py.)
+as its own ``reset --hard``: one more counted, none more run. git/workspace.py.) A node that
+gets a finished node's worktree (git/worktree_pool.py) runs one ``reset --hard`` instead of
+``worktree add`` and the checkout, and ``clean`` only when something untracked was left:
+about 9 a node, 10 before.
 """
 
 from __future__ import annotations
@@ -64,9 +67,12 @@ def run_counted(root: Path, nodes: int) -> collections.Counter[str]:
 def test_a_node_costs_at_most_ten_git_processes(tmp_path: Path) -> None:
     small = run_counted(tmp_path / "small", 3)
     big = run_counted(tmp_path / "big", 9)
-    # The wrapper really was the run's git: one worktree per node went through it.
-    assert small["worktree add"] == 3
-    assert big["worktree add"] == 9
+    # The wrapper really was the run's git: at most one worktree per slot was made, and
+    # every other node was handed a finished node's worktree (git/worktree_pool.py).
+    assert 1 <= small["worktree add"] <= 3
+    assert 1 <= big["worktree add"] <= 3
+    # One `reset --hard` a node: a fresh worktree's checkout, or a used one brought to its base.
+    assert (small["reset"], big["reset"]) == (3, 9)
     per_node = (sum(big.values()) - sum(small.values())) / 6
     difference = {k: (big[k] - small[k]) / 6 for k in big if big[k] != small[k]}
     assert per_node <= 10, f"{per_node:.1f} git processes per node: {difference}"

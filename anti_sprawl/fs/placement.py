@@ -16,23 +16,45 @@ each new subdirectory as it would a top-level one: in a group of its own choosin
 disk, so a worktree's files meet only that group's deletions (git/workspace.py: create and
 remove a 60-file worktree, 32 -> 12.5 ms). It is a placement hint: what is stored, its
 permissions and its contents do not change. File systems without the flag (tmpfs, btrfs, xfs
-refuse it) are left alone.
+refuse it) are left alone. The same flags word says whether a file is immutable or append-only
+(``inode_flags``), which a worktree handed to another node must not be (git/worktree_pool.py).
 """
 
 from __future__ import annotations
 
 import array
 import contextlib
+import errno
 import fcntl
 import os
 from pathlib import Path
 
-__all__ = ["spread_subdirectories"]
+__all__ = ["inode_flags", "spread_subdirectories"]
 
 # <linux/fs.h>: _IOR('f', 1, long) and _IOW('f', 2, long); the kernel reads and writes an int.
 _FS_IOC_GETFLAGS = 0x80086601
 _FS_IOC_SETFLAGS = 0x40086602
 _FS_TOPDIR_FL = 0x00020000
+_NO_FLAGS = {errno.ENOTTY, errno.EOPNOTSUPP, errno.EINVAL}  # a file system without them
+
+
+def inode_flags(path: str | Path, *, directory: bool = False) -> int | None:
+    """The inode flags of ``path`` (``chattr``'s: immutable 0x10, append-only 0x20, ...), 0 on
+    a file system without them; None when it cannot be opened (links are not followed).
+    git/worktree_pool.py asks it of every entry of a worktree it hands to another node."""
+    mode = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
+    try:
+        fd = os.open(path, mode | (os.O_DIRECTORY if directory else 0))
+    except OSError:
+        return None
+    try:
+        flags = array.array("i", [0])
+        fcntl.ioctl(fd, _FS_IOC_GETFLAGS, flags, True)
+        return flags[0]
+    except OSError as exc:
+        return 0 if exc.errno in _NO_FLAGS else None
+    finally:
+        os.close(fd)
 
 
 def spread_subdirectories(directory: Path) -> bool:

@@ -70,7 +70,8 @@ def _check_name(name: str) -> None:
 
 
 class Workspace:
-    """One git worktree for one node: created at a commit, removed when the node is done."""
+    """One git worktree for one node: created at a commit, removed when done with (a run
+    hands a finished node's to its next node instead: git/worktree_pool.py)."""
 
     def __init__(
         self,
@@ -189,13 +190,15 @@ class Workspace:
         input_bytes: bytes | None = None,
         identity: tuple[str, str] = DEFAULT_IDENTITY,
         author: tuple[str, str, str] | None = None,
+        config: Sequence[str] = (),
     ) -> subprocess.CompletedProcess[bytes]:
-        """Run git in this worktree; the admin dir is named explicitly, not read from ``.git``."""
+        """Run git in this worktree; the admin dir is named explicitly, not read from ``.git``.
+        ``config``: ``key=value`` settings for this one command."""
         argv = [f"--git-dir={self.admin_dir}", f"--work-tree={self.path}", *args]
         return run_git(
             argv,
             self.path,
-            config=self._config(),
+            config=[*self._config(), *config],
             check=check,
             input_bytes=input_bytes,
             identity=identity,

@@ -34,6 +34,7 @@ from ..errors import AntiSprawlError, ExecutorLost, RunError, at_boundary
 from ..git.branch import BranchCheckedOut, LandingConflict, RunBranch
 from ..git.cmd import user_identity
 from ..git.layout import StateLayout
+from ..git.worktree_pool import WorktreePool
 from ..lifecycle import NodeVerdict
 from ..plan.graph import Ordering, dependency_edges
 from ..plan.model import TaskNode
@@ -120,6 +121,7 @@ class NodeRunner:
             on_live=opts.hooks.on_live,
             grants=GrantLedger(),
             ask_scope=opts.hooks.ask_scope,
+            worktrees=WorktreePool(repo, layout.worktrees, state.run_id),
         )
         self._ordering: Ordering | None = None  # built once, for the first job that needs it
         # task -> its recorded scope grants, kept as records are journaled (``_emit``): a job

@@ -35,6 +35,7 @@ from ..agent.worker import WorkerResult
 from ..context.memory import MemoryFact
 from ..context.sections import UpstreamSummary
 from ..fs.scope_grant import ScopeGrant
+from ..git.worktree_pool import WorktreePool
 from ..lifecycle import NodeVerdict
 from ..plan.model import Plan, TaskNode
 from ..providers.base import Provider
@@ -133,3 +134,6 @@ class NodeEnv:
     grants: GrantLedger | None = None
     # ``--scope-requests ask``: asks the user on the run's terminal (None: no terminal here).
     ask_scope: Callable[[str, ScopeGrant], bool] | None = None
+    # The run's worktrees, handed from node to node (git/worktree_pool.py); None: each attempt
+    # makes its own and deletes it (a Dask worker's nodes).
+    worktrees: WorktreePool | None = None

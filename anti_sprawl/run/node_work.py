@@ -107,11 +107,16 @@ class _Attempt:
         sparse = None
         if job.settings.sparse:
             sparse = [*scopes.read, *scopes.write, *_root_files(job.paths.repo, job.base)]
-        name = f"{job.run_id}-{node.task_id}-{job.attempt}"
+        pool = self.env.worktrees
+        lease: contextlib.AbstractContextManager[Workspace]
+        if pool is None:
+            name = f"{job.run_id}-{node.task_id}-{job.attempt}"
+            paths = job.paths
+            lease = Workspace.create(paths.repo, paths.worktrees, name, job.base, sparse=sparse)
+        else:
+            lease = pool.lease(job.base, sparse)
         with (
-            Workspace.create(
-                job.paths.repo, job.paths.worktrees, name, job.base, sparse=sparse
-            ) as ws,
+            lease as ws,
             Firewall(
                 ws.path,
                 scopes.read,

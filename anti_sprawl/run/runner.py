@@ -192,6 +192,8 @@ def _wind_up(run: NodeRunner, lock: RepoLock, stops: Stops) -> None:
         if not abandoned:  # the branch as the user gets it: in the plan's fixed order
             settle_order(run)
         _finish(run)
+        if run.env.worktrees is not None:
+            run.env.worktrees.close()  # the idle ones; a running node's goes when it ends
         # Leftovers (a failed removal) are removed by the next resume, before anything runs.
         with contextlib.suppress(RunError, OSError):
             remove_stale_worktrees(run.repo, run.worktrees, run.journal.state.run_id)
