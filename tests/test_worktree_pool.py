@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from anti_sprawl.git.index_file import index_entries
+from anti_sprawl.git.fresh_tree import index_entries
 from anti_sprawl.git.workspace import Workspace, remove_stale_worktrees
 from anti_sprawl.git.worktree_pool import WorktreePool
 from anti_sprawl.plan.model import Plan

@@ -22,7 +22,7 @@ it is deleted and a fresh one is made in its place (``refusals`` says why):
    left as it is);
 2. ``git reset --hard <base>`` exits 0, with git's stat checks pinned on (``core.trustctime``,
    ``core.checkStat=default``, ``core.fileMode``), and the detached ``HEAD`` is ``base``;
-3. the tree matches its index (git/index_file.py) entry by entry (``survey``): each tracked
+3. the tree matches its index entry by entry (git/fresh_tree.py): each tracked
    path with its type and, for a file, exactly the mode a checkout under this umask gives,
    one link, no extended attribute, not immutable or append-only; each directory of a tracked
    path with a checkout's mode; everything owned by us; no ``.git`` below the top (git never
@@ -45,17 +45,16 @@ import os
 import shutil
 import stat
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from ..errors import RunError
 from ..fs.files import atomic_write_text
-from ..fs.placement import inode_flags
 from .cmd import common_dir_once, git_env, run_git
-from .index_file import FILE_MODES, GITLINK, SYMLINK, index_entries
+from .fresh_tree import index_entries, plain_file_holds, survey
 from .workspace import Workspace
 
-__all__ = ["WorktreePool", "survey"]
+__all__ = ["WorktreePool"]
 
 _ADMIN_NEEDS = {"HEAD", "commondir", "gitdir", "index"}
 _ADMIN_LAST_NODE = ("ORIG_HEAD", "COMMIT_EDITMSG", "logs")  # the last node's commit, removed
@@ -66,7 +65,6 @@ _RESET_CONFIG = (
     "core.logAllRefUpdates=false",  # a fresh worktree's reflog names no earlier node
 )
 _CONVERTING = r"^(core\.(autocrlf|eol|attributesfile)|filter\.)"
-_IMMUTABLE_OR_APPEND = 0x10 | 0x20  # FS_IMMUTABLE_FL, FS_APPEND_FL
 _MANY = 1000  # more untracked entries than this: clean the whole tree, not path by path
 
 
@@ -228,7 +226,7 @@ def _admin_as_written(ws: Workspace) -> str | None:
         return f"the admin dir holds {sorted(names - _ADMIN_NEEDS)}"
     expected = {"commondir": b"../..\n", "gitdir": f"{ws.path}/.git\n".encode()}
     for name, content in expected.items():
-        if not _plain_file_holds(admin / name, content):
+        if not plain_file_holds(admin / name, content):
             return f"the admin dir's {name} changed"
     if os.path.lexists(common / "info" / "attributes"):
         return "info/attributes"
@@ -240,15 +238,6 @@ def _admin_as_written(ws: Workspace) -> str | None:
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
     return None
-
-
-def _plain_file_holds(path: Path, content: bytes) -> bool:
-    try:
-        if not stat.S_ISREG(os.lstat(path).st_mode):
-            return False
-        return path.read_bytes() == content
-    except OSError:
-        return False
 
 
 def _attributes_in(root: Path) -> str | None:
@@ -264,95 +253,4 @@ def _attributes_in(root: Path) -> str | None:
                         stack.append(entry.path)
         except OSError as exc:
             return f"cannot list the tree: {exc}"
-    return None
-
-
-def survey(
-    root: Path, files: Mapping[str, int], pointer: bytes, umask: int
-) -> tuple[list[str], str | None]:
-    """Compare the tree at ``root`` with its index ``files`` (``{path: mode}``) and its
-    ``.git`` file with ``pointer``: the untracked entries (directories not entered), and why
-    the tree is not what a checkout under ``umask`` makes, or None (step 3)."""
-    want = _Checkout(files, pointer, umask)
-    extra: list[str] = []
-    found = 0
-    why = _inode_odd(str(root), os.lstat(root), want.dir_perm, True)
-    stack = [""]
-    while stack and why is None:
-        rel = stack.pop()
-        try:
-            with os.scandir(root / rel) as listing:
-                entries = [(e.name, e.path, e.stat(follow_symlinks=False)) for e in listing]
-        except OSError as exc:
-            return extra, f"cannot list {rel or '.'}: {exc}"
-        if rel in want.gitlinks and entries:
-            return extra, f"{rel}: a submodule's directory is not empty"
-        for name, full, st in entries:
-            path = f"{rel}/{name}" if rel else name
-            seen, why = want.judge(path, name, full, st)
-            if why:
-                return extra, why
-            if seen == "untracked":
-                extra.append(path)
-            elif seen in ("directory", "submodule"):
-                stack.append(path)  # a submodule's must be empty, as a checkout leaves it
-            found += seen in ("tracked", "submodule")
-    if why is None and found != len(files):
-        why = f"{len(files) - found} tracked paths missing"
-    return extra, why
-
-
-class _Checkout:
-    """What a checkout of an index makes: each entry's type and mode, the directories."""
-
-    def __init__(self, files: Mapping[str, int], pointer: bytes, umask: int):
-        self.files, self.pointer = files, pointer
-        self.dirs, self.gitlinks = {""}, {p for p, m in files.items() if m == GITLINK}
-        for path in files:
-            parts = path.split("/")
-            self.dirs.update("/".join(parts[:i]) for i in range(1, len(parts)))
-        self.dir_perm = 0o777 & ~umask
-        self.file_perm = {0o100644: 0o666 & ~umask, 0o100755: 0o777 & ~umask}
-
-    def judge(self, path: str, name: str, full: str, st: os.stat_result) -> tuple[str, str | None]:
-        """What one entry is (``tracked``, ``submodule``, ``directory``, ``untracked``, or
-        ``pointer``), and why it is not as a checkout makes it, or None."""
-        want, kind = self.files.get(path), stat.S_IFMT(st.st_mode)
-        if path == ".git":
-            same = kind == stat.S_IFREG and _plain_file_holds(Path(full), self.pointer)
-            why = None if same else ".git: not the pointer git wrote"
-            return "pointer", why or _inode_odd(full, st, self.file_perm[0o100644], False)
-        if name in (".git", ".gitattributes"):
-            return "", f"{path}: a {name} below the top"
-        if want is None and kind in (stat.S_IFREG, stat.S_IFLNK):
-            return "untracked", None
-        if kind == stat.S_IFDIR and want in (None, GITLINK):
-            if want is None and path not in self.dirs:
-                return "untracked", None
-            seen = "directory" if want is None else "submodule"
-            return seen, _inode_odd(full, st, self.dir_perm, True)
-        if kind == stat.S_IFREG and want in FILE_MODES and st.st_nlink == 1:
-            return "tracked", _inode_odd(full, st, self.file_perm[want], False)
-        if kind == stat.S_IFLNK and want == SYMLINK and st.st_uid == os.geteuid():
-            return "tracked", None
-        # a fifo, socket or device (git neither lists nor removes them), or a type or link
-        # count a checkout never makes
-        return "", f"{path}: not as a checkout makes it (mode {st.st_mode:o})"
-
-
-def _inode_odd(path: str, st: os.stat_result, perm: int, directory: bool) -> str | None:
-    """Why one file or directory differs from a fresh checkout's beyond its content."""
-    if st.st_uid != os.geteuid():
-        return f"{path}: owned by uid {st.st_uid}"
-    if stat.S_IMODE(st.st_mode) != perm:
-        return f"{path}: mode {stat.S_IMODE(st.st_mode):o}, a checkout's is {perm:o}"
-    try:
-        names = [n for n in os.listxattr(path, follow_symlinks=False) if n != "security.selinux"]
-    except OSError:
-        names = []  # a file system without extended attributes
-    if names:
-        return f"{path}: extended attributes {names}"
-    flags = inode_flags(path, directory=directory)
-    if flags is None or flags & _IMMUTABLE_OR_APPEND:
-        return f"{path}: immutable, append-only or unreadable"
     return None
