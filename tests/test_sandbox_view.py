@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import socket
 import subprocess
@@ -88,6 +89,7 @@ for name in os.listdir("/proc"):
     if name.isdigit():
         found["/proc/%s/environ" % name] = grab("/proc/%s/environ" % name)
 found["environ"] = dict(os.environ)
+found["cwd"] = os.getcwd()
 loot = ("EXFIL " + json.dumps(found)).encode()
 def write(path):
     with open(path, "wb") as fh:
@@ -229,6 +231,14 @@ def probe_report(log: str) -> dict[str, Any]:
     line = next(x for x in log.splitlines() if len(x) > 64 and set(x) <= set("0123456789abcdef"))
     report: dict[str, Any] = json.loads(bytes.fromhex(line))
     return report
+
+
+def own_slot(report: dict[str, Any], run_id: str) -> str:
+    """``/<name>/`` of the worktree the probe ran in: one of the run's slots, named after no
+    node (git/worktree_pool.py)."""
+    name = Path(report["cwd"]).name
+    assert re.fullmatch(rf"{re.escape(run_id)}-w\d+", name), name
+    return f"/{name}/"
 
 
 def assert_nothing_got_out(
@@ -395,7 +405,7 @@ def test_a_hostile_test_module_finds_nothing_outside_its_worktree(
         assert report.get(path, "DENIED").startswith("DENIED") or report[path] == "", path
     assert str(sibling) not in report
     assert str(a_transcript) not in report
-    own_worktree = f"{state.run_id}-c-"
+    own_worktree = own_slot(report, state.run_id)
     assert any(own_worktree in path for path in report)  # its own worktree is visible
     assert_nothing_got_out(report, repo, home, own_worktree, listeners)
     assert fx.git(repo, "show", "anti-sprawl/demo:pkg/c.py") == "C = 3"  # not the loot
@@ -458,7 +468,7 @@ def attack_through_the_cli(
     state = json.loads(done.stdout)
     c_log = Path(state["tasks"]["c"]["tests"]["log"]).read_text()
     report = probe_report(c_log)
-    own_worktree = f"{state['run_id']}-c-"
+    own_worktree = own_slot(report, state["run_id"])
     assert_nothing_got_out(report, repo, home, own_worktree, listeners)
     run_dir = repo / ".anti-sprawl" / "runs" / state["run_id"]
     for name in ("run.json", "PR.md", "events.jsonl"):

@@ -19,7 +19,9 @@ it is deleted and a fresh one is made in its place (``refusals`` says why):
    blob: no attributes file anywhere in the tree or in ``info/attributes``, no
    ``core.autocrlf``, ``core.eol``, attributes file or filter in git's configuration (git
    judges a file by its cleaned content, so a file written under other attributes would be
-   left as it is);
+   left as it is; git writes into a node's worktree only when it is made or reset, and in the
+   audit's revert, which deletes new files, a new attributes file among them, before it
+   restores tracked ones: git/audit.py ``_revert``);
 2. ``git reset --hard <base>`` exits 0, with git's stat checks pinned on (``core.trustctime``,
    ``core.checkStat=default``, ``core.fileMode``), and the detached ``HEAD`` is ``base``;
 3. the tree matches its index entry by entry (git/fresh_tree.py): each tracked
@@ -197,6 +199,7 @@ class WorktreePool:
             home = git_env().get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
             self._plain = (
                 self._umask is not None
+                and found.returncode in (0, 1)  # 1: none set; anything else: unknown
                 and not converting
                 and not os.path.lexists(Path(home) / "git" / "attributes")
             )
