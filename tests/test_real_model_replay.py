@@ -22,6 +22,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from anti_sprawl.agent.digest import RESTART_HEADER
 from anti_sprawl.agent.nudges import (
     EMPTY_REPLY_PROMPT,
     FAILING_FINISH_REFUSALS,
@@ -1548,3 +1549,40 @@ def test_the_schema_s_required_list_copied_into_a_plan_is_left_out(
     ]
     assert result.rounds == 1
     assert any("'required' (the tool schema's list of fields" in w for w in result.warnings)
+
+
+def test_a_reply_that_only_copies_the_retry_note_is_an_empty_reply_and_leaves_no_trace(
+    tmp_path: Path, server: FakeLLMServer
+) -> None:
+    """make real-model 2026-12-05 run ao, attempt 2: five replies began with the retry note
+    copied word for word ("This is attempt 2 at this task. Attempt 1 failed; ..."), three of
+    them nothing else. Each was answered as prose and kept in the conversation, where the next
+    reply copied it again (agent/echoes.py: replayed against the model, 5 echoes of 6 so, and
+    6 calls of 6 with the echoes taken out and the reply answered as an empty one). Now an
+    echo is taken out of what the conversation keeps, a reply of nothing else is answered as
+    an empty reply (two in a row restart the conversation), and calls after an echo run."""
+    repo, state = replay(tmp_path, server, "subtract_run_ao.json", slice(0, 15), attempts=2)
+    sent = server.requests
+    note = "This is attempt 2 at this task."
+    for request in sent:
+        kept = [m for m in request.body["messages"] if m["role"] == "assistant"]
+        assert not any(note in (m.get("content") or "") for m in kept)
+    after_echo_only = [
+        sent[i + 1].body["messages"][-1]["content"]
+        for i, call in enumerate(recorded("subtract_run_ao.json")["calls"][:15])
+        if i + 1 < len(sent) and _echo_only(call["response"], note)
+    ]
+    # answered as an empty reply; the second in a row restarts the conversation (worker.py)
+    assert [text.split("\n")[0][:30] for text in after_echo_only] == [
+        EMPTY_REPLY_PROMPT[:30],
+        EMPTY_REPLY_PROMPT[:30],
+        RESTART_HEADER[:30],
+    ]
+    # the calls written after an echo ran (read_file, then edit_file of calc.py)
+    ran = [e["call"]["name"] for e in transcript(repo, state, attempt=2) if e["event"] == "tool"]
+    assert ran[:3] == ["run_tests", "read_file", "edit_file"]
+
+
+def _echo_only(response: Any, note: str) -> bool:
+    text = response["choices"][0]["message"].get("content") or ""
+    return text.startswith(note) and "{" not in text and "<data" not in text

@@ -83,6 +83,11 @@ class Policy(Protocol):
         the policy reads in its text (the worker's whole-file blocks, agent/file_blocks.py)."""
         ...
 
+    def shown(self, text: str) -> str:
+        """What the conversation keeps of a model turn's ``text`` (the transcript keeps it all):
+        the worker leaves out our own instructions copied back (agent/echoes.py)."""
+        ...
+
     def cut_turn(self, max_output_tokens: int, text: str) -> str | Ending:
         """A response cut at the output limit (its tool calls dropped; ``text``: what it
         said): what to say, or the end."""
@@ -184,7 +189,7 @@ class Loop:
         # A response cut at the output limit, or stopped because it ran on, holds an
         # incomplete tool call: never run it.
         cut = response.stop_reason in ("max_tokens", "ran_on")
-        self._record(response, usage, cut)
+        self._record(response, usage, cut, policy.shown(response.text))
         if overrun:
             return Ending("budget", overrun)
         if cut:
@@ -199,7 +204,9 @@ class Loop:
             return follow
         if isinstance(follow, list):
             # The turn is kept as the one that made these calls, so their results answer it.
-            self.messages[-1] = AssistantMessage(text=response.text, tool_calls=follow)
+            self.messages[-1] = AssistantMessage(
+                text=policy.shown(response.text), tool_calls=follow
+            )
             self.log({"event": "recovered", "tool_calls": [c.model_dump() for c in follow]})
             return self._tools(policy, follow)
         self._drop_earlier_text_exchange()
@@ -245,10 +252,11 @@ class Loop:
             reason = "script" if isinstance(exc, ScriptExhausted) else "provider"
             return Ending(reason, str(exc))
 
-    def _record(self, response: ModelResponse, usage: Usage, cut: bool) -> None:
-        """Append the model's turn (without the tool calls of a cut one) and log it whole."""
+    def _record(self, response: ModelResponse, usage: Usage, cut: bool, shown: str) -> None:
+        """Append the model's turn as ``shown`` (without the tool calls of a cut one) and log
+        it whole."""
         calls = [] if cut else response.tool_calls
-        self.messages.append(AssistantMessage(text=response.text, tool_calls=calls))
+        self.messages.append(AssistantMessage(text=shown, tool_calls=calls))
         self.log(
             {
                 "event": "response",

@@ -48,6 +48,7 @@ from .budget import Budget, RunBudget
 from .change_tools import copied_into_tests, import_of_itself
 from .digest import RESTART_HEADER, Compactor
 from .dispatch import Ending, Handler, ToolOutcome
+from .echoes import our_lines, without_echo
 from .file_blocks import has_unlabelled_code, whole_file_blocks
 from .handlers import read_handlers, tool_table, write_handlers
 from .limits import CALL_SLACK, WorkerLimits
@@ -246,6 +247,7 @@ class _Worker:
             call_prefix=None if ctx.attempt == 1 else f"{ctx.task_id}.attempt{ctx.attempt}",
         )
         self.compactor = Compactor(self.loop, ctx.artifacts)
+        self._ours = our_lines([ctx.first_message])  # the brief's and a retry note's prose
 
     def run(self) -> WorkerResult:
         ending = self.loop.run(self)
@@ -320,20 +322,25 @@ class _Worker:
 
     # -- the policy ----------------------------------------------------------------------
 
+    def shown(self, text: str) -> str:
+        return without_echo(text, self._ours)
+
     def text_turn(self, response: ModelResponse) -> str | Ending | list[ToolCall]:
-        reply = response.text.strip()
+        raw = response.text.strip()
+        writes = self._whole_files(raw)  # read from the reply as it came
+        # a reply that only copies our own prose back (agent/echoes.py) said nothing
+        reply = self.shown(response.text).strip()
         # (a reply cut where it began to write a tool's answer is blank too: its own nudge)
         blank = is_blank(reply) and not response.text_call_problem
         stuck = blank or echoes_data_label(reply)
         stuck_before, self._stuck_before = self._stuck_before, stuck
-        writes = self._whole_files(reply)
         if writes:
             return writes
         self.compactor.text_turn()
         stalled = self._stalled(reply)
         if stalled is not None:
             return stalled
-        if reply in self._written_replies:
+        if raw in self._written_replies:
             return WRITTEN_PROMPT
         if has_unlabelled_code(reply):
             scope = ", ".join(self.ctx.firewall.write_scope.entries)

@@ -339,6 +339,9 @@ class _Session:
         call_id = f"call_prose_plan_{len(self._prose_plans)}"
         return ToolCall(id=call_id, name=SUBMIT_PLAN_TOOL, arguments=plans[0], from_text=True)
 
+    def shown(self, text: str) -> str:
+        return text
+
     def cut_turn(self, max_output_tokens: int, text: str) -> str | Ending:
         self.nudges += 1
         if self.nudges > MAX_NUDGES:
