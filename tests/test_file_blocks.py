@@ -330,3 +330,31 @@ def test_a_writable_path_alone_on_a_block_s_first_line_labels_it(reply: str) -> 
     assert text.startswith("def subtract(a, b):\n")
     # a word without a file's extension is code, not a label
     assert whole_file_blocks("```\nMakefile\nall:\n\ttrue\n```", Scope(["Makefile"]).matches) == []
+
+
+# make real-model 2026-12-05 run o, call 19, verbatim: the function and its test, each in a bare
+# block; run ao's calls 5 and 6 were its first block alone
+RUN_O_19 = (
+    "```python\ndef subtract(a, b):\n    return a - b\n```\n\n"
+    "```python\ndef test_subtract():\n    assert subtract(5, 2) == 3\n```"
+)
+
+
+def test_new_code_in_a_bare_block_is_for_the_one_file_the_node_may_write() -> None:
+    """Run ao's node could write calc.py alone and was told twice that ``def subtract`` in a
+    bare block named no file. With one file to write, new code of its kind is that file's
+    (added after its definitions on write): tests for a test module, no test for another."""
+    calc = '"""A tiny calculator."""\n\n\ndef add(a, b):\n    return a + b\n'
+    test = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+    sub = "def subtract(a, b):\n    return a - b\n"
+    assert whole_file_blocks(RUN_O_19, Scope(["calc.py"]).matches, {"calc.py": calc}) == [
+        ("calc.py", sub)
+    ]
+    only_test = whole_file_blocks(RUN_O_19, Scope(["test_calc.py"]).matches, {"test_calc.py": test})
+    assert only_test == [("test_calc.py", "def test_subtract():\n    assert subtract(5, 2) == 3\n")]
+    # two files to write: whose part it is stays unsaid, as before
+    both = {"calc.py": calc, "test_calc.py": test}
+    assert whole_file_blocks(RUN_O_19, Scope(["calc.py", "test_calc.py"]).matches, both) == []
+    # prose in a block is no code
+    prose = "```python\nAdd subtract to calc.py\n```"
+    assert whole_file_blocks(prose, Scope(["calc.py"]).matches, {"calc.py": calc}) == []

@@ -1561,16 +1561,23 @@ def test_a_reply_that_only_copies_the_retry_note_is_an_empty_reply_and_leaves_no
     6 calls of 6 with the echoes taken out and the reply answered as an empty one). Now an
     echo is taken out of what the conversation keeps, a reply of nothing else is answered as
     an empty reply (two in a row restart the conversation), and calls after an echo run."""
-    repo, state = replay(tmp_path, server, "subtract_run_ao.json", slice(0, 15), attempts=2)
+    calls = [call["response"] for call in recorded("subtract_run_ao.json")["calls"]]
+    # attempt 1 as recorded up to "No changes." (its next two replies, def subtract in a bare
+    # block, now write calc.py: that reply again instead, so it still stalls), then attempt 2
+    then = [calls[3], calls[3], *calls[6:15]]
+    repo, state = replay(
+        tmp_path, server, "subtract_run_ao.json", slice(0, 4), then=then, attempts=2
+    )
     sent = server.requests
     note = "This is attempt 2 at this task."
     for request in sent:
         kept = [m for m in request.body["messages"] if m["role"] == "assistant"]
         assert not any(note in (m.get("content") or "") for m in kept)
+    served = [*calls[:4], *then]
     after_echo_only = [
         sent[i + 1].body["messages"][-1]["content"]
-        for i, call in enumerate(recorded("subtract_run_ao.json")["calls"][:15])
-        if i + 1 < len(sent) and _echo_only(call["response"], note)
+        for i, response in enumerate(served)
+        if i + 1 < len(sent) and _echo_only(response, note)
     ]
     # answered as an empty reply; the second in a row restarts the conversation (worker.py)
     assert [text.split("\n")[0][:30] for text in after_echo_only] == [

@@ -39,10 +39,12 @@ subtract(); providers/limits.py no longer cuts such a reply there as a tool's an
 
 from __future__ import annotations
 
+import ast
 import html
 import re
 from collections.abc import Callable, Iterator, Mapping
 
+from ..outline.pyfacts import is_test_module
 from ..trust import FILE_TAG
 from .change_tools import top_level_names
 
@@ -168,7 +170,30 @@ def _restated_file(body: str, current: Mapping[str, str]) -> str | None:
             for path, text in current.items()
             if lines & _top_level_lines(text) and not _drops_some(text, defined)
         ]
+    if not matches and len(current) == 1:
+        matches = [path for path, text in current.items() if _only_adds_to(path, text, body)]
     return matches[0] if len(matches) == 1 else None
+
+
+def _only_adds_to(path: str, text: str, body: str) -> bool:
+    """Whether ``body`` is new Python code for the one file the node may write, ``path``
+    (``text``, not empty): it parses and defines at least one top-level name, none the file
+    has (make real-model 2026-12-05 run ao, calls 5 and 6, write scope calc.py alone: a bare
+    ```` ```python ```` block of ``def subtract`` twice, told both times that it named no
+    file). Tests only for a test module, and no test for any other: 128 recorded replies would
+    otherwise have put a test into calc.py or a copy of calc.py's code into test_calc.py. It is
+    added after the file's own definitions (agent/change_tools.py)."""
+    defined = set(top_level_names(body))
+    if not (path.endswith(".py") and text and defined) or defined & set(top_level_names(text)):
+        return False
+    tests = {name for name in defined if name.lower().startswith("test")}
+    if tests != (defined if is_test_module(path) else set()):
+        return False  # tests for a module, or code for a test module: not this file's part
+    try:
+        ast.parse(body)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
 
 
 def _drops_some(text: str, defined: set[str]) -> bool:
