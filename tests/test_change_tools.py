@@ -21,6 +21,7 @@ from anti_sprawl.agent.worker import WorkerContext, WorkerLimits, WorkerResult, 
 from anti_sprawl.fs.firewall import Firewall
 from anti_sprawl.providers.base import SystemBlock, ToolResultMessage
 from anti_sprawl.providers.scripted import Script, ScriptedProvider
+from anti_sprawl.providers.text_calls import recover_text_calls
 from anti_sprawl.tokens import count_tokens
 
 FINISH = {"tool": "finish", "args": {"summary": "done"}}
@@ -556,3 +557,37 @@ def test_a_test_module_holding_a_copy_of_the_code_under_test_is_found() -> None:
     # tests/test_no_changes.py's execute() beside anti_sprawl/cli/runs.py's)
     helper_named_alike = good + "\n\ndef subtract(a, b):\n    return calc_subtract(a, b)\n"
     assert copied_into_tests({"calc.py": code, "test_calc.py": helper_named_alike}) == ""
+
+
+# make real-model 2026-12-05 run ap, call 5, verbatim (its path moved under app/): the whole file
+# as Python strings joined with +, the docstring a triple-quoted string that starts with a line
+# break, sent with append: true
+RUN_AP_5 = (
+    '```json\n{\n    "name": "write_file",\n    "arguments": {\n        "path": "app/calc.py",\n'
+    '        "content": """\nA tiny calculator."""\n        + "\\n\\n"\n'
+    '        + "def add(a, b):\\n"\n        + "    return a + b\\n"\n        + "\\n"\n'
+    '        + "def subtract(a, b):\\n"\n        + "    return a - b\\n",\n'
+    '        "append": true\n    }\n}\n```'
+)
+
+
+def test_a_restated_file_whose_docstring_lost_its_quotes_after_a_blank_line_is_the_file(
+    root: Path, firewall: Firewall
+) -> None:
+    """Run ap's first call: calc.py restated with subtract(), its docstring's value starting
+    with a line break, so the file's first line was blank and the next bare text. Appended as
+    sent, calc.py held add() twice and a line of prose, and the tests stopped at collection.
+    The first line that is not blank now gets the docstring's quotes, and the file, restated
+    whole, is written as the new file."""
+    (root / "app/calc.py").write_text(
+        '"""A tiny calculator."""\n\n\ndef add(a, b):\n    return a + b\n'
+    )
+    (call,) = recover_text_calls(RUN_AP_5, WORKER_TOOLS)
+    done = change_tools.write_file(firewall, WriteFileArgs(**call.arguments), from_text=True)
+    assert done.startswith("wrote app/calc.py")
+    assert "only valid as a docstring" in done
+    assert "began with the whole file as it was" in done
+    assert (root / "app/calc.py").read_text() == (
+        '\n"""A tiny calculator."""\n\ndef add(a, b):\n    return a + b\n\n'
+        "def subtract(a, b):\n    return a - b\n"
+    )

@@ -184,15 +184,18 @@ def _docstring_repaired(content: str) -> tuple[str, str] | None:
     Qwen2.5-Coder-1.5B, make real-model 2026-12-03 runs 3 and 5: a calc.py whose first line is
     ``A tiny calculator.``, the old file's docstring, or run 9: ``A tiny calculator.`` with
     its closing quotes); and lines holding nothing but triple quotes dropped (run 9, calls 1
-    and 3: one such line after that docstring, which opened a string never closed)."""
-    first, newline, rest = content.partition("\n")
+    and 3: one such line after that docstring, which opened a string never closed). The first
+    line is the first that is not blank (run ap, call 5: the docstring written as a triple-quoted
+    Python string in the JSON, whose value starts with a line break)."""
+    lead = len(content) - len(content.lstrip("\n"))
+    first, newline, rest = content[lead:].partition("\n")
     starts: list[tuple[str, str]] = [(content, "")]
     bare = first.strip()
     if bare and bare[:1] not in "\"'#":
         quoted = f'"""{bare}' if bare.endswith('"""') else f'"""{bare}"""'
         starts.append(
             (
-                f"{quoted}{newline}{rest}",
+                f"{content[:lead]}{quoted}{newline}{rest}",
                 "its first line was only valid as a docstring, so it was written as one "
                 "(in triple quotes)",
             )
