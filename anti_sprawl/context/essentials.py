@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from pydantic import BaseModel
@@ -189,23 +189,19 @@ def first_prompt(
     """``node``'s first prompt as its run would start it, from ``view`` (the start commit's
     files) or else from the files under ``root``; its upstream is an allowance per dependency
     (``UPSTREAM_ALLOWANCE``), not text."""
-    allowance = UPSTREAM_ALLOWANCE * len(node.dependencies)
-    if view is not None:
-        return assemble_worker_prompt(
-            plan=plan,
-            node=node,
-            upstream=(),
-            view=view,
-            upstream_allowance=allowance,
-            check_fit=False,
-        )
-    with Firewall(root, node.read_scope, node.write_scope, durable=False) as fw:
+    with ExitStack() as files:
+        fw = None
+        if view is None:
+            fw = files.enter_context(
+                Firewall(root, node.read_scope, node.write_scope, durable=False)
+            )
         return assemble_worker_prompt(
             plan=plan,
             node=node,
             upstream=(),
             firewall=fw,
-            upstream_allowance=allowance,
+            view=view,
+            upstream_allowance=UPSTREAM_ALLOWANCE * len(node.dependencies),
             check_fit=False,
         )
 
