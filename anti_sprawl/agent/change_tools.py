@@ -25,6 +25,7 @@ __all__ = [
     "delete_file",
     "import_of_itself",
     "move_file",
+    "parses",
     "refuse_placeholder",
     "top_level_names",
     "write_file",
@@ -113,10 +114,10 @@ def _quotes_repaired(path: str, content: str) -> tuple[str, str] | None:
     first; 2026-12-05 run v, calls 1-3: the first alone, the docstring); each then with its triple quotes repaired (``_docstring_repaired``). Recorded from
     Qwen2.5-Coder-1.5B, make real-model 2026-12-04 (second session) run g, and 2026-12-05 run p
     (``_reshaped``)."""
-    if not path.endswith(".py") or _parses(content):
+    if not path.endswith(".py") or parses(content):
         return None
     for text, done in _reshaped(content):
-        if text != content and _parses(text):
+        if text != content and parses(text):
             return text, done
         repaired = _docstring_repaired(text)
         if repaired is not None:
@@ -202,7 +203,7 @@ def _docstring_repaired(content: str) -> tuple[str, str] | None:
         )
     gone = "a line holding only triple quotes, which left the file invalid, was dropped"
     for text, done in starts:
-        if text != content and _parses(text):
+        if text != content and parses(text):
             return text, done
         # the first such line only: later ones close the file's own docstrings (a 6,278-line
         # dask/array/core.py lost them all, and did not parse)
@@ -210,12 +211,13 @@ def _docstring_repaired(content: str) -> tuple[str, str] | None:
         stray = next((i for i, line in enumerate(lines) if line.strip() in ('"""', "'''")), None)
         if stray is not None:
             kept = "\n".join(lines[:stray] + lines[stray + 1 :])
-            if _parses(kept):
+            if parses(kept):
                 return kept, f"{done}; {gone}" if done else gone
     return None
 
 
-def _parses(source: str) -> bool:
+def parses(source: str) -> bool:
+    """Whether ``source`` is valid Python (only parsed, never run)."""
     try:
         ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):

@@ -39,14 +39,13 @@ subtract(); providers/limits.py no longer cuts such a reply there as a tool's an
 
 from __future__ import annotations
 
-import ast
 import html
 import re
 from collections.abc import Callable, Iterator, Mapping
 
 from ..outline.pyfacts import is_test_module
 from ..trust import FILE_TAG
-from .change_tools import top_level_names
+from .change_tools import parses, top_level_names
 
 __all__ = ["has_unlabelled_code", "whole_file_blocks"]
 
@@ -189,11 +188,7 @@ def _only_adds_to(path: str, text: str, body: str) -> bool:
     tests = {name for name in defined if name.lower().startswith("test")}
     if tests != (defined if is_test_module(path) else set()):
         return False  # tests for a module, or code for a test module: not this file's part
-    try:
-        ast.parse(body)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
-    return True
+    return parses(body)
 
 
 def _drops_some(text: str, defined: set[str]) -> bool:
